@@ -1,0 +1,333 @@
+package run
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Session groups the runs of one conversation. Grants for confirm_once tools
+// live at this level.
+type Session struct {
+	ID        string    `json:"id"`
+	Owner     string    `json:"owner"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// InputPolicy says what happens to user input that arrives while a run is active.
+type InputPolicy string
+
+// Input policies.
+const (
+	InputReject    InputPolicy = "reject"    // refuse it
+	InputQueue     InputPolicy = "queue"     // keep it for the next turn
+	InputInterrupt InputPolicy = "interrupt" // stop after the current tool, then a new turn
+	InputRollback  InputPolicy = "rollback"  // fork from a checkpoint into a new run
+)
+
+// Valid reports whether p is a known policy.
+func (p InputPolicy) Valid() bool {
+	switch p {
+	case InputReject, InputQueue, InputInterrupt, InputRollback:
+		return true
+	}
+	return false
+}
+
+// Limits bound a run. A zero field means "no limit" except where DefaultLimits
+// fills it in when a run is created.
+type Limits struct {
+	MaxSteps     int64 `json:"max_steps,omitempty"`
+	MaxToolCalls int64 `json:"max_tool_calls,omitempty"`
+	MaxTokens    int64 `json:"max_tokens,omitempty"`
+	// MaxSpendMicroUSD is the spend limit in millionths of a US dollar, so
+	// budget arithmetic stays in integers.
+	MaxSpendMicroUSD int64     `json:"max_spend_micro_usd,omitempty"`
+	Deadline         time.Time `json:"deadline,omitzero"`
+}
+
+// DefaultLimits are applied to fields left at zero when a run is created:
+// 200 steps, 500 tool calls, 2M tokens, 20 USD.
+func DefaultLimits() Limits {
+	return Limits{MaxSteps: 200, MaxToolCalls: 500, MaxTokens: 2_000_000, MaxSpendMicroUSD: 20_000_000}
+}
+
+// WithDefaults fills zero fields from DefaultLimits. A deadline is not defaulted.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxSteps == 0 {
+		l.MaxSteps = d.MaxSteps
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = d.MaxToolCalls
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = d.MaxTokens
+	}
+	if l.MaxSpendMicroUSD == 0 {
+		l.MaxSpendMicroUSD = d.MaxSpendMicroUSD
+	}
+	return l
+}
+
+// Budget holds what a run has used and what is reserved by calls in flight.
+// Reserved amounts are held against the limits until settled, so concurrent
+// callers can never together exceed a limit.
+type Budget struct {
+	TokensUsed            int64 `json:"tokens_used"`
+	TokensReserved        int64 `json:"tokens_reserved"`
+	SpendUsedMicroUSD     int64 `json:"spend_used_micro_usd"`
+	SpendReservedMicroUSD int64 `json:"spend_reserved_micro_usd"`
+	ToolCallsUsed         int64 `json:"tool_calls_used"`
+	ToolCallsReserved     int64 `json:"tool_calls_reserved"`
+}
+
+// Lease is the single-writer claim on a run. Token is the fencing token:
+// every write made under the lease is conditional on it.
+type Lease struct {
+	Owner  string    `json:"owner,omitempty"`
+	Token  int64     `json:"token"`
+	Expiry time.Time `json:"expiry,omitzero"`
+}
+
+// Run is one accepted turn: what was asked, where it stands, its bounds and
+// who may write it.
+type Run struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	Owner     string `json:"owner"`
+	Agent     string `json:"agent"`
+	// ClientKey is the caller's idempotency key: creating a run twice with
+	// the same owner and key yields the same run.
+	ClientKey string `json:"client_key,omitempty"`
+	Request   string `json:"request"`
+	// Command is the normalized form of the request the agent works on.
+	Command     string      `json:"command,omitempty"`
+	Status      Status      `json:"status"`
+	Output      string      `json:"output,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	InputPolicy InputPolicy `json:"input_policy"`
+	Limits      Limits      `json:"limits"`
+	Budget      Budget      `json:"budget"`
+	Lease       Lease       `json:"lease"`
+	// CancelRequested is set by a cancel request; the harness honours it at
+	// its next check.
+	CancelRequested bool  `json:"cancel_requested,omitempty"`
+	StepCount       int64 `json:"step_count"`
+	// CheckpointID is the checkpoint the run resumes from.
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	// LastSeq is the seq of the newest event; the log is gapless from 1.
+	LastSeq int64 `json:"last_seq"`
+	// ParentRunID and ForkCheckpointID are set on a run forked from another.
+	ParentRunID      string    `json:"parent_run_id,omitempty"`
+	ForkCheckpointID string    `json:"fork_checkpoint_id,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
+// Mode is a tool's permission mode.
+type Mode string
+
+// Permission modes.
+const (
+	ModeSafeReadonly Mode = "safe_readonly" // runs without asking
+	ModeConfirmOnce  Mode = "confirm_once"  // asks once per session, then a grant covers it
+	ModeMutating     Mode = "mutating"      // asks for the exact arguments every time
+)
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool {
+	return m == ModeSafeReadonly || m == ModeConfirmOnce || m == ModeMutating
+}
+
+// PlanStatus is where a plan item stands.
+type PlanStatus string
+
+// Plan item statuses.
+const (
+	PlanPending          PlanStatus = "pending"
+	PlanAwaitingApproval PlanStatus = "awaiting_approval"
+	PlanRunning          PlanStatus = "running"
+	PlanCompleted        PlanStatus = "completed"
+	PlanFailed           PlanStatus = "failed"
+	PlanDenied           PlanStatus = "denied"
+	PlanSkipped          PlanStatus = "skipped"
+	PlanNeedsHuman       PlanStatus = "needs_human"
+)
+
+// PlanItem is one step of a turn, with the exact arguments the agent asked for.
+type PlanItem struct {
+	ID       string          `json:"id"`
+	RunID    string          `json:"run_id"`
+	Order    int64           `json:"order"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+	ArgsHash string          `json:"args_hash"`
+	Mode     Mode            `json:"mode"`
+	Status   PlanStatus      `json:"status"`
+	// CallID is the model's tool-call id, kept to answer the model; it is
+	// never an operation's identity.
+	CallID    string `json:"call_id,omitempty"`
+	ResultRef string `json:"result_ref,omitempty"`
+	// Result is the tool's recorded result, reused on replay and fork so an
+	// effect is never repeated.
+	Result    json.RawMessage `json:"result,omitempty"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// EventType names what an event records.
+type EventType string
+
+// Event types.
+const (
+	EventRunCreated         EventType = "run_created"
+	EventTurnStarted        EventType = "turn_started"
+	EventModelCallStarted   EventType = "model_call_started"
+	EventModelCallCompleted EventType = "model_call_completed"
+	EventModelCallFailed    EventType = "model_call_failed"
+	EventToolStarted        EventType = "tool_started"
+	EventToolProgress       EventType = "tool_progress"
+	EventToolCompleted      EventType = "tool_completed"
+	EventToolFailed         EventType = "tool_failed"
+	EventApprovalRequested  EventType = "approval_requested"
+	EventApprovalGranted    EventType = "approval_granted"
+	EventApprovalDenied     EventType = "approval_denied"
+	EventApprovalCancelled  EventType = "approval_cancelled"
+	EventOpIntent           EventType = "op_intent"
+	EventOpSucceeded        EventType = "op_succeeded"
+	EventOpFailed           EventType = "op_failed"
+	EventOpReconciled       EventType = "op_reconciled"
+	EventOpNeedsHuman       EventType = "op_needs_human"
+	EventCheckpointWritten  EventType = "checkpoint_written"
+	EventLeaseAcquired      EventType = "lease_acquired"
+	EventLeaseLost          EventType = "lease_lost"
+	EventBudgetReserved     EventType = "budget_reserved"
+	EventBudgetExceeded     EventType = "budget_exceeded"
+	EventInputReceived      EventType = "input_received"
+	EventCancelRequested    EventType = "cancel_requested"
+	EventRunSpilled         EventType = "run_spilled"
+	EventRunForked          EventType = "run_forked"
+	EventTurnCompleted      EventType = "turn_completed"
+	EventRunCompleted       EventType = "run_completed"
+	EventRunFailed          EventType = "run_failed"
+	EventRunCancelled       EventType = "run_cancelled"
+	EventRunNeedsHuman      EventType = "run_needs_human"
+	EventRateLimited        EventType = "rate_limited"
+)
+
+// Event is one entry of a run's append-only log. Seq is assigned by the store:
+// gapless from 1 within a run.
+type Event struct {
+	RunID       string          `json:"run_id"`
+	Seq         int64           `json:"seq"`
+	Type        EventType       `json:"type"`
+	Time        time.Time       `json:"time"`
+	PlanItemID  string          `json:"plan_item_id,omitempty"`
+	OperationID string          `json:"operation_id,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+}
+
+// OpStatus is where an external operation stands.
+type OpStatus string
+
+// Operation statuses. pending means "may or may not have happened": it is
+// reconciled before the run does anything else.
+const (
+	OpPending    OpStatus = "pending"
+	OpSucceeded  OpStatus = "succeeded"
+	OpFailed     OpStatus = "failed"
+	OpNeedsHuman OpStatus = "needs_human"
+)
+
+// Valid reports whether s is a known operation status.
+func (s OpStatus) Valid() bool {
+	return s == OpPending || s == OpSucceeded || s == OpFailed || s == OpNeedsHuman
+}
+
+// Operation is an external side effect, recorded as intent before dispatch.
+// Its ID is owned by the application (never the model's tool-call id) and is
+// sent to the destination as the idempotency key.
+type Operation struct {
+	ID             string          `json:"id"`
+	RunID          string          `json:"run_id"`
+	PlanItemID     string          `json:"plan_item_id"`
+	Tool           string          `json:"tool"`
+	Destination    string          `json:"destination"`
+	Args           json.RawMessage `json:"args,omitempty"`
+	ArgsHash       string          `json:"args_hash"`
+	ArtifactHash   string          `json:"artifact_hash,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Status         OpStatus        `json:"status"`
+	ExternalID     string          `json:"external_id,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	Attempts       int64           `json:"attempts"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+// ApprovalStatus is where an approval stands.
+type ApprovalStatus string
+
+// Approval statuses.
+const (
+	ApprovalPending   ApprovalStatus = "pending"
+	ApprovalApproved  ApprovalStatus = "approved"
+	ApprovalDenied    ApprovalStatus = "denied"
+	ApprovalCancelled ApprovalStatus = "cancelled"
+)
+
+// Approval is a request for a person to allow one exact action. A decision is
+// accepted only while pending and only for the same ArgsHash.
+type Approval struct {
+	ID         string          `json:"id"`
+	RunID      string          `json:"run_id"`
+	SessionID  string          `json:"session_id"`
+	PlanItemID string          `json:"plan_item_id"`
+	Tool       string          `json:"tool"`
+	Mode       Mode            `json:"mode"`
+	Args       json.RawMessage `json:"args"`
+	ArgsHash   string          `json:"args_hash"`
+	Status     ApprovalStatus  `json:"status"`
+	DecidedBy  string          `json:"decided_by,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	// TaskToken is the Step Functions task token of the wait, when one is
+	// attached; the decision resumes the run through it.
+	TaskToken string    `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+}
+
+// Grant allows a confirm_once tool for the rest of a session.
+type Grant struct {
+	SessionID  string    `json:"session_id"`
+	Tool       string    `json:"tool"`
+	ApprovalID string    `json:"approval_id"`
+	GrantedBy  string    `json:"granted_by"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Checkpoint is where a run can resume. State holds a delta (what this step
+// added) inline, or StateRef points to an artifact holding it; Parent links
+// the chain, so a checkpoint never copies everything before it.
+type Checkpoint struct {
+	ID               string    `json:"id"`
+	RunID            string    `json:"run_id"`
+	Seq              int64     `json:"seq"`
+	Parent           string    `json:"parent,omitempty"`
+	Step             int64     `json:"step"`
+	State            []byte    `json:"state,omitempty"`
+	StateRef         string    `json:"state_ref,omitempty"`
+	StateHash        string    `json:"state_hash,omitempty"`
+	Size             int64     `json:"size"`
+	WorkspaceVersion string    `json:"workspace_version,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// Input is user input received while a run was active, kept for the next turn.
+type Input struct {
+	RunID      string    `json:"run_id"`
+	ID         string    `json:"id"`
+	Text       string    `json:"text"`
+	Consumed   bool      `json:"consumed"`
+	ReceivedAt time.Time `json:"received_at"`
+}
