@@ -508,7 +508,7 @@ func TestCancelWhileAwaitingApproval(t *testing.T) {
 	if aps[0].Status != run.ApprovalCancelled {
 		t.Fatalf("approval %s", aps[0].Status)
 	}
-	if _, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: aps[0].ID, Approve: true, ArgsHash: aps[0].ArgsHash}); !errors.Is(err, store.ErrConflict) {
+	if _, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: aps[0].ID, Approve: true, ArgsHash: aps[0].ArgsHash, DecidedBy: "bob"}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("approving a cancelled approval: %v", err)
 	}
 }
