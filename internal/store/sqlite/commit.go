@@ -206,9 +206,13 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = COALESCE(?, status), output = COALESCE(?, output),
 		error = COALESCE(?, error), command = COALESCE(?, command), step_count = step_count + ?,
 		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?,
+		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
+		tokens_reserved = MAX(0, tokens_reserved - ?), spend_reserved = MAX(0, spend_reserved - ?),
+		tool_calls_reserved = MAX(0, tool_calls_reserved - ?),
 		lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
 		lease_expiry = CASE WHEN ? THEN 0 ELSE lease_expiry END, updated_at = ? WHERE id = ?`,
 		newStatus, output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)),
+		c.Used.Tokens, c.Used.SpendMicroUSD, c.Used.ToolCalls, c.Released.Tokens, c.Released.SpendMicroUSD, c.Released.ToolCalls,
 		release, release, nowN, c.RunID); err != nil {
 		return nil, fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
 	}

@@ -309,9 +309,12 @@ func testLeaseTerminal(t *testing.T, e *env) {
 
 func testIllegalTransition(t *testing.T, e *env) {
 	r, tok := e.leased()
+	_, err := e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok, Run: &store.RunPatch{Status: run.StatusRunning}})
+	must(t, err)
 	before := e.snap(e.s, r.ID)
-	_, err := e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok,
-		Run:    &store.RunPatch{Status: run.StatusCompleted, Output: str("done")},
+	// Nothing leads back to created.
+	_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok,
+		Run:    &store.RunPatch{Status: run.StatusCreated, Output: str("done")},
 		Events: []run.Event{ev(run.EventRunCompleted, "")}})
 	wantErr(t, err, run.ErrIllegalTransition)
 	e.sameSnap(before, e.snap(e.s, r.ID))
