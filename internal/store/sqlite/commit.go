@@ -20,6 +20,8 @@ import (
 // operation idempotency keys (the operation id when empty); a checkpoint's
 // Seq (the run's previous checkpoint seq + 1 when zero), Size and StateHash
 // (from inline State when zero). A checkpoint id that exists is ErrConflict.
+// Used and Released settle the budget as Settle does (a reservation never
+// goes below zero; usage is recorded even past a limit).
 func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
 	if err := validateCommit(&c); err != nil {
 		return nil, err
@@ -265,6 +267,12 @@ func validateCommit(c *store.Commit) error {
 	}
 	if err := validateEvents(c.Events); err != nil {
 		return err
+	}
+	if err := checkAmounts(c.Used); err != nil {
+		return fmt.Errorf("used budget: %w", err)
+	}
+	if err := checkAmounts(c.Released); err != nil {
+		return fmt.Errorf("released budget: %w", err)
 	}
 	if p := c.Run; p != nil {
 		if p.Status != "" && !p.Status.Valid() {
