@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
@@ -215,21 +216,20 @@ func (env *testEnv) waitEntered(arn, state string, n int) []HistoryEvent {
 // waitDone waits for the execution to close and returns its description.
 func (env *testEnv) waitDone(arn string) ExecutionDescription {
 	env.t.Helper()
-	env.waitFor(arn, "the execution to close", func(evs []HistoryEvent) bool {
-		if len(evs) == 0 {
-			return false
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d, err := env.exec.DescribeExecution(context.Background(), arn)
+		if err != nil {
+			env.t.Fatal(err)
 		}
-		switch evs[len(evs)-1].Type {
-		case "ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted":
-			return true
+		if d.Status != StatusRunning {
+			return d
 		}
-		return false
-	})
-	d, err := env.exec.DescribeExecution(context.Background(), arn)
-	if err != nil {
-		env.t.Fatal(err)
+		if time.Now().After(deadline) {
+			env.t.Fatalf("gave up waiting for %s to close; history:\n%s", arn, dumpHistory(env.history(arn)))
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
-	return d
 }
 
 // stateEntered returns the state names entered, in order.
@@ -288,3 +288,9 @@ func sortedCopy(s []string) []string {
 	sort.Strings(c)
 	return c
 }
+
+type jsonRaw = json.RawMessage
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }

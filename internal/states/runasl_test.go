@@ -296,7 +296,9 @@ func TestRunSpillWithHeartbeats(t *testing.T) {
 	params := recv(t, r.keel.spills, "the Fargate task")
 	var full struct {
 		Cluster, TaskDefinition, LaunchType string
-		NetworkConfiguration                struct{ AwsvpcConfiguration struct{ Subnets, SecurityGroups []string } }
+		NetworkConfiguration                struct {
+			AwsvpcConfiguration struct{ Subnets, SecurityGroups []string }
+		}
 	}
 	if err := json.Unmarshal(params, &full); err != nil {
 		t.Fatal(err)

@@ -350,7 +350,8 @@ type commitReq struct {
 // HistoryLimit and is not the closing event, it writes ExecutionFailed
 // with States.Runtime in its place and returns errHistoryLimit.
 func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commitReq) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	limited := false
+	err := s.tx(ctx, func(c *sql.Conn) error {
 		var status string
 		var count int64
 		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
@@ -368,10 +369,8 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 				if err := s.insertEvent(ctx, c, arn, count, failed); err != nil {
 					return err
 				}
-				if err := closeExecution(ctx, c, arn, now, count, &finalState{Status: StatusFailed, Error: ErrRuntime, Cause: historyLimitCause, hasErrorCause: true}); err != nil {
-					return err
-				}
-				return errHistoryLimit
+				limited = true // committed: the failure is the execution's end
+				return closeExecution(ctx, c, arn, now, count, &finalState{Status: StatusFailed, Error: ErrRuntime, Cause: historyLimitCause, hasErrorCause: true})
 			}
 			if err := s.insertEvent(ctx, c, arn, count, ev); err != nil {
 				return err
@@ -389,6 +388,10 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 		_, err = c.ExecContext(ctx, `UPDATE sfn_executions SET cursor = ?, event_count = ? WHERE arn = ?`, string(req.Cursor), count, arn)
 		return err
 	})
+	if err == nil && limited {
+		return errHistoryLimit
+	}
+	return err
 }
 
 func closeExecution(ctx context.Context, c *sql.Conn, arn string, now time.Time, count int64, f *finalState) error {
