@@ -24,11 +24,11 @@ type fixture struct {
 	dec      run.Approval // approved
 	canceled run.Run      // alice's, cancel requested: approval can cancelled
 	can      run.Approval
-	finished run.Run      // alice's, failed with approval fin still pending
+	finished run.Run // alice's, failed with approval fin still pending
 	fin      run.Approval
-	reject   run.Run      // alice's, input policy reject
-	rollback run.Run      // alice's, input policy rollback
-	bobs     run.Run      // bob's, with checkpoint bobCP
+	reject   run.Run // alice's, input policy reject
+	rollback run.Run // alice's, input policy rollback
+	bobs     run.Run // bob's, with checkpoint bobCP
 	bobCP    run.Checkpoint
 	keyed    run.Run // alice's, created through the API with Idempotency-Key k1
 }
