@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/setup"
 )
 
 // Stepper is the harness.
@@ -119,4 +120,34 @@ func errorType(err error) string {
 		return "Error"
 	}
 	return t.Name()
+}
+
+// MainConfig is what a task process needs to run one spilled run.
+type MainConfig struct {
+	Setup     setup.Config
+	Backends  setup.Backends
+	Tokens    Tokens
+	RunID     string
+	TaskToken string
+	Faults    harness.FaultPoints
+	Logger    *slog.Logger
+}
+
+// Main opens the runtime parts, builds a harness that never spills, and
+// runs the task until a decision or until stop is closed.
+func Main(ctx context.Context, cfg MainConfig, stop <-chan struct{}) error {
+	parts, err := cfg.Setup.Open(ctx, cfg.Backends)
+	if err != nil {
+		if cfg.TaskToken != "" {
+			_ = cfg.Tokens.SendTaskFailure(ctx, cfg.TaskToken, "TaskSetupError", err.Error())
+		}
+		return err
+	}
+	defer parts.Close()
+	h, err := harness.New(harness.Options{Store: parts.Store, Artifacts: parts.Artifacts, Agents: parts.Agents,
+		Owner: cfg.Setup.Owner, CanSpill: false, Faults: cfg.Faults, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	return Run(ctx, Config{Harness: h, Tokens: cfg.Tokens, RunID: cfg.RunID, TaskToken: cfg.TaskToken, Logger: cfg.Logger}, stop)
 }
