@@ -146,7 +146,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	if len(cfg.TaskCommand) > 0 {
-		env := append(os.Environ(),
+		// The task gets its own fault point (KEEL_TASK_FAULTPOINT), never
+		// the server's.
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "KEEL_FAULTPOINT=") && !strings.HasPrefix(kv, "KEEL_TASK_FAULTPOINT=") {
+				env = append(env, kv)
+			}
+		}
+		if fp := os.Getenv("KEEL_TASK_FAULTPOINT"); fp != "" {
+			env = append(env, "KEEL_FAULTPOINT="+fp)
+		}
+		env = append(env,
 			"KEEL_STORE="+cfg.Setup.Store, "KEEL_ARTIFACTS="+cfg.Setup.Artifacts, "KEEL_MODEL="+cfg.Setup.Model,
 			"KEEL_PUBLISH="+cfg.Setup.Publish, "KEEL_PUBLISH_CONTRACT="+cfg.Setup.PublishContract,
 			"KEEL_SFN_ENDPOINT="+s.URL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
