@@ -56,6 +56,9 @@
 // ExecutionAlreadyExists. A token of a closed task is TaskTimedOut, an
 // unknown one TaskDoesNotExist, a malformed one InvalidToken.
 //
+// One Executor drives a database's executions at a time: a second process
+// on the same file would run them twice.
+//
 // All time goes through a Clock and all jitter through Config.Rand, so
 // tests never sleep.
 package states

@@ -86,7 +86,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	store  *Store
 	exec   *Executor
 	clock  Clock
@@ -102,7 +102,7 @@ type envOpts struct {
 	dbPath  string
 }
 
-func newEnv(t *testing.T, o envOpts) *testEnv {
+func newEnv(t testing.TB, o envOpts) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	if o.dbPath == "" {
@@ -264,7 +264,7 @@ func dumpHistory(evs []HistoryEvent) string {
 	return b.String()
 }
 
-func mustJSON(t *testing.T, s string) any {
+func mustJSON(t testing.TB, s string) any {
 	t.Helper()
 	v, err := decodeJSON([]byte(s))
 	if err != nil {
