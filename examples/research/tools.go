@@ -75,7 +75,7 @@ type Collect struct{ Corpus fs.FS }
 func (c Collect) Info() tool.Info {
 	return tool.Info{Name: "collect_documents", Mode: run.ModeSafeReadonly,
 		Description: "List the documents of the research corpus, optionally only those mentioning a query.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","maxLength":200}},"additionalProperties":false}`)}
+		Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","maxLength":200}},"additionalProperties":false}`)}
 }
 
 // Run implements tool.Tool.
@@ -108,7 +108,7 @@ type Analyze struct{ Corpus fs.FS }
 func (a Analyze) Info() tool.Info {
 	return tool.Info{Name: "analyze_documents", Mode: run.ModeSafeReadonly,
 		Description: "Analyze named documents: words and the most frequent keywords. Reports progress.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"documents":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":1000}},"required":["documents"],"additionalProperties":false}`)}
+		Schema:      json.RawMessage(`{"type":"object","properties":{"documents":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":1000}},"required":["documents"],"additionalProperties":false}`)}
 }
 
 var stopWords = map[string]bool{"the": true, "a": true, "an": true, "and": true, "or": true, "of": true, "to": true, "in": true,
@@ -182,7 +182,7 @@ type Draft struct {
 func (d Draft) Info() tool.Info {
 	return tool.Info{Name: "draft_report", Mode: run.ModeSafeReadonly,
 		Description: "Draft the research report from the corpus as a markdown artifact; returns its key and sha256.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"documents":{"type":"array","items":{"type":"string"}}},"required":["title"],"additionalProperties":false}`)}
+		Schema:      json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"documents":{"type":"array","items":{"type":"string"}}},"required":["title"],"additionalProperties":false}`)}
 }
 
 // Run implements tool.Tool.
@@ -255,7 +255,7 @@ type publishArgs struct {
 func (p Publish) Info() tool.Info {
 	return tool.Info{Name: "publish_report", Mode: run.ModeMutating,
 		Description: "Publish a drafted report, identified by its artifact key and sha256. Needs approval of the exact hash.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"artifact_key":{"type":"string","minLength":1},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["artifact_key","sha256"],"additionalProperties":false}`)}
+		Schema:      json.RawMessage(`{"type":"object","properties":{"artifact_key":{"type":"string","minLength":1},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["artifact_key","sha256"],"additionalProperties":false}`)}
 }
 
 // Run is never called for an effectful tool.

@@ -585,7 +585,9 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 		} else {
 			group := []run.PlanItem{it}
-			for j := i + 1; j < len(open); j++ {
+			// Under the interrupt policy calls run one by one, so new input
+			// can stop the turn between them.
+			for j := i + 1; j < len(open) && s.run.InputPolicy != run.InputInterrupt; j++ {
 				nx, ok := s.items[open[j].ID]
 				if !ok || nx.Status != run.PlanPending || nx.Mode != run.ModeSafeReadonly {
 					break

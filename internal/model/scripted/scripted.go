@@ -14,7 +14,6 @@ package scripted
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -359,6 +358,3 @@ func (s *stream) Next() (model.Chunk, error) {
 }
 
 func (s *stream) Close() error { return nil }
-
-// ErrScript marks a script that cannot be played.
-var ErrScript = errors.New("scripted model: bad script")
