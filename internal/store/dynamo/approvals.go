@@ -85,7 +85,7 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 				u := &update{set: []string{
 					e.name("status") + " = " + e.value(sv(string(status))),
 					e.name("decided_by") + " = " + e.value(sv(d.DecidedBy)),
-					e.name("decided_at") + " = " + e.value(nv(decidedAt)),
+					e.name("decided_at") + " = " + e.value(tv(ts(decidedAt))),
 				}}
 				if d.Reason != "" {
 					u.set = append(u.set, e.name("reason")+" = "+e.value(sv(d.Reason)))
@@ -106,7 +106,7 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 						Key:       key(sessionPK(a.SessionID), grantSK(a.Tool)),
 						UpdateExpression: aws.String("SET " + join([]string{
 							set("approval_id", sv(a.ID)), set("granted_by", sv(d.DecidedBy)),
-							set("tool", sv(a.Tool)), set("created_at", nv(decidedAt))})),
+							set("tool", sv(a.Tool)), set("created_at", tv(ts(decidedAt)))})),
 						ExpressionAttributeNames:  g.names,
 						ExpressionAttributeValues: g.values,
 					}})

@@ -43,7 +43,7 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 		return run.Budget{}, err
 	}
 	e := newExpr()
-	u := &update{set: []string{e.name("updated_at") + " = " + e.value(nv(nanos(s.now())))}}
+	u := &update{set: []string{e.name("updated_at") + " = " + e.value(tv(s.now()))}}
 	conds := []string{"attribute_exists(" + e.name("pk") + ")"}
 	for _, r := range resources {
 		amt, lim := r.amount(a), r.limit(st.limits)
@@ -103,7 +103,7 @@ func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.A
 			return run.Budget{}, err
 		}
 		e := newExpr()
-		u := &update{set: []string{e.name("updated_at") + " = " + e.value(nv(nanos(s.now())))}}
+		u := &update{set: []string{e.name("updated_at") + " = " + e.value(tv(s.now()))}}
 		conds := []string{"attribute_exists(" + e.name("pk") + ")"}
 		for _, r := range resources {
 			rel, use := r.amount(reserved), r.amount(used)

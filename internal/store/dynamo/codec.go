@@ -12,8 +12,10 @@ import (
 // absent and empty read back the same.
 type item map[string]types.AttributeValue
 
-func sv(v string) types.AttributeValue  { return &types.AttributeValueMemberS{Value: v} }
-func nv(v int64) types.AttributeValue   { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func sv(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func nv(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 func bv(v []byte) types.AttributeValue  { return &types.AttributeValueMemberB{Value: v} }
 func boolv(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }
 
@@ -31,7 +33,11 @@ func (it item) setB(k string, v []byte) {
 	}
 }
 
-func (it item) setT(k string, t time.Time) { it[k] = nv(nanos(t)) }
+// setT stores a time as 20-digit zero-padded Unix nanoseconds (S): exact,
+// and ordered the same as a string and as a number.
+func (it item) setT(k string, t time.Time) { it[k] = tv(t) }
+
+func tv(t time.Time) types.AttributeValue { return sv(fmt.Sprintf("%020d", nanos(t))) }
 
 func (it item) s(k string) string {
 	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
@@ -63,7 +69,13 @@ func (it item) bool(k string) bool {
 	return ok && v.Value
 }
 
-func (it item) t(k string) time.Time { return ts(it.n(k)) }
+func (it item) t(k string) time.Time {
+	n, err := strconv.ParseInt(it.s(k), 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return ts(n)
+}
 
 func (it item) has(k string) bool { _, ok := it[k]; return ok }
 
@@ -149,24 +161,18 @@ func (e *expr) namesOrNil() map[string]string {
 	return e.names
 }
 
-// update builds "SET a = b, … REMOVE c, …".
+// update builds "SET a = b, …". The store never uses REMOVE: a cleared
+// attribute is set to the empty string, which reads back the same as an
+// absent one (and minidyn, the test server, ignores REMOVE).
 type update struct {
-	set    []string
-	remove []string
+	set []string
 }
 
-func (u *update) String() string {
-	out := ""
-	if len(u.set) > 0 {
-		out = "SET " + join(u.set)
-	}
-	if len(u.remove) > 0 {
-		if out != "" {
-			out += " "
-		}
-		out += "REMOVE " + join(u.remove)
-	}
-	return out
+func (u *update) String() string { return "SET " + join(u.set) }
+
+// clear sets attr to the empty string.
+func (u *update) clear(e *expr, attr string) {
+	u.set = append(u.set, e.name(attr)+" = "+e.value(sv("")))
 }
 
 func join(parts []string) string {

@@ -167,7 +167,7 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 	u := &update{}
 	conds := []string{
 		e.name("lease_token") + " = " + e.value(nv(c.Token)),
-		"attribute_exists(" + e.name("lease_owner") + ")",
+		e.name("lease_owner") + " <> " + e.value(sv("")),
 	}
 	checkpointID := ""
 	if p := c.Run; p != nil {
@@ -183,7 +183,7 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 			switch {
 			case f.v == nil:
 			case *f.v == "":
-				u.remove = append(u.remove, e.name(f.attr))
+				u.clear(e, f.attr)
 			default:
 				u.set = append(u.set, e.name(f.attr)+" = "+e.value(sv(*f.v)))
 			}
@@ -193,7 +193,8 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 		}
 		checkpointID = p.CheckpointID
 		if p.ReleaseLease {
-			u.remove = append(u.remove, e.name("lease_owner"), e.name("lease_expiry"))
+			u.clear(e, "lease_owner")
+			u.clear(e, "lease_expiry")
 		}
 	}
 	var cp run.Checkpoint
@@ -280,7 +281,7 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 		e := newExpr()
 		u := &update{set: []string{
 			e.name("status") + " = " + e.value(sv(string(up.Status))),
-			e.name("updated_at") + " = " + e.value(nv(nanos(now))),
+			e.name("updated_at") + " = " + e.value(tv(now)),
 			e.name("attempts") + " = " + e.name("attempts") + " + " + e.value(nv(up.AttemptsDelta)),
 		}}
 		if up.ExternalID != "" {
@@ -310,7 +311,7 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 		e := newExpr()
 		u := &update{set: []string{
 			e.name("status") + " = " + e.value(sv(string(run.ApprovalCancelled))),
-			e.name("decided_at") + " = " + e.value(nv(nanos(now))),
+			e.name("decided_at") + " = " + e.value(tv(now)),
 		}}
 		add(part{kind: "ap_cancel", id: id}, s.updateChild(c.RunID, approvalSK(id), e, u,
 			e.name("status")+" = "+e.value(sv(string(run.ApprovalPending)))))

@@ -89,7 +89,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 						e.name("status") + " = " + e.value(sv(string(run.ApprovalCancelled))),
 						e.name("decided_by") + " = " + e.value(sv(by)),
 						e.name("reason") + " = " + e.value(sv("run cancelled")),
-						e.name("decided_at") + " = " + e.value(nv(nanos(now)))}}
+						e.name("decided_at") + " = " + e.value(tv(now))}}
 					items = append(items, s.updateChild(runID, approvalSK(a.ID), e, u,
 						e.name("status")+" = "+e.value(sv(string(run.ApprovalPending)))))
 				}

@@ -45,7 +45,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		TableName: aws.String(s.table),
 		Key:       key(sessionPK(r.SessionID), sessionSK),
 		UpdateExpression: aws.String("SET " + e.name("owner") + " = if_not_exists(" + e.name("owner") + ", " + e.value(sv(r.Owner)) + "), " +
-			e.name("created_at") + " = if_not_exists(" + e.name("created_at") + ", " + e.value(nv(nanos(now))) + ")"),
+			e.name("created_at") + " = if_not_exists(" + e.name("created_at") + ", " + e.value(tv(now)) + ")"),
 		ConditionExpression:       aws.String("attribute_not_exists(" + e.name("pk") + ") OR " + e.name("owner") + " = " + e.value(sv(r.Owner))),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.values,
@@ -298,14 +298,14 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 		Key:       key(runPK(runID), runSK),
 		UpdateExpression: aws.String("SET " + lo + " = " + e.value(sv(owner)) + ", " +
 			e.name("lease_token") + " = " + e.name("lease_token") + " + " + e.value(nv(1)) + ", " +
-			e.name("lease_expiry") + " = " + e.value(nv(nanos(now.Add(ttl)))) + ", " +
-			e.name("updated_at") + " = " + e.value(nv(nanos(now)))),
+			e.name("lease_expiry") + " = " + e.value(tv(now.Add(ttl))) + ", " +
+			e.name("updated_at") + " = " + e.value(tv(now))),
 		ConditionExpression: aws.String(and([]string{
 			"attribute_exists(" + e.name("pk") + ")",
 			st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
 				" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))),
-			"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv(owner)) + " OR " +
-				e.name("lease_expiry") + " <= " + e.value(nv(nanos(now))),
+			"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
+				e.name("lease_expiry") + " <= " + e.value(tv(now)),
 		})),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.values,
@@ -341,8 +341,8 @@ func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) err
 	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key:       key(runPK(runID), runSK),
-		UpdateExpression: aws.String("SET " + e.name("updated_at") + " = " + e.value(nv(nanos(s.now()))) +
-			" REMOVE " + e.name("lease_owner") + ", " + e.name("lease_expiry")),
+		UpdateExpression: aws.String("SET " + e.name("updated_at") + " = " + e.value(tv(s.now())) +
+			", " + e.name("lease_owner") + " = " + e.value(sv("")) + ", " + e.name("lease_expiry") + " = " + e.value(sv(""))),
 		ConditionExpression:       aws.String("attribute_exists(" + e.name("pk") + ") AND " + e.name("lease_token") + " = " + e.value(nv(token))),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.values,

@@ -327,7 +327,7 @@ func (s *Store) runRowUpdate(runID string, st runState, nEvents int, now time.Ti
 	u.set = append(u.set,
 		e.name("ver")+" = "+e.value(nv(st.ver+1)),
 		e.name("last_seq")+" = "+e.value(nv(st.lastSeq+int64(nEvents))),
-		e.name("updated_at")+" = "+e.value(nv(nanos(now))))
+		e.name("updated_at")+" = "+e.value(tv(now)))
 	conds = append([]string{"attribute_exists(" + e.name("pk") + ")", e.name("ver") + " = " + e.value(nv(st.ver))}, conds...)
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(s.table),

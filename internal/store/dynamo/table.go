@@ -67,7 +67,10 @@ func CreateTable(ctx context.Context, c TableAdmin, name string, maxWait time.Du
 	deadline := time.Now().Add(maxWait)
 	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 2*time.Second) {
 		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err == nil && out.Table != nil && out.Table.TableStatus == types.TableStatusActive && indexesActive(out.Table) {
+		// An empty status (servers that do not report one, such as minidyn)
+		// counts as ready: DynamoDB always reports it.
+		if err == nil && out.Table != nil && (out.Table.TableStatus == types.TableStatusActive || out.Table.TableStatus == "") &&
+			indexesActive(out.Table) {
 			return nil
 		}
 		if time.Now().After(deadline) {
