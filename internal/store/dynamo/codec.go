@@ -77,8 +77,6 @@ func (it item) t(k string) time.Time {
 	return ts(n)
 }
 
-func (it item) has(k string) bool { _, ok := it[k]; return ok }
-
 // nanos is how times are stored: Unix nanoseconds, 0 for the zero time.
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
@@ -144,21 +142,6 @@ func (e *expr) value(v types.AttributeValue) string {
 	ph := ":v" + strconv.Itoa(len(e.values))
 	e.values[ph] = v
 	return ph
-}
-
-// valuesOrNil: DynamoDB refuses an empty ExpressionAttributeValues map.
-func (e *expr) valuesOrNil() map[string]types.AttributeValue {
-	if len(e.values) == 0 {
-		return nil
-	}
-	return e.values
-}
-
-func (e *expr) namesOrNil() map[string]string {
-	if len(e.names) == 0 {
-		return nil
-	}
-	return e.names
 }
 
 // update builds "SET a = b, …". The store never uses REMOVE: a cleared

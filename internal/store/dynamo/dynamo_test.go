@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,14 +123,16 @@ func (ep endpoint) newTable(t *testing.T) string {
 	return name
 }
 
-func (ep endpoint) artifacts(t *testing.T, counter *requestCounter) *keels3.Store {
+// artifacts returns an S3 artifact store under a fresh key prefix, and
+// the prefix.
+func (ep endpoint) artifacts(t *testing.T, counter *requestCounter) (*keels3.Store, string) {
 	t.Helper()
-	a, err := keels3.New(ep.s3(counter), keels3.Options{Bucket: ep.bucket,
-		Prefix: fmt.Sprintf("dynamo-test-%d-%d/", time.Now().UnixNano(), tables.Add(1))})
+	prefix := fmt.Sprintf("dynamo-test-%d-%d/", time.Now().UnixNano(), tables.Add(1))
+	a, err := keels3.New(ep.s3(counter), keels3.Options{Bucket: ep.bucket, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return a, prefix
 }
 
 func TestConformance(t *testing.T) {
@@ -139,7 +140,7 @@ func TestConformance(t *testing.T) {
 	client := ep.ddb(nil)
 	storetest.Run(t, func(t *testing.T) storetest.Open {
 		table := ep.newTable(t)
-		arts := ep.artifacts(t, nil)
+		arts, _ := ep.artifacts(t, nil)
 		return func(clock func() time.Time) (store.Store, error) {
 			return dynamo.New(client, dynamo.Options{Table: table, Clock: clock, Artifacts: arts})
 		}
@@ -178,13 +179,3 @@ func (c *requestCounter) take() map[string]int {
 	c.n = map[string]int{}
 	return out
 }
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-func short(s string) string { return strings.TrimSpace(s) }
