@@ -26,12 +26,6 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
 	if err := validateCommit(&c); err != nil {
 		return nil, err
 	}
-	if err := checkAmounts(c.Used); err != nil {
-		return nil, err
-	}
-	if err := checkAmounts(c.Released); err != nil {
-		return nil, err
-	}
 	if n := commitPayload(&c); n > maxTxPayload {
 		return nil, invalid("commit carries %d bytes, over %d per DynamoDB transaction", n, maxTxPayload)
 	}

@@ -98,7 +98,9 @@ func TestRequestsPerCall(t *testing.T) {
 			if err := tc.call(); err != nil {
 				t.Fatal(err)
 			}
-			if got := counter.take(); !maps.Equal(got, tc.want) {
+			got := counter.take()
+			t.Logf("%s: %v", tc.name, got)
+			if !maps.Equal(got, tc.want) {
 				t.Fatalf("requests = %v, want %v", got, tc.want)
 			}
 		})

@@ -186,6 +186,12 @@ func validateCommit(c *store.Commit) error {
 	if err := validateEvents(c.Events); err != nil {
 		return err
 	}
+	if err := checkAmounts(c.Used); err != nil {
+		return fmt.Errorf("used budget: %w", err)
+	}
+	if err := checkAmounts(c.Released); err != nil {
+		return fmt.Errorf("released budget: %w", err)
+	}
 	if p := c.Run; p != nil {
 		if p.Status != "" && !p.Status.Valid() {
 			return invalid("unknown run status %q", p.Status)
