@@ -89,23 +89,34 @@ func summarize(ev api.Event) string {
 type renderer struct {
 	w     io.Writer
 	runID string
-	// tools remembers the tool of each plan item, for events that carry
-	// only the plan item id.
-	tools map[string]string
+	// items remembers the tool and plan position of each plan item, for
+	// events that carry only the plan item id.
+	items map[string]eventData
 }
 
 func newRenderer(w io.Writer, runID string) *renderer {
-	return &renderer{w: w, runID: runID, tools: map[string]string{}}
+	return &renderer{w: w, runID: runID, items: map[string]eventData{}}
 }
 
 func (r *renderer) event(ev api.Event) {
 	d := parseData(ev)
-	tool := d.Tool
-	if tool == "" {
-		tool = r.tools[ev.PlanItemID]
-	} else if ev.PlanItemID != "" {
-		r.tools[ev.PlanItemID] = tool
+	if ev.PlanItemID != "" {
+		known := r.items[ev.PlanItemID]
+		if d.Tool != "" {
+			known.Tool = d.Tool
+		}
+		if d.Order > 0 {
+			known.Order, known.Of = d.Order, d.Of
+		}
+		r.items[ev.PlanItemID] = known
+		if d.Tool == "" {
+			d.Tool = known.Tool
+		}
+		if d.Order == 0 {
+			d.Order, d.Of = known.Order, known.Of
+		}
 	}
+	tool := d.Tool
 	pos := ""
 	if d.Order > 0 && d.Of > 0 {
 		pos = fmt.Sprintf("[%d/%d] ", d.Order, d.Of)
