@@ -89,6 +89,8 @@ func commands() map[string]command {
 		"checkpoints": checkpointsCommand(),
 		"artifacts":   artifactsCommand(),
 		"download":    downloadCommand(),
+		"dev":         devCommand(),
+		"task":        taskCommand(),
 	}
 }
 
