@@ -86,14 +86,14 @@ func (s *scriptedStarter) drive(id string) error {
 	steps := []store.Commit{
 		{Run: &store.RunPatch{Status: run.StatusRunning}, Events: []run.Event{{Type: run.EventTurnStarted}}},
 		{Events: []run.Event{{Type: run.EventToolStarted, PlanItemID: "pi1", Data: data(map[string]any{"tool": "collect", "order": 1, "of": 2})}}},
-		{Events: []run.Event{{Type: run.EventToolProgress, PlanItemID: "pi1", Data: data(map[string]any{"done": 40, "total": 100})}}},
+		{Events: []run.Event{{Type: run.EventToolProgress, PlanItemID: "pi1", Data: data(map[string]any{"tool": "collect", "done": 40, "total": 100, "note": "source 40"})}}},
 		{Events: []run.Event{{Type: run.EventToolProgress, PlanItemID: "pi1", Data: data(map[string]any{"done": 100, "total": 100})}}},
 		{Events: []run.Event{{Type: run.EventToolCompleted, PlanItemID: "pi1"}}},
 		{
 			Run:          &store.RunPatch{Status: run.StatusAwaitingApproval},
 			PlanItems:    []run.PlanItem{{ID: "pi2", Order: 2, Tool: "publish", Args: args, Mode: run.ModeMutating, Status: run.PlanAwaitingApproval}},
 			NewApprovals: []run.Approval{{ID: "apr_1", PlanItemID: "pi2", Tool: "publish", Mode: run.ModeMutating, Args: args}},
-			Events:       []run.Event{{Type: run.EventApprovalRequested, PlanItemID: "pi2", Data: data(map[string]any{"approval_id": "apr_1", "tool": "publish", "args_hash": hash})}},
+			Events:       []run.Event{{Type: run.EventApprovalRequested, PlanItemID: "pi2", Data: data(map[string]any{"approval_id": "apr_1", "tool": "publish", "mode": "mutating", "args_hash": hash, "args": args})}},
 		},
 	}
 	for _, c := range steps {
@@ -123,7 +123,7 @@ func (s *scriptedStarter) drive(id string) error {
 		Run: &store.RunPatch{Status: run.StatusRunning},
 		Events: []run.Event{
 			{Type: run.EventToolStarted, PlanItemID: "pi2", Data: data(map[string]any{"tool": "publish", "order": 2, "of": 2})},
-			{Type: run.EventOpSucceeded, PlanItemID: "pi2", OperationID: "op_1", Data: data(map[string]any{"destination": "blog"})},
+			{Type: run.EventOpSucceeded, PlanItemID: "pi2", OperationID: "op_1", Data: data(map[string]any{"external_id": "post-7", "how": "dispatched"})},
 			{Type: run.EventToolCompleted, PlanItemID: "pi2"},
 		},
 	}, store.Commit{
@@ -258,13 +258,14 @@ func TestRunWatchApprove(t *testing.T) {
 	for _, want := range []string{
 		"run " + id + " started",
 		"▶ [1/2] collect",
-		"collect 40/100",
+		"collect 40/100 [########............] source 40",
 		"collect 100/100",
 		"✓ [1/2] collect",
 		"waiting for approval apr_1: publish, args_hash",
 		"keel approve " + id + " apr_1",
 		"▶ [2/2] publish",
-		"effect recorded: → blog op op_1",
+		"effect recorded: op op_1 external id post-7",
+		`args {"channel":"blog","title":"Durable agents"}`,
 		"■ completed",
 		"run " + id + " completed",
 		"Published: Durable agents",
