@@ -12,28 +12,36 @@ import (
 )
 
 // eventData holds the fields of an event's data that the progress view
-// understands. Harness events use these names: tool, order and of (plan
-// position), done and total (tool progress), message, error, approval_id,
-// args_hash, tokens, destination.
+// understands, as internal/harness writes them: tool; done, total and note
+// (tool progress); approval_id, args_hash and args (approval requested);
+// destination, external_id and how (operations); error; by. order and of
+// (a plan position) are shown when present.
 type eventData struct {
-	Tool        string `json:"tool"`
-	Order       int64  `json:"order"`
-	Of          int64  `json:"of"`
-	Done        *int64 `json:"done"`
-	Total       int64  `json:"total"`
-	Message     string `json:"message"`
-	Error       string `json:"error"`
-	ApprovalID  string `json:"approval_id"`
-	ArgsHash    string `json:"args_hash"`
-	Tokens      int64  `json:"tokens"`
-	Destination string `json:"destination"`
-	By          string `json:"by"`
+	Tool        string          `json:"tool"`
+	Order       int64           `json:"order"`
+	Of          int64           `json:"of"`
+	Done        *int64          `json:"done"`
+	Total       int64           `json:"total"`
+	Message     string          `json:"message"`
+	Note        string          `json:"note"`
+	ExternalID  string          `json:"external_id"`
+	How         string          `json:"how"`
+	Args        json.RawMessage `json:"args"`
+	Error       string          `json:"error"`
+	ApprovalID  string          `json:"approval_id"`
+	ArgsHash    string          `json:"args_hash"`
+	Tokens      int64           `json:"tokens"`
+	Destination string          `json:"destination"`
+	By          string          `json:"by"`
 }
 
 func parseData(ev api.Event) eventData {
 	var d eventData
 	if len(ev.Data) > 0 {
 		_ = json.Unmarshal(ev.Data, &d) // data of another shape shows without details
+	}
+	if d.Message == "" {
+		d.Message = d.Note
 	}
 	return d
 }
@@ -71,6 +79,12 @@ func summarize(ev api.Event) string {
 	if ev.OperationID != "" {
 		parts = append(parts, "op "+ev.OperationID)
 	}
+	if d.ExternalID != "" {
+		parts = append(parts, "external id "+d.ExternalID)
+	}
+	if d.How != "" && d.How != "dispatched" {
+		parts = append(parts, "("+d.How+")")
+	}
 	if d.Message != "" {
 		parts = append(parts, clip(oneLine(d.Message), 120))
 	}
@@ -89,23 +103,34 @@ func summarize(ev api.Event) string {
 type renderer struct {
 	w     io.Writer
 	runID string
-	// tools remembers the tool of each plan item, for events that carry
-	// only the plan item id.
-	tools map[string]string
+	// items remembers the tool and plan position of each plan item, for
+	// events that carry only the plan item id.
+	items map[string]eventData
 }
 
 func newRenderer(w io.Writer, runID string) *renderer {
-	return &renderer{w: w, runID: runID, tools: map[string]string{}}
+	return &renderer{w: w, runID: runID, items: map[string]eventData{}}
 }
 
 func (r *renderer) event(ev api.Event) {
 	d := parseData(ev)
-	tool := d.Tool
-	if tool == "" {
-		tool = r.tools[ev.PlanItemID]
-	} else if ev.PlanItemID != "" {
-		r.tools[ev.PlanItemID] = tool
+	if ev.PlanItemID != "" {
+		known := r.items[ev.PlanItemID]
+		if d.Tool != "" {
+			known.Tool = d.Tool
+		}
+		if d.Order > 0 {
+			known.Order, known.Of = d.Order, d.Of
+		}
+		r.items[ev.PlanItemID] = known
+		if d.Tool == "" {
+			d.Tool = known.Tool
+		}
+		if d.Order == 0 {
+			d.Order, d.Of = known.Order, known.Of
+		}
 	}
+	tool := d.Tool
 	pos := ""
 	if d.Order > 0 && d.Of > 0 {
 		pos = fmt.Sprintf("[%d/%d] ", d.Order, d.Of)
@@ -136,8 +161,11 @@ func (r *renderer) event(ev api.Event) {
 	case run.EventToolFailed:
 		line = "✗ " + pos + tool + ": " + clip(oneLine(d.Error+d.Message), 200)
 	case run.EventApprovalRequested:
-		line = fmt.Sprintf("⏸ waiting for approval %s: %s, args_hash %s\n  answer with: keel approve %s %s   (or: keel deny …)",
-			d.ApprovalID, tool, d.ArgsHash, r.runID, d.ApprovalID)
+		line = fmt.Sprintf("⏸ waiting for approval %s: %s, args_hash %s", d.ApprovalID, tool, d.ArgsHash)
+		if len(d.Args) > 0 {
+			line += "\n  args " + clip(oneLine(string(d.Args)), 300)
+		}
+		line += fmt.Sprintf("\n  answer with: keel approve %s %s   (or: keel deny …)", r.runID, d.ApprovalID)
 	case run.EventApprovalGranted:
 		line = "✓ approved" + by(d)
 	case run.EventApprovalDenied:

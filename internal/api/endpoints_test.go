@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -351,7 +352,19 @@ func TestArtifacts(t *testing.T) {
 	if st, _, _ := e.do("GET", list.Artifacts[0].Href, aliceToken, "", map[string]string{"If-None-Match": `"` + info.SHA256 + `"`}); st != 304 {
 		t.Errorf("If-None-Match: %d", st)
 	}
-	e.arts.corrupt(k)
+	// Flip a byte of the stored object behind the store's back.
+	obj := e.arts.ObjectPath(info.SHA256)
+	b0, err := os.ReadFile(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b0[0] ^= 0xff
+	if err := os.Chmod(obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(obj, b0, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	st, _, b = e.do("GET", list.Artifacts[0].Href, aliceToken, "", nil)
 	if st != 500 || !strings.Contains(string(b), api.CodeArtifactCorrupt) || strings.Contains(string(b), "Findings") {
 		t.Fatalf("corrupt download %d %s", st, b)

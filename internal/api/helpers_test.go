@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
+	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/sqlite"
@@ -82,68 +82,6 @@ func (r *recResumer) setErr(err error) {
 	r.err = err
 }
 
-// memArtifacts is an in-memory artifact.Store that keeps the package's
-// contract (hash on put, verify on get) and can corrupt a blob on demand.
-type memArtifacts struct {
-	mu    sync.Mutex
-	blobs map[string][]byte
-	hash  map[string]string
-}
-
-func newMemArtifacts() *memArtifacts {
-	return &memArtifacts{blobs: map[string][]byte{}, hash: map[string]string{}}
-}
-
-func (m *memArtifacts) Put(_ context.Context, k artifact.Key, data []byte) (artifact.Info, error) {
-	if err := k.Validate(); err != nil {
-		return artifact.Info{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := run.HashBytes(data)
-	if old, ok := m.hash[k.Path()]; ok && old != h {
-		return artifact.Info{}, artifact.ErrExists
-	}
-	m.blobs[k.Path()] = bytes.Clone(data)
-	m.hash[k.Path()] = h
-	return artifact.Info{Key: k, SHA256: h, Size: int64(len(data))}, nil
-}
-
-func (m *memArtifacts) Get(_ context.Context, k artifact.Key) ([]byte, artifact.Info, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.blobs[k.Path()]
-	if !ok {
-		return nil, artifact.Info{}, artifact.ErrNotFound
-	}
-	if run.HashBytes(b) != m.hash[k.Path()] {
-		return nil, artifact.Info{}, fmt.Errorf("%s: %w", k.Path(), artifact.ErrCorrupt)
-	}
-	return bytes.Clone(b), artifact.Info{Key: k, SHA256: m.hash[k.Path()], Size: int64(len(b))}, nil
-}
-
-func (m *memArtifacts) List(_ context.Context, runID string) ([]artifact.Info, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []artifact.Info
-	for p, b := range m.blobs {
-		k, _ := artifact.ParsePath(p)
-		if k.RunID == runID {
-			out = append(out, artifact.Info{Key: k, SHA256: m.hash[p], Size: int64(len(b))})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key.Path() < out[j].Key.Path() })
-	return out, nil
-}
-
-func (m *memArtifacts) corrupt(k artifact.Key) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.blobs[k.Path()][0] ^= 0xff
-}
-
-var _ artifact.Store = (*memArtifacts)(nil)
-
 // env is one API over a fresh SQLite file.
 type env struct {
 	t       *testing.T
@@ -151,7 +89,7 @@ type env struct {
 	store   *sqlite.Store
 	starter *recStarter
 	resumer *recResumer
-	arts    *memArtifacts
+	arts    *artfs.Store
 	logs    *syncBuffer
 	srv     *httptest.Server
 }
@@ -183,7 +121,11 @@ func newEnv(t *testing.T, wrap func(api.Store) api.Store) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, path: path, store: st, starter: &recStarter{}, resumer: &recResumer{}, arts: newMemArtifacts(), logs: &syncBuffer{}}
+	arts, err := artfs.New(filepath.Join(filepath.Dir(path), "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, path: path, store: st, starter: &recStarter{}, resumer: &recResumer{}, arts: arts, logs: &syncBuffer{}}
 	var as api.Store = st
 	if wrap != nil {
 		as = wrap(st)
