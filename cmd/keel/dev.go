@@ -45,8 +45,10 @@ func devCommand() command {
 				return err
 			}
 			log := newLogger(c)
+			b := backends()
+			b.Faults = fp
 			srv, err := devserver.Start(ctx, devserver.Config{DataDir: *dataDir, Addr: *addr, Token: *tok, Setup: cfg,
-				Backends: backends(), TaskCommand: []string{self, "task"}, Faults: fp, Logger: log})
+				Backends: b, TaskCommand: []string{self, "task"}, Faults: fp, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -89,8 +91,10 @@ func taskCommand() command {
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM)
 			go func() { <-sig; close(stop) }()
+			b := backends()
+			b.Faults = fp
 			return longtask.Main(context.WithoutCancel(ctx), longtask.MainConfig{
-				Setup: cfg, Backends: backends(), Tokens: awswire.Tokens{Client: awswire.LocalSFN(endpoint, c.getenv("KEEL_SFN_TOKEN"))},
+				Setup: cfg, Backends: b, Tokens: awswire.Tokens{Client: awswire.LocalSFN(endpoint, c.getenv("KEEL_SFN_TOKEN"))},
 				RunID: c.getenv("KEEL_RUN_ID"), TaskToken: c.getenv("KEEL_TASK_TOKEN"), Faults: fp, Logger: newLogger(c),
 			}, stop)
 		},

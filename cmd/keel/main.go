@@ -91,6 +91,7 @@ func commands() map[string]command {
 		"download":    downloadCommand(),
 		"dev":         devCommand(),
 		"task":        taskCommand(),
+		"step":        stepCommand(),
 	}
 }
 
@@ -188,6 +189,9 @@ func report(w io.Writer, name string, cmd command, err error) int {
 			return exitUsage
 		}
 		return exitFailure
+	case errors.As(err, new(*conflictError)):
+		fmt.Fprintf(w, "keel %s: %v\n", name, err)
+		return exitConflict
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(w, "keel %s: interrupted\n", name)
 		return exitInterrupted

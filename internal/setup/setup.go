@@ -17,14 +17,19 @@
 //	KEEL_SPILL_TOOLS    comma-separated tools that run in the long-running task
 //	                    (e.g. analyze_documents)
 //	KEEL_OWNER          this worker's name in leases (default host/pid)
+//	KEEL_PUBLISH_TIMEOUT  HTTP timeout of a publication request (default 30s)
+//	KEEL_TOOL_DELAY     tool=duration: hold that read-only tool before it runs
+//	                    (for cancellation and crash tests of in-flight calls)
 package setup
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/artifact"
@@ -46,6 +51,8 @@ type Config struct {
 	PublishContract string
 	SpillTools      []string
 	Owner           string
+	PublishTimeout  time.Duration
+	ToolDelay       map[string]time.Duration
 }
 
 // FromEnv reads the KEEL_* variables through getenv, with defaults under
@@ -68,6 +75,24 @@ func FromEnv(getenv func(string) string, dataDir string) (Config, error) {
 		Publish:         get("KEEL_PUBLISH", "dir:"+filepath.Join(dataDir, "published")),
 		PublishContract: get("KEEL_PUBLISH_CONTRACT", "full"),
 		Owner:           get("KEEL_OWNER", fmt.Sprintf("%s/%d", host, os.Getpid())),
+	}
+	if s := getenv("KEEL_PUBLISH_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("KEEL_PUBLISH_TIMEOUT %q: want a positive duration such as 30s", s)
+		}
+		c.PublishTimeout = d
+	}
+	if s := getenv("KEEL_TOOL_DELAY"); s != "" {
+		c.ToolDelay = map[string]time.Duration{}
+		for _, kv := range strings.Split(s, ",") {
+			name, ds, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			d, err := time.ParseDuration(ds)
+			if !ok || name == "" || err != nil || d < 0 {
+				return c, fmt.Errorf("KEEL_TOOL_DELAY %q: want tool=duration[,tool=duration]", s)
+			}
+			c.ToolDelay[name] = d
+		}
 	}
 	if s := getenv("KEEL_SPILL_TOOLS"); s != "" {
 		for _, t := range strings.Split(s, ",") {
@@ -119,6 +144,9 @@ type Backends struct {
 	WrapScripted func(s model.Streamer) model.Model
 	// Clock for the store; nil is time.Now.
 	SQLiteOptions sqlite.Options
+	// Faults, when set, are hit inside every model stream (in_model_stream,
+	// after its first chunk).
+	Faults harness.FaultPoints
 }
 
 // Parts are the opened runtime parts.
@@ -183,8 +211,8 @@ func (c Config) Open(ctx context.Context, b Backends) (*Parts, error) {
 		p.Close()
 		return nil, err
 	}
-	if len(c.SpillTools) > 0 {
-		if agent.Tools, err = markLong(agent.Tools, c.SpillTools); err != nil {
+	if len(c.SpillTools) > 0 || len(c.ToolDelay) > 0 {
+		if agent.Tools, err = wrapTools(agent.Tools, c.SpillTools, c.ToolDelay); err != nil {
 			p.Close()
 			return nil, err
 		}
@@ -198,6 +226,9 @@ func (c Config) publisher() research.Publisher {
 		return research.DirPublisher{Dir: dir}
 	}
 	h := research.HTTPPublisher{Base: c.Publish}
+	if c.PublishTimeout > 0 {
+		h.Client = &http.Client{Timeout: c.PublishTimeout}
+	}
 	switch c.PublishContract {
 	case "idempotent":
 		h.NoLookup = true
@@ -210,9 +241,13 @@ func (c Config) publisher() research.Publisher {
 }
 
 func (c Config) model(ctx context.Context, b Backends) (model.Model, error) {
-	wrap := b.WrapScripted
-	if wrap == nil {
-		wrap = model.Direct
+	base := b.WrapScripted
+	if base == nil {
+		base = model.Direct
+	}
+	wrap := base
+	if b.Faults != nil {
+		wrap = func(s model.Streamer) model.Model { return base(faultStreamer{s: s, faults: b.Faults}) }
 	}
 	switch {
 	case c.Model == "scripted":
@@ -247,27 +282,85 @@ type longEffect struct{ tool.Effectful }
 
 func (l longEffect) Info() tool.Info { i := l.Effectful.Info(); i.Long = true; return i }
 
-func markLong(reg *tool.Registry, names []string) (*tool.Registry, error) {
+// delayed holds a read-only tool before it runs, honouring cancellation.
+type delayed struct {
+	tool.Tool
+	d time.Duration
+}
+
+func (t delayed) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
+	select {
+	case <-time.After(t.d):
+	case <-ctx.Done():
+		return tool.Result{}, ctx.Err()
+	}
+	return t.Tool.Run(ctx, c)
+}
+
+func wrapTools(reg *tool.Registry, spill []string, delay map[string]time.Duration) (*tool.Registry, error) {
 	want := map[string]bool{}
-	for _, n := range names {
+	for _, n := range spill {
 		if _, ok := reg.Get(n); !ok {
 			return nil, fmt.Errorf("KEEL_SPILL_TOOLS: unknown tool %q (known: %s)", n, strings.Join(reg.Names(), ", "))
 		}
 		want[n] = true
 	}
+	for n := range delay {
+		t, ok := reg.Get(n)
+		if !ok {
+			return nil, fmt.Errorf("KEEL_TOOL_DELAY: unknown tool %q (known: %s)", n, strings.Join(reg.Names(), ", "))
+		}
+		if isEffect(t) {
+			return nil, fmt.Errorf("KEEL_TOOL_DELAY: %q has an external effect; only read-only tools can be delayed", n)
+		}
+	}
 	var tools []tool.Tool
 	for _, n := range reg.Names() {
 		t, _ := reg.Get(n)
+		if d, ok := delay[n]; ok {
+			t = delayed{Tool: t, d: d}
+		}
 		switch {
 		case !want[n]:
-			tools = append(tools, t)
 		case isEffect(t):
-			tools = append(tools, longEffect{t.(tool.Effectful)})
+			t = longEffect{t.(tool.Effectful)}
 		default:
-			tools = append(tools, long{t})
+			t = long{t}
 		}
+		tools = append(tools, t)
 	}
 	return tool.NewRegistry(tools...)
 }
 
 func isEffect(t tool.Tool) bool { _, ok := t.(tool.Effectful); return ok }
+
+// faultStreamer hits the in_model_stream fault point after the first chunk
+// of every stream: a process killed there dies with a model answer half
+// received.
+type faultStreamer struct {
+	s      model.Streamer
+	faults harness.FaultPoints
+}
+
+func (f faultStreamer) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	st, err := f.s.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &faultStream{Stream: st, faults: f.faults}, nil
+}
+
+type faultStream struct {
+	model.Stream
+	faults harness.FaultPoints
+	n      int
+}
+
+func (f *faultStream) Next() (model.Chunk, error) {
+	c, err := f.Stream.Next()
+	f.n++
+	if f.n == 2 {
+		f.faults.Hit(harness.FaultInModelStream)
+	}
+	return c, err
+}
