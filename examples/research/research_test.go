@@ -31,8 +31,10 @@ func TestPublishersKeepTheirContract(t *testing.T) {
 		return research.HTTPPublisher{Base: ts.URL}
 	}
 	cases := map[string]func(t *testing.T) research.Publisher{
-		"dir":  func(t *testing.T) research.Publisher { return research.DirPublisher{Dir: t.TempDir()} },
-		"http": func(t *testing.T) research.Publisher { return newHTTP(t, research.ServerOptions{Log: filepath.Join(t.TempDir(), "log")}) },
+		"dir": func(t *testing.T) research.Publisher { return research.DirPublisher{Dir: t.TempDir()} },
+		"http": func(t *testing.T) research.Publisher {
+			return newHTTP(t, research.ServerOptions{Log: filepath.Join(t.TempDir(), "log")})
+		},
 	}
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
