@@ -325,10 +325,10 @@ func (t *transport) classify(err error, started bool) *failure {
 		f.attempt.Kind = AttemptMalformed
 	case errors.Is(err, ErrIncomplete):
 		f.attempt.Kind = AttemptStreamCut
-	case started && isConnectionError(err):
+	case started && IsConnectionError(err):
 		// The connection broke after the answer began: the stream was cut.
 		f.attempt.Kind = AttemptStreamCut
-	case isConnectionError(err):
+	case IsConnectionError(err):
 		f.attempt.Kind = AttemptConnection
 	default:
 		f.attempt.Kind = AttemptClientError
@@ -336,9 +336,9 @@ func (t *transport) classify(err error, started bool) *failure {
 	return f
 }
 
-// isConnectionError is true for failures of the connection itself, where
+// IsConnectionError is true for failures of the connection itself, where
 // the request may never have reached the provider or its answer was lost.
-func isConnectionError(err error) bool {
+func IsConnectionError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
