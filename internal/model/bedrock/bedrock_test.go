@@ -182,4 +182,3 @@ func TestRequestShape(t *testing.T) {
 		t.Fatalf("request body:\n%s", gb)
 	}
 }
-
