@@ -20,7 +20,7 @@ import (
 func FuzzAccumulator(f *testing.F) {
 	f.Add(`{"query":"durable agents","max_results":5}`, []byte{})
 	f.Add(`{"query":"durable agents","max_results":5}`, []byte{3, 9, 17, 0x80 | 2})
-	f.Add(`{"a":[1,2,{"b":"}"}]}`, []byte{1, 1, 1, 0x80 | 0, 0x80 | 5})
+	f.Add(`{"a":[1,2,{"b":"}"}]}`, []byte{1, 1, 1, 0x80, 0x80 | 5})
 	f.Add(`{}`, []byte{0x80 | 1, 0x80 | 6})
 	f.Add(`null`, []byte{})
 	f.Fuzz(func(t *testing.T, args string, program []byte) {
