@@ -62,6 +62,9 @@ type TransportOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a number in [0, 1) (default math/rand/v2).
 	Jitter func() float64
+	// AfterFunc arms the idle timer (default time.AfterFunc). Tests inject
+	// a timer they advance themselves.
+	AfterFunc func(d time.Duration, f func()) Timer
 	// Logger receives one line per failed attempt (default: discard).
 	Logger *slog.Logger
 }
@@ -119,7 +122,16 @@ func NewTransport(s Streamer, opts TransportOptions) Model {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.AfterFunc == nil {
+		opts.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	}
 	return &transport{s: s, o: opts}
+}
+
+// Timer is the part of *time.Timer the idle timeout uses.
+type Timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
 }
 
 type transport struct {
@@ -263,7 +275,7 @@ func (t *transport) attempt(ctx context.Context, req Request) (Response, *failur
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var stalled atomic.Bool
-	idle := time.AfterFunc(t.o.IdleTimeout, func() {
+	idle := t.o.AfterFunc(t.o.IdleTimeout, func() {
 		stalled.Store(true)
 		cancel(errStalled)
 	})

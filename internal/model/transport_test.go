@@ -480,3 +480,117 @@ func TestPriceLookup(t *testing.T) {
 		t.Fatalf("ParsePriceTable = %+v, %v", parsed, err)
 	}
 }
+
+// stepTimer is an idle timer driven by the test: advance moves its clock,
+// and it fires once IdleTimeout has passed since it was last reset.
+type stepTimer struct {
+	mu      sync.Mutex
+	d       time.Duration
+	elapsed time.Duration
+	f       func()
+	stopped bool
+}
+
+func (s *stepTimer) Reset(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.d, s.elapsed, s.stopped = d, 0, false
+	return true
+}
+
+func (s *stepTimer) Stop() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	return true
+}
+
+func (s *stepTimer) advance(d time.Duration) {
+	s.mu.Lock()
+	s.elapsed += d
+	fire := !s.stopped && s.elapsed >= s.d
+	if fire {
+		s.stopped = true
+	}
+	s.mu.Unlock()
+	if fire {
+		s.f()
+	}
+}
+
+// pacedStream waits step on the timer's clock before each chunk.
+type pacedStreamer struct {
+	chunks []model.Chunk
+	timer  func() *stepTimer
+	step   time.Duration
+}
+
+func (p *pacedStreamer) Stream(ctx context.Context, _ model.Request) (model.Stream, error) {
+	return &pacedStream{ctx: ctx, p: p}, nil
+}
+
+type pacedStream struct {
+	ctx context.Context
+	p   *pacedStreamer
+	i   int
+}
+
+func (s *pacedStream) Next() (model.Chunk, error) {
+	s.p.timer().advance(s.p.step)
+	if err := s.ctx.Err(); err != nil {
+		return model.Chunk{}, err
+	}
+	if s.i == len(s.p.chunks) {
+		return model.Chunk{}, io.EOF
+	}
+	s.i++
+	return s.p.chunks[s.i-1], nil
+}
+
+func (s *pacedStream) Close() error { return nil }
+
+// The idle timeout bounds the silence between chunks, not the whole call:
+// a long answer whose chunks each come within the timeout is no stall, and
+// one gap longer than the timeout is.
+func TestTransportIdleTimeoutIsPerChunk(t *testing.T) {
+	tests := []struct {
+		name      string
+		step      time.Duration
+		wantStall bool
+	}{
+		{name: "steady chunks, long call", step: 60 * time.Millisecond},
+		{name: "one gap past the timeout", step: 100 * time.Millisecond, wantStall: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var timer *stepTimer
+			var mu sync.Mutex
+			ps := &pacedStreamer{chunks: completeToolCall(), step: tc.step, timer: func() *stepTimer {
+				mu.Lock()
+				defer mu.Unlock()
+				return timer
+			}}
+			m := model.NewTransport(ps, model.TransportOptions{
+				Provider:    "fake",
+				MaxAttempts: 1,
+				IdleTimeout: 100 * time.Millisecond,
+				AfterFunc: func(d time.Duration, f func()) model.Timer {
+					mu.Lock()
+					defer mu.Unlock()
+					timer = &stepTimer{d: d, f: f}
+					return timer
+				},
+			})
+			resp, err := m.Generate(context.Background(), model.Request{})
+			var ce *model.CallError
+			switch {
+			case tc.wantStall && (!errors.As(err, &ce) || ce.Attempts[0].Kind != model.AttemptStall):
+				t.Fatalf("err = %v, want a stall", err)
+			case !tc.wantStall && err != nil:
+				t.Fatalf("a steady stream of %d chunks (%s total) failed: %v", len(ps.chunks), time.Duration(len(ps.chunks))*tc.step, err)
+			case !tc.wantStall && len(resp.ToolCalls) != 1:
+				t.Fatalf("response = %+v", resp)
+			}
+		})
+	}
+}

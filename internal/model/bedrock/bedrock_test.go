@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,5 +181,17 @@ func TestRequestShape(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		gb, _ := json.MarshalIndent(got, "", "  ")
 		t.Fatalf("request body:\n%s", gb)
+	}
+}
+
+// A stream that ends cleanly after messageStop but before the metadata
+// event is incomplete: Bedrock sends the usage last.
+func TestEndBeforeMetadataIsIncomplete(t *testing.T) {
+	srv := modeltest.NewServer(t, wire, modeltest.Reply{Fixture: "text", Frames: 5})
+	m := model.NewTransport(newProvider(t, srv.URL, "secret-key-0123456789"), model.TransportOptions{Provider: bedrock.Name, MaxAttempts: 1})
+	resp, err := m.Generate(context.Background(), modeltest.Request1())
+	var ce *model.CallError
+	if !errors.As(err, &ce) || len(ce.Attempts) != 1 || ce.Attempts[0].Kind != model.AttemptStreamCut {
+		t.Fatalf("Generate = %+v, %v; want one stream_cut", resp, err)
 	}
 }
