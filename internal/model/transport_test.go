@@ -594,3 +594,21 @@ func TestTransportIdleTimeoutIsPerChunk(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTransport measures what the transport adds to a call: the
+// accumulator, the idle timer, the limiter and the price lookup.
+func BenchmarkTransport(b *testing.B) {
+	lim := model.NewTokenLimiter(1<<40, nil)
+	plays := make([]play, b.N)
+	for i := range plays {
+		plays[i] = play{chunks: completeToolCall()}
+	}
+	m := newTransport(&fakeStreamer{plays: plays}, &recorder{}, func(o *model.TransportOptions) { o.Limiter = lim })
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := m.Generate(context.Background(), model.Request{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

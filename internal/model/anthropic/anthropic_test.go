@@ -108,3 +108,26 @@ func TestRequestShape(t *testing.T) {
 		t.Fatalf("request body:\n%s", gb)
 	}
 }
+
+// BenchmarkGenerate is one streamed tool call through the SDK, over a local
+// HTTP server: the floor of a real call's cost in this process.
+func BenchmarkGenerate(b *testing.B) {
+	replies := make([]modeltest.Reply, b.N)
+	for i := range replies {
+		replies[i] = modeltest.Reply{Fixture: "tool_fragments"}
+	}
+	srv := modeltest.NewServer(b, wire, replies...)
+	p, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: "sk-ant-bench-0123456789", BaseURL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := model.NewTransport(p, model.TransportOptions{Provider: anthropic.Name})
+	req := modeltest.Request1()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := m.Generate(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
