@@ -197,6 +197,7 @@ const (
 	EventOpFailed           EventType = "op_failed"
 	EventOpReconciled       EventType = "op_reconciled"
 	EventOpNeedsHuman       EventType = "op_needs_human"
+	EventOpUncertain        EventType = "op_uncertain"
 	EventCheckpointWritten  EventType = "checkpoint_written"
 	EventLeaseAcquired      EventType = "lease_acquired"
 	EventLeaseLost          EventType = "lease_lost"

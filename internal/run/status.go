@@ -48,15 +48,21 @@ func (s Status) Terminal() bool {
 	return s.Valid() && len(transitions[s]) == 0
 }
 
-// CanTransition reports whether a run may move from s to to.
+// CanTransition reports whether a run may move from s to to. One commit
+// may pass through running (created → running → awaiting_approval is one
+// step's write), so s → to is allowed when s → running → to is.
 func (s Status) CanTransition(to Status) bool {
 	if !s.Valid() || !to.Valid() {
 		return false
 	}
-	if s == to {
+	if s == to || direct(s, to) {
 		return true
 	}
-	for _, t := range transitions[s] {
+	return s != StatusRunning && direct(s, StatusRunning) && direct(StatusRunning, to)
+}
+
+func direct(from, to Status) bool {
+	for _, t := range transitions[from] {
 		if t == to {
 			return true
 		}

@@ -113,6 +113,11 @@ type Commit struct {
 	CancelApprovals []string
 	// ConsumeInputs marks queued inputs as consumed.
 	ConsumeInputs []string
+	// Used is added to the run's used budget counters, and Released is
+	// taken off its reserved counters, in the same write: a step settles
+	// what it spent without a write of its own.
+	Used     Amounts
+	Released Amounts
 }
 
 // RunPatch is a change to the run row; zero fields are left unchanged.

@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Next is what the state machine does after a Step.
+type Next string
+
+// Next values, matched by stepfunctions/run.asl.json.
+const (
+	NextContinue   Next = "continue"
+	NextApproval   Next = "approval"
+	NextWait       Next = "wait"
+	NextSpill      Next = "spill"
+	NextRollover   Next = "rollover"
+	NextDone       Next = "done"
+	NextFailed     Next = "failed"
+	NextCancelled  Next = "cancelled"
+	NextNeedsHuman Next = "needs_human"
+)
+
+// Decision is a Step's answer. Every field is always present in JSON so the
+// state machine's paths exist on every branch; it stays far under 1 KB.
+type Decision struct {
+	Next                   Next   `json:"next"`
+	ApprovalID             string `json:"approval_id"`
+	WaitSeconds            int64  `json:"wait_seconds"`
+	ApprovalTimeoutSeconds int64  `json:"approval_timeout_seconds"`
+	Error                  string `json:"error"`
+}
+
+// FencedError: another worker holds the run; this one stopped without
+// writing. Step Functions matches the name "FencedError".
+type FencedError struct{ RunID string }
+
+func (e *FencedError) Error() string { return fmt.Sprintf("run %s: fenced by a newer worker", e.RunID) }
+
+// BusyError: another worker holds an unexpired lease. Retry after RetryAfter.
+type BusyError struct {
+	RunID      string
+	RetryAfter time.Duration
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("run %s: lease held by another worker, retry after %s", e.RunID, e.RetryAfter)
+}
+
+// RetryableError is a transient failure (store or destination unavailable);
+// Step Functions retries the step by the name "RetryableError".
+type RetryableError struct{ Err error }
+
+func (e *RetryableError) Error() string { return "retryable: " + e.Err.Error() }
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// ErrUnknownAgent: the run names an agent this worker does not have.
+var ErrUnknownAgent = errors.New("unknown agent")

@@ -1,0 +1,46 @@
+// Package harness is the one component of Keel that decides. [Harness.Step]
+// runs agent iterations for one run until a decision point or its time
+// budget, and returns a small [Decision] that Step Functions (through the
+// step Lambda), the Fargate task and `keel dev` route on.
+//
+// A Step keeps these rules; they are contracts, and the tests in this
+// package hold each of them:
+//
+//  1. One active writer. A Step first takes the run's lease, which bumps the
+//     fencing token. Every later write of the Step is conditional on that
+//     token. A Step that is fenced (store.ErrFenced) stops at once, writes
+//     nothing more and returns a *FencedError. A Step that finds the lease
+//     held returns a *BusyError: retry later.
+//  2. Durable before acknowledged. A Step returns a Decision only after the
+//     run row, its events and its checkpoint are committed, in one
+//     transaction per iteration. A plain iteration (model call, read-only
+//     tool calls) is exactly one store write.
+//  3. Reconcile first. Before anything else, every pending operation of the
+//     run is reconciled through its destination (package ops): found →
+//     recorded; idempotent or absent at lookup → re-sent with the same
+//     operation id; otherwise the run ends needs_human. A lost response is
+//     never read as "nothing happened".
+//  4. Side effects use the operation protocol. The intent (application-owned
+//     operation id, args hash, artifact hash, destination) is committed as
+//     pending before dispatch; the operation id is the idempotency key; the
+//     outcome is committed before the run moves on.
+//  5. Permission modes. safe_readonly runs; confirm_once needs a session
+//     grant, and its first use asks; mutating asks for the exact args hash
+//     every time. A decision on another hash is refused by the store; a
+//     re-planned call with changed args gets a new approval. The wait is a
+//     Decision ("approval"), never a process that stays up.
+//  6. Bounds. Deadline and step limits end the run failed with a
+//     budget_exceeded event. Token, spend and tool-call use is reserved
+//     before a call (in the store when calls run concurrently) and settled
+//     in the step's commit.
+//  7. Cancellation stops new model and tool calls and is recorded; an
+//     effect already in flight is recorded, not undone.
+//  8. New input follows the run's policy: queue (next turn), interrupt (after
+//     the current tool), reject and rollback (refused or forked by the API).
+//  9. The transcript is an append-only log of message deltas: each
+//     checkpoint holds only what its step added and points to its parent, so
+//     a checkpoint costs O(1) in the run's length. Forks and replays reuse
+//     recorded tool results and never repeat an external effect.
+//  10. Secrets never reach the model, events or checkpoints: tools get
+//     credentials from their constructors, not their arguments.
+package harness

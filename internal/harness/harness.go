@@ -1,0 +1,241 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tool"
+)
+
+// Store is what the harness needs from storage.
+type Store interface {
+	GetRun(ctx context.Context, id string) (run.Run, error)
+	store.Leases
+	store.Committer
+	AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error)
+	store.Operations
+	GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error)
+	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)
+	Reserve(ctx context.Context, runID string, r store.Amounts) (run.Budget, error)
+	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
+	store.Checkpoints
+}
+
+// Agent is what a run executes: a model, a system prompt and tools.
+type Agent struct {
+	Name      string
+	System    string
+	Model     model.Model
+	Tools     *tool.Registry
+	MaxTokens int
+}
+
+// Agents resolves an agent by the name stored on the run.
+type Agents interface {
+	Agent(name string) (Agent, error)
+}
+
+// AgentMap is a fixed set of agents.
+type AgentMap map[string]Agent
+
+// Agent implements Agents.
+func (m AgentMap) Agent(name string) (Agent, error) {
+	a, ok := m[name]
+	if !ok {
+		return Agent{}, fmt.Errorf("%w %q", ErrUnknownAgent, name)
+	}
+	return a, nil
+}
+
+// FaultPoints lets the crash suite stop the process at named lines of the
+// protocol. Hit is called at each point; the production value does nothing.
+type FaultPoints interface {
+	Hit(name string)
+}
+
+// Fault point names, in protocol order.
+const (
+	FaultBeforeIntent  = "before_intent"
+	FaultAfterIntent   = "after_intent"
+	FaultAfterDispatch = "after_dispatch"
+	FaultAfterResult   = "after_result"
+	FaultInStepCommit  = "in_step_commit"
+	FaultAwaitApproval = "await_approval"
+	FaultAfterDecision = "after_decision"
+	FaultLeaseHandover = "lease_handover"
+	FaultInModelStream = "in_model_stream"
+)
+
+type noFaults struct{}
+
+func (noFaults) Hit(string) {}
+
+// Options configure a Harness. Store, Agents and Owner are required.
+type Options struct {
+	Store     Store
+	Artifacts artifact.Store // for checkpoint states over store.MaxInlineState
+	Agents    Agents
+	// Owner names this worker in leases (host/pid or Lambda request id).
+	Owner string
+	// LeaseTTL is how long a lease lasts past the step's time budget
+	// (default 30s), so a worker that dies is replaced after that.
+	LeaseTTL time.Duration
+	// CanSpill: this worker is bounded (a Lambda) and should hand runs that
+	// reach a Long tool to the long-running task.
+	CanSpill bool
+	// ApprovalTimeout bounds how long an approval may wait (default 7 days).
+	ApprovalTimeout time.Duration
+	// RetryWait is how long to wait before reconciling again when a
+	// destination cannot answer (default 5s).
+	RetryWait time.Duration
+	Clock     func() time.Time
+	Logger    *slog.Logger
+	Faults    FaultPoints
+}
+
+// Harness runs Steps. It holds no per-run state between Steps: everything
+// it needs is read from the store, so any worker can take any run.
+type Harness struct {
+	opt Options
+}
+
+// New checks the options and fills defaults.
+func New(opt Options) (*Harness, error) {
+	if opt.Store == nil {
+		return nil, errors.New("harness: Store is required")
+	}
+	if opt.Agents == nil {
+		return nil, errors.New("harness: Agents is required")
+	}
+	if opt.Owner == "" {
+		return nil, errors.New("harness: Owner is required")
+	}
+	if opt.LeaseTTL <= 0 {
+		opt.LeaseTTL = 30 * time.Second
+	}
+	if opt.ApprovalTimeout <= 0 {
+		opt.ApprovalTimeout = 7 * 24 * time.Hour
+	}
+	if opt.RetryWait <= 0 {
+		opt.RetryWait = 5 * time.Second
+	}
+	if opt.Clock == nil {
+		opt.Clock = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Faults == nil {
+		opt.Faults = noFaults{}
+	}
+	return &Harness{opt: opt}, nil
+}
+
+// Step runs iterations of one run until a decision point or until budget
+// is spent. See the package documentation for the rules it keeps.
+func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) (Decision, error) {
+	if budget <= 0 {
+		budget = 10 * time.Minute
+	}
+	start := h.opt.Clock()
+	r, err := h.opt.Store.AcquireLease(ctx, runID, h.opt.Owner, budget+h.opt.LeaseTTL)
+	switch {
+	case errors.Is(err, store.ErrLeaseHeld):
+		// Retryable by name in the state machine; errors.As still finds
+		// the BusyError inside.
+		return Decision{}, &RetryableError{Err: &BusyError{RunID: runID, RetryAfter: 5 * time.Second}}
+	case errors.Is(err, store.ErrTerminal):
+		r, gerr := h.opt.Store.GetRun(ctx, runID)
+		if gerr != nil {
+			return Decision{}, &RetryableError{Err: gerr}
+		}
+		return terminalDecision(r), nil
+	case errors.Is(err, store.ErrNotFound):
+		return Decision{}, fmt.Errorf("step %s: %w", runID, err)
+	case err != nil:
+		return Decision{}, &RetryableError{Err: err}
+	}
+	h.opt.Faults.Hit(FaultLeaseHandover)
+	agent, err := h.opt.Agents.Agent(r.Agent)
+	if err != nil {
+		return h.failNow(ctx, r, err.Error())
+	}
+	s := &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID)}
+	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: jsonObj("owner", h.opt.Owner, "token", r.Lease.Token)})
+	if err := s.load(ctx); err != nil {
+		return s.fail(ctx, err)
+	}
+	d, err := s.loop(ctx)
+	return s.finish(ctx, d, err)
+}
+
+// Finalize makes sure a run that the state machine gave up on ends in a
+// final status, recording errMsg. It is idempotent.
+func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, error) {
+	r, err := h.opt.Store.GetRun(ctx, runID)
+	if err != nil {
+		return run.Run{}, err
+	}
+	if r.Status.Terminal() || r.Status == run.StatusNeedsHuman {
+		return r, nil
+	}
+	if errMsg == "" {
+		// A finalize without an error on a live run: leave it alone, it
+		// will be stepped again.
+		return r, nil
+	}
+	r, err = h.opt.Store.AcquireLease(ctx, runID, h.opt.Owner, h.opt.LeaseTTL)
+	if err != nil {
+		if errors.Is(err, store.ErrTerminal) {
+			return h.opt.Store.GetRun(ctx, runID)
+		}
+		return run.Run{}, &RetryableError{Err: err}
+	}
+	msg := errMsg
+	_, err = h.opt.Store.Commit(ctx, store.Commit{RunID: runID, Token: r.Lease.Token,
+		Run:    &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
+		Events: []run.Event{{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")}},
+	})
+	if err != nil {
+		return run.Run{}, mapStoreErr(runID, err)
+	}
+	return h.opt.Store.GetRun(ctx, runID)
+}
+
+func (h *Harness) failNow(ctx context.Context, r run.Run, msg string) (Decision, error) {
+	_, err := h.opt.Store.Commit(ctx, store.Commit{RunID: r.ID, Token: r.Lease.Token,
+		Run:    &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
+		Events: []run.Event{{Type: run.EventRunFailed, Data: jsonObj("error", msg)}},
+	})
+	if err != nil {
+		return Decision{}, mapStoreErr(r.ID, err)
+	}
+	return Decision{Next: NextFailed, Error: msg}, nil
+}
+
+func terminalDecision(r run.Run) Decision {
+	switch r.Status {
+	case run.StatusCompleted:
+		return Decision{Next: NextDone}
+	case run.StatusCancelled:
+		return Decision{Next: NextCancelled}
+	case run.StatusNeedsHuman:
+		return Decision{Next: NextNeedsHuman, Error: r.Error}
+	default:
+		return Decision{Next: NextFailed, Error: r.Error}
+	}
+}
+
+func mapStoreErr(runID string, err error) error {
+	if errors.Is(err, store.ErrFenced) {
+		return &FencedError{RunID: runID}
+	}
+	return &RetryableError{Err: err}
+}

@@ -1,0 +1,1123 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/ops"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tool"
+)
+
+// step is the state of one Step call. It is thrown away when the Step
+// returns: the next Step rebuilds it from the store.
+type step struct {
+	h        *Harness
+	agent    Agent
+	run      run.Run
+	token    int64
+	deadline time.Time
+	log      *slog.Logger
+
+	msgs      []model.Message // the whole transcript
+	committed int             // msgs[:committed] are durable
+	cpID      string
+	cpSeq     int64
+	items     map[string]run.PlanItem // by model call id, this run
+	inherited map[string]run.PlanItem // by model call id, runs this one forked from
+	nextOrder int64
+	status    run.Status
+
+	pend pending
+}
+
+// pending is what the next commit will write.
+type pending struct {
+	events   []run.Event
+	items    map[string]run.PlanItem // by id
+	itemIDs  []string
+	used     store.Amounts
+	released store.Amounts
+	steps    int64
+	consume  []string
+	patch    store.RunPatch
+}
+
+func (p *pending) empty() bool {
+	return len(p.events) == 0 && len(p.items) == 0 && p.steps == 0 && len(p.consume) == 0 &&
+		p.patch == (store.RunPatch{}) && p.used == (store.Amounts{}) && p.released == (store.Amounts{})
+}
+
+type checkpointState struct {
+	Messages []model.Message `json:"messages"`
+}
+
+func (s *step) addEvent(e run.Event) {
+	if e.Time.IsZero() {
+		e.Time = s.h.opt.Clock()
+	}
+	s.pend.events = append(s.pend.events, e)
+}
+
+func (s *step) putItem(it run.PlanItem) {
+	it.UpdatedAt = s.h.opt.Clock()
+	if s.pend.items == nil {
+		s.pend.items = map[string]run.PlanItem{}
+	}
+	if _, ok := s.pend.items[it.ID]; !ok {
+		s.pend.itemIDs = append(s.pend.itemIDs, it.ID)
+	}
+	s.pend.items[it.ID] = it
+	s.items[it.CallID] = it
+}
+
+func (s *step) setStatus(st run.Status) {
+	if s.status == st {
+		return
+	}
+	s.status = st
+	s.pend.patch.Status = st
+}
+
+// load rebuilds the transcript from the checkpoint chain and the plan items.
+func (s *step) load(ctx context.Context) error {
+	s.status = s.run.Status
+	msgs, cp, err := s.chain(ctx, s.run.ID, s.run.CheckpointID, 0)
+	if err != nil {
+		return err
+	}
+	if s.run.ParentRunID != "" && s.run.CheckpointID == "" {
+		msgs, cp, err = s.chain(ctx, s.run.ParentRunID, s.run.ForkCheckpointID, 1)
+		if err != nil {
+			return err
+		}
+		cp.Seq = 0
+	}
+	s.msgs, s.committed, s.cpID, s.cpSeq = msgs, len(msgs), cp.ID, cp.Seq
+	if s.cpID == "" && s.run.ParentRunID != "" {
+		s.cpID = s.run.ForkCheckpointID
+	}
+	items, err := s.h.opt.Store.ListPlanItems(ctx, s.run.ID)
+	if err != nil {
+		return err
+	}
+	s.items = map[string]run.PlanItem{}
+	for _, it := range items {
+		s.items[it.CallID] = it
+		if it.Order >= s.nextOrder {
+			s.nextOrder = it.Order + 1
+		}
+	}
+	s.inherited = map[string]run.PlanItem{}
+	for parent, depth := s.run.ParentRunID, 0; parent != "" && depth < 32; depth++ {
+		pitems, err := s.h.opt.Store.ListPlanItems(ctx, parent)
+		if err != nil {
+			return err
+		}
+		for _, it := range pitems {
+			if _, ok := s.inherited[it.CallID]; !ok {
+				s.inherited[it.CallID] = it
+			}
+		}
+		pr, err := s.h.opt.Store.GetRun(ctx, parent)
+		if err != nil {
+			return err
+		}
+		parent = pr.ParentRunID
+	}
+	if len(s.msgs) == 0 {
+		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
+		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
+	}
+	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
+		s.setStatus(run.StatusRunning)
+	}
+	return nil
+}
+
+// chain returns the transcript up to checkpoint upTo of runID (all of it
+// when upTo is empty), following forks to their parents.
+func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]model.Message, run.Checkpoint, error) {
+	if depth > 32 {
+		return nil, run.Checkpoint{}, errors.New("fork chain deeper than 32")
+	}
+	r := s.run
+	if runID != s.run.ID {
+		var err error
+		if r, err = s.h.opt.Store.GetRun(ctx, runID); err != nil {
+			return nil, run.Checkpoint{}, err
+		}
+	}
+	var msgs []model.Message
+	var last run.Checkpoint
+	if r.ParentRunID != "" {
+		var err error
+		if msgs, last, err = s.chain(ctx, r.ParentRunID, r.ForkCheckpointID, depth+1); err != nil {
+			return nil, run.Checkpoint{}, err
+		}
+	}
+	if upTo == "" && runID == s.run.ID && s.run.CheckpointID == "" {
+		return msgs, last, nil
+	}
+	var after int64
+	for {
+		page, err := s.h.opt.Store.ListCheckpoints(ctx, runID, after, 1000)
+		if err != nil {
+			return nil, run.Checkpoint{}, err
+		}
+		for _, cp := range page {
+			st, err := s.state(ctx, cp)
+			if err != nil {
+				return nil, run.Checkpoint{}, err
+			}
+			msgs = append(msgs, st.Messages...)
+			last = cp
+			if cp.ID == upTo {
+				return msgs, last, nil
+			}
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	if upTo != "" {
+		return nil, run.Checkpoint{}, fmt.Errorf("checkpoint %s of run %s: %w", upTo, runID, store.ErrNotFound)
+	}
+	return msgs, last, nil
+}
+
+func (s *step) state(ctx context.Context, cp run.Checkpoint) (checkpointState, error) {
+	data := cp.State
+	if cp.StateRef != "" {
+		if s.h.opt.Artifacts == nil {
+			return checkpointState{}, fmt.Errorf("checkpoint %s is in the artifact store, which is not configured", cp.ID)
+		}
+		k, err := artifact.ParsePath(cp.StateRef)
+		if err != nil {
+			return checkpointState{}, err
+		}
+		b, info, err := s.h.opt.Artifacts.Get(ctx, k)
+		if err != nil {
+			return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, err)
+		}
+		if cp.StateHash != "" && info.SHA256 != cp.StateHash {
+			return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, artifact.ErrCorrupt)
+		}
+		data = b
+	}
+	var st checkpointState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, err)
+	}
+	return st, nil
+}
+
+// flush writes everything pending in one commit, with a checkpoint when the
+// transcript grew.
+func (s *step) flush(ctx context.Context, extra store.Commit) error {
+	newMsgs := s.msgs[s.committed:]
+	c := extra
+	c.RunID, c.Token = s.run.ID, s.token
+	c.Used, c.Released = s.pend.used, s.pend.released
+	c.ConsumeInputs = append(c.ConsumeInputs, s.pend.consume...)
+	patch := s.pend.patch
+	patch.StepsDelta = s.pend.steps
+	var cp *run.Checkpoint
+	if len(newMsgs) > 0 {
+		state, err := json.Marshal(checkpointState{Messages: newMsgs})
+		if err != nil {
+			return err
+		}
+		cp = &run.Checkpoint{ID: run.NewID("cp"), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
+			Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), CreatedAt: s.h.opt.Clock()}
+		if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
+			info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
+			if err != nil {
+				return &RetryableError{Err: err}
+			}
+			cp.StateRef = info.Key.Path()
+		} else {
+			cp.State = state
+		}
+		c.Checkpoint = cp
+		patch.CheckpointID = cp.ID
+		s.addEvent(run.Event{Type: run.EventCheckpointWritten, Data: jsonObj("checkpoint_id", cp.ID, "seq", cp.Seq, "bytes", cp.Size, "messages", len(newMsgs))})
+	}
+	c.Events = append(s.pend.events, c.Events...)
+	for _, id := range s.pend.itemIDs {
+		c.PlanItems = append(c.PlanItems, s.pend.items[id])
+	}
+	if patch != (store.RunPatch{}) {
+		c.Run = &patch
+	}
+	if c.Run == nil && len(c.Events) == 0 && len(c.PlanItems) == 0 && cp == nil && len(c.NewOperations) == 0 &&
+		len(c.OperationUpdates) == 0 && len(c.NewApprovals) == 0 && len(c.CancelApprovals) == 0 && len(c.ConsumeInputs) == 0 &&
+		c.Used == (store.Amounts{}) && c.Released == (store.Amounts{}) {
+		return nil
+	}
+	s.h.opt.Faults.Hit(FaultInStepCommit)
+	if _, err := s.h.opt.Store.Commit(ctx, c); err != nil {
+		if errors.Is(err, store.ErrFenced) {
+			return &FencedError{RunID: s.run.ID}
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	s.committed = len(s.msgs)
+	if cp != nil {
+		s.cpID, s.cpSeq = cp.ID, cp.Seq
+		s.run.CheckpointID = cp.ID
+	}
+	s.run.StepCount += s.pend.steps
+	s.run.Budget.TokensUsed += s.pend.used.Tokens
+	s.run.Budget.SpendUsedMicroUSD += s.pend.used.SpendMicroUSD
+	s.run.Budget.ToolCallsUsed += s.pend.used.ToolCalls
+	if patch.ReleaseLease {
+		s.token = -1
+	}
+	s.pend = pending{}
+	return nil
+}
+
+// loop runs iterations until a decision.
+func (s *step) loop(ctx context.Context) (Decision, error) {
+	if d, stop, err := s.reconcileAll(ctx); err != nil || stop {
+		return d, err
+	}
+	for {
+		fresh, err := s.h.opt.Store.GetRun(ctx, s.run.ID)
+		if err != nil {
+			return Decision{}, &RetryableError{Err: err}
+		}
+		if fresh.Lease.Token != s.token {
+			return Decision{}, &FencedError{RunID: s.run.ID}
+		}
+		s.run.CancelRequested = fresh.CancelRequested
+		s.run.Budget.TokensReserved = fresh.Budget.TokensReserved
+		s.run.Budget.ToolCallsReserved = fresh.Budget.ToolCallsReserved
+		s.run.Budget.SpendReservedMicroUSD = fresh.Budget.SpendReservedMicroUSD
+		if s.run.CancelRequested {
+			return s.cancel(ctx)
+		}
+		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
+			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"))
+		}
+		if len(s.openCalls()) == 0 {
+			d, stop, err := s.callModel(ctx)
+			if err != nil || stop {
+				return d, err
+			}
+		}
+		if open := s.openCalls(); len(open) > 0 {
+			d, stop, err := s.runCalls(ctx, open)
+			if err != nil || stop {
+				return d, err
+			}
+		}
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return Decision{}, err
+		}
+		if !s.h.opt.Clock().Before(s.deadline) {
+			return Decision{Next: NextContinue}, nil
+		}
+	}
+}
+
+// openCalls returns the tool calls of the last assistant message that have
+// no result in the transcript yet, in order.
+func (s *step) openCalls() []model.ToolCall {
+	last := -1
+	for i := len(s.msgs) - 1; i >= 0; i-- {
+		if s.msgs[i].Role == model.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range s.msgs[last+1:] {
+		if m.Role == model.RoleUser {
+			return nil
+		}
+		for _, tr := range m.ToolResults {
+			answered[tr.CallID] = true
+		}
+	}
+	var open []model.ToolCall
+	for _, tc := range s.msgs[last].ToolCalls {
+		if !answered[tc.ID] {
+			open = append(open, tc)
+		}
+	}
+	return open
+}
+
+func (s *step) answer(callID string, res tool.Result, isErr bool) {
+	s.msgs = append(s.msgs, model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: callID, Content: res.Content, IsError: isErr}}})
+}
+
+// recorded is the tool result a plan item holds.
+type recorded struct {
+	Content string          `json:"content"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+func recordOf(res tool.Result, isErr bool) json.RawMessage {
+	b, _ := json.Marshal(recorded{Content: res.Content, Data: res.Data, IsError: isErr})
+	return b
+}
+
+func (s *step) finishItem(it run.PlanItem, st run.PlanStatus, res tool.Result, isErr bool) {
+	it.Status = st
+	it.Result = recordOf(res, isErr)
+	s.putItem(it)
+	s.answer(it.CallID, res, isErr)
+}
+
+// callModel makes one model call and turns its answer into plan items, or
+// ends the turn. stop is true when the Step must return d.
+func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error) {
+	lim := s.run.Limits
+	b := s.run.Budget
+	if lim.MaxSteps > 0 && s.run.StepCount+s.pend.steps >= lim.MaxSteps {
+		d, err := s.exceeded(ctx, "max_steps", lim.MaxSteps)
+		return d, true, err
+	}
+	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: coalesce(s.msgs), Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens}
+	estimate := estimateTokens(req)
+	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
+		d, err := s.exceeded(ctx, "max_tokens", lim.MaxTokens)
+		return d, true, err
+	}
+	if lim.MaxSpendMicroUSD > 0 && b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+s.pend.used.SpendMicroUSD >= lim.MaxSpendMicroUSD {
+		d, err := s.exceeded(ctx, "max_spend", lim.MaxSpendMicroUSD)
+		return d, true, err
+	}
+	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate)})
+	resp, err := s.agent.Model.Generate(ctx, req)
+	if err != nil {
+		var rl *model.RateLimitedError
+		if errors.As(err, &rl) {
+			s.recordAttempts(rl.Attempts)
+			wait := int64(rl.RetryAfter.Seconds() + 0.999)
+			if wait < 1 {
+				wait = 1
+			}
+			s.addEvent(run.Event{Type: run.EventRateLimited, Data: jsonObj("retry_after_seconds", wait, "durable_wait", true)})
+			if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+				return Decision{}, true, ferr
+			}
+			return Decision{Next: NextWait, WaitSeconds: wait}, true, nil
+		}
+		if ctx.Err() != nil {
+			return Decision{}, true, ctx.Err()
+		}
+		s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
+		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+			return Decision{}, true, ferr
+		}
+		return Decision{}, true, &RetryableError{Err: fmt.Errorf("model call: %w", err)}
+	}
+	s.recordAttempts(resp.Attempts)
+	s.pend.steps++
+	s.pend.used.Tokens += resp.Usage.Total()
+	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
+	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(map[string]any{
+		"usage": resp.Usage, "stop_reason": resp.StopReason, "response_id": resp.ResponseID, "model": resp.Model,
+		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts)})})
+	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+	if len(resp.ToolCalls) == 0 {
+		return s.endTurn(ctx, resp.Text)
+	}
+	s.setStatus(run.StatusRunning)
+	for _, tc := range resp.ToolCalls {
+		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
+		s.nextOrder++
+		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
+		if hash, herr := run.ArgsHash(tc.Args); herr == nil {
+			it.ArgsHash = hash
+		}
+		if verr != nil {
+			// Never dispatched: the model is told what was wrong.
+			it.Mode = run.ModeSafeReadonly
+			if !json.Valid(it.Args) {
+				it.Args = mustJSON(map[string]string{"invalid_json": string(tc.Args)})
+			}
+			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
+			s.finishItem(it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
+			continue
+		}
+		it.Mode = t.Info().Mode
+		s.putItem(it)
+	}
+	return Decision{}, false, nil
+}
+
+func (s *step) recordAttempts(as []model.Attempt) {
+	for _, a := range as {
+		typ := run.EventModelCallFailed
+		if a.Kind == "rate_limited" {
+			typ = run.EventRateLimited
+		}
+		s.addEvent(run.Event{Type: typ, Data: mustJSON(map[string]any{"kind": a.Kind, "status": a.Status,
+			"retry_after_seconds": a.RetryAfter.Seconds(), "error": a.Error, "retried": true})})
+	}
+}
+
+// endTurn handles a model answer without tool calls: the next queued input
+// starts a new turn, or the run completes.
+func (s *step) endTurn(ctx context.Context, text string) (Decision, bool, error) {
+	s.addEvent(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("output_chars", len(text))})
+	if s.run.InputPolicy == run.InputQueue || s.run.InputPolicy == run.InputInterrupt {
+		if started, err := s.takeInputs(ctx); err != nil || started {
+			return Decision{}, false, err
+		}
+	}
+	out := text
+	s.setStatus(run.StatusCompleted)
+	s.pend.patch.Output = &out
+	s.pend.patch.ReleaseLease = true
+	s.addEvent(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", s.run.StepCount+s.pend.steps)})
+	if err := s.flush(ctx, store.Commit{}); err != nil {
+		return Decision{}, true, err
+	}
+	return Decision{Next: NextDone}, true, nil
+}
+
+// takeInputs starts a new turn from queued input, if any.
+func (s *step) takeInputs(ctx context.Context) (bool, error) {
+	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
+	if err != nil {
+		return false, &RetryableError{Err: err}
+	}
+	if len(inputs) == 0 {
+		return false, nil
+	}
+	var texts, ids []string
+	for _, in := range inputs {
+		texts = append(texts, in.Text)
+		ids = append(ids, in.ID)
+	}
+	s.pend.consume = append(s.pend.consume, ids...)
+	s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
+	s.addEvent(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
+	return true, nil
+}
+
+// runCalls works through the open tool calls in order.
+func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, bool, error) {
+	for i := 0; i < len(open); i++ {
+		tc := open[i]
+		it, ok := s.items[tc.ID]
+		if !ok {
+			if p, ok := s.inherited[tc.ID]; ok && len(p.Result) > 0 {
+				// A fork: reuse the recorded result, never repeat the effect.
+				var rec recorded
+				_ = json.Unmarshal(p.Result, &rec)
+				s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
+				continue
+			}
+			it = run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
+			s.nextOrder++
+			t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
+			if err != nil {
+				s.finishItem(it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
+				continue
+			}
+			it.Mode = t.Info().Mode
+			it.ArgsHash, _ = run.ArgsHash(tc.Args)
+		}
+		switch it.Status {
+		case run.PlanCompleted, run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
+			var rec recorded
+			_ = json.Unmarshal(it.Result, &rec)
+			s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
+			continue
+		}
+		t, _ := s.agent.Tools.Get(it.Tool)
+		if t == nil {
+			s.finishItem(it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
+			continue
+		}
+		allowed, d, stop, err := s.permit(ctx, it, t)
+		if err != nil || stop {
+			return d, stop, err
+		}
+		if !allowed {
+			continue
+		}
+		if t.Info().Long && s.h.opt.CanSpill {
+			s.addEvent(run.Event{Type: run.EventRunSpilled, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
+			if err := s.flush(ctx, store.Commit{}); err != nil {
+				return Decision{}, true, err
+			}
+			return Decision{Next: NextSpill}, true, nil
+		}
+		if i > 0 {
+			// Cancellation stops new calls, also between the calls of one answer.
+			fresh, err := s.h.opt.Store.GetRun(ctx, s.run.ID)
+			if err != nil {
+				return Decision{}, true, &RetryableError{Err: err}
+			}
+			if fresh.CancelRequested {
+				s.run.CancelRequested = true
+				d, err := s.cancel(ctx)
+				return d, true, err
+			}
+		}
+		if eff, ok := t.(tool.Effectful); ok {
+			d, stop, err := s.runEffect(ctx, it, eff)
+			if err != nil || stop {
+				return d, stop, err
+			}
+		} else {
+			group := []run.PlanItem{it}
+			// Under the interrupt policy calls run one by one, so new input
+			// can stop the turn between them.
+			for j := i + 1; j < len(open) && s.run.InputPolicy != run.InputInterrupt; j++ {
+				nx, ok := s.items[open[j].ID]
+				if !ok || nx.Status != run.PlanPending || nx.Mode != run.ModeSafeReadonly {
+					break
+				}
+				nt, _ := s.agent.Tools.Get(nx.Tool)
+				if _, eff := nt.(tool.Effectful); eff || nt == nil || (nt.Info().Long && s.h.opt.CanSpill) {
+					break
+				}
+				group = append(group, nx)
+			}
+			if d, stop, err := s.runReadonly(ctx, group); err != nil || stop {
+				return d, stop, err
+			}
+			i += len(group) - 1
+		}
+		if s.run.InputPolicy == run.InputInterrupt && i < len(open)-1 {
+			started, err := s.interrupt(ctx, open[i+1:])
+			if err != nil {
+				return Decision{}, true, err
+			}
+			if started {
+				return Decision{}, false, nil
+			}
+		}
+	}
+	return Decision{}, false, nil
+}
+
+// interrupt ends the current turn after a tool when input is waiting.
+func (s *step) interrupt(ctx context.Context, rest []model.ToolCall) (bool, error) {
+	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
+	if err != nil {
+		return false, &RetryableError{Err: err}
+	}
+	if len(inputs) == 0 {
+		return false, nil
+	}
+	for _, tc := range rest {
+		it, ok := s.items[tc.ID]
+		if !ok {
+			continue
+		}
+		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the user sent new input"}, true)
+	}
+	s.addEvent(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("interrupted", true)})
+	return s.takeInputs(ctx)
+}
+
+// permit applies the permission mode. allowed=false means the item got an
+// answer without running (denied).
+func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowed bool, d Decision, stop bool, err error) {
+	mode := t.Info().Mode
+	if mode == run.ModeSafeReadonly {
+		return true, Decision{}, false, nil
+	}
+	if mode == run.ModeConfirmOnce {
+		ok, err := s.h.opt.Store.HasGrant(ctx, s.run.SessionID, it.Tool)
+		if err != nil {
+			return false, Decision{}, true, &RetryableError{Err: err}
+		}
+		if ok {
+			return true, Decision{}, false, nil
+		}
+	}
+	apID := approvalID(it)
+	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		ap = run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, PlanItemID: it.ID, Tool: it.Tool, Mode: mode,
+			Args: it.Args, ArgsHash: it.ArgsHash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
+		it.Status = run.PlanAwaitingApproval
+		s.putItem(it)
+		s.setStatus(run.StatusAwaitingApproval)
+		s.addEvent(run.Event{Type: run.EventApprovalRequested, PlanItemID: it.ID, Data: mustJSON(map[string]any{
+			"approval_id": apID, "tool": it.Tool, "mode": mode, "args_hash": it.ArgsHash, "args": it.Args})})
+		s.pend.patch.ReleaseLease = true
+		if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
+			return false, Decision{}, true, err
+		}
+		s.h.opt.Faults.Hit(FaultAwaitApproval)
+		return false, s.approvalDecision(apID), true, nil
+	case err != nil:
+		return false, Decision{}, true, &RetryableError{Err: err}
+	}
+	switch ap.Status {
+	case run.ApprovalPending:
+		s.setStatus(run.StatusAwaitingApproval)
+		s.pend.patch.ReleaseLease = true
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return false, Decision{}, true, err
+		}
+		return false, s.approvalDecision(apID), true, nil
+	case run.ApprovalApproved:
+		if ap.ArgsHash != it.ArgsHash {
+			return false, Decision{}, true, fmt.Errorf("approval %s covers args %s, item has %s", apID, ap.ArgsHash, it.ArgsHash)
+		}
+		s.h.opt.Faults.Hit(FaultAfterDecision)
+		s.setStatus(run.StatusRunning)
+		return true, Decision{}, false, nil
+	default: // denied or cancelled
+		s.setStatus(run.StatusRunning)
+		msg := "The user denied this action."
+		if ap.Reason != "" {
+			msg += " Reason: " + ap.Reason
+		}
+		s.finishItem(it, run.PlanDenied, tool.Result{Content: msg}, true)
+		return false, Decision{}, false, nil
+	}
+}
+
+func (s *step) approvalDecision(apID string) Decision {
+	timeout := s.h.opt.ApprovalTimeout
+	if dl := s.run.Limits.Deadline; !dl.IsZero() {
+		if left := dl.Sub(s.h.opt.Clock()); left < timeout {
+			timeout = left
+		}
+	}
+	secs := int64(timeout.Seconds())
+	if secs < 1 {
+		secs = 1
+	}
+	return Decision{Next: NextApproval, ApprovalID: apID, ApprovalTimeoutSeconds: secs}
+}
+
+// approvalID is deterministic in the item and its exact args: the same
+// proposal finds its approval again after a crash; changed args never do.
+func approvalID(it run.PlanItem) string {
+	h := it.ArgsHash
+	if len(h) > 16 {
+		h = h[:16]
+	}
+	return "apr_" + strings.TrimPrefix(it.ID, "item_") + "_" + h
+}
+
+// runReadonly runs read-only calls; more than one run concurrently, each
+// holding a tool-call reservation in the store so they cannot together pass
+// the limit.
+func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision, bool, error) {
+	lim := s.run.Limits.MaxToolCalls
+	b := s.run.Budget
+	if len(group) == 1 {
+		if lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
+			d, err := s.exceeded(ctx, "max_tool_calls", lim)
+			return d, true, err
+		}
+		s.pend.used.ToolCalls++
+		s.execReadonly(ctx, group[0])
+		return Decision{}, false, nil
+	}
+	if err := s.flush(ctx, store.Commit{}); err != nil { // reservations must see what we used
+		return Decision{}, true, err
+	}
+	type outcome struct {
+		reserved bool
+		res      tool.Result
+		err      error
+		started  run.Event
+	}
+	outs := make([]outcome, len(group))
+	var wg sync.WaitGroup
+	for i, it := range group {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.h.opt.Store.Reserve(ctx, s.run.ID, store.Amounts{ToolCalls: 1}); err != nil {
+				outs[i].err = err
+				return
+			}
+			outs[i].reserved = true
+			outs[i].started = run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: s.h.opt.Clock(), Data: jsonObj("tool", it.Tool, "concurrent", true)}
+			outs[i].res, outs[i].err = s.invoke(ctx, it)
+		}()
+	}
+	wg.Wait()
+	overspent := false
+	for i, it := range group {
+		o := outs[i]
+		if !o.reserved {
+			overspent = overspent || errors.Is(o.err, store.ErrBudgetExceeded)
+			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", errString(o.err), "dispatched", false)})
+			s.finishItem(it, run.PlanFailed, tool.Result{Content: "not run: " + errString(o.err)}, true)
+			continue
+		}
+		s.pend.released.ToolCalls++
+		s.pend.used.ToolCalls++
+		s.addEvent(o.started)
+		s.toolDone(it, o.res, o.err)
+	}
+	if overspent {
+		d, err := s.exceeded(ctx, "max_tool_calls", lim)
+		return d, true, err
+	}
+	return Decision{}, false, nil
+}
+
+func (s *step) execReadonly(ctx context.Context, it run.PlanItem) {
+	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
+	res, err := s.invoke(ctx, it)
+	s.toolDone(it, res, err)
+}
+
+func (s *step) toolDone(it run.PlanItem, res tool.Result, err error) {
+	if err != nil {
+		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", true)})
+		s.finishItem(it, run.PlanFailed, tool.Result{Content: "tool failed: " + err.Error()}, true)
+		return
+	}
+	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "result_chars", len(res.Content))})
+	s.finishItem(it, run.PlanCompleted, res, false)
+}
+
+// invoke runs a tool, forwarding progress as tool_progress events.
+func (s *step) invoke(ctx context.Context, it run.PlanItem) (tool.Result, error) {
+	t, _ := s.agent.Tools.Get(it.Tool)
+	var mu sync.Mutex
+	lastPct := int64(-1)
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, Args: it.Args, Progress: func(done, total int64, note string) {
+		if total <= 0 {
+			return
+		}
+		pct := done * 100 / total
+		mu.Lock()
+		report := pct >= lastPct+10 || done == total
+		if report {
+			lastPct = pct
+		}
+		mu.Unlock()
+		if !report {
+			return
+		}
+		// Progress is advisory: it is appended outside the step commit and
+		// a failure to record it does not fail the tool.
+		_, err := s.h.opt.Store.AppendEvents(ctx, s.run.ID, []run.Event{{Type: run.EventToolProgress, PlanItemID: it.ID,
+			Time: s.h.opt.Clock(), Data: jsonObj("tool", it.Tool, "done", done, "total", total, "note", note)}})
+		if err != nil {
+			s.log.Warn("tool progress not recorded", "err", err)
+		}
+	}}
+	return t.Run(ctx, call)
+}
+
+// runEffect performs an external effect with the operation protocol.
+func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful) (Decision, bool, error) {
+	lim := s.run.Limits.MaxToolCalls
+	b := s.run.Budget
+	if lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
+		d, err := s.exceeded(ctx, "max_tool_calls", lim)
+		return d, true, err
+	}
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, Args: it.Args, Progress: func(int64, int64, string) {}}
+	intent, err := t.Intent(ctx, call)
+	if err != nil {
+		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", false)})
+		s.finishItem(it, run.PlanFailed, tool.Result{Content: "not dispatched: " + err.Error()}, true)
+		return Decision{}, false, nil
+	}
+	now := s.h.opt.Clock()
+	op := run.Operation{ID: "op_" + strings.TrimPrefix(it.ID, "item_"), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool,
+		Destination: t.Name(), Args: it.Args, ArgsHash: it.ArgsHash, ArtifactHash: intent.ArtifactHash, Status: run.OpPending,
+		Attempts: 1, CreatedAt: now, UpdatedAt: now}
+	op.IdempotencyKey = op.ID
+	it.Status = run.PlanRunning
+	s.putItem(it)
+	s.pend.used.ToolCalls++
+	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash})})
+	s.h.opt.Faults.Hit(FaultBeforeIntent)
+	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
+		return Decision{}, true, err
+	}
+	s.h.opt.Faults.Hit(FaultAfterIntent)
+	out, derr := t.Dispatch(ctx, op)
+	s.h.opt.Faults.Hit(FaultAfterDispatch)
+	if derr == nil {
+		s.opDone(it, t, op, out, "dispatched", 0)
+		if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{s.opUpdate(op, out)}}); err != nil {
+			return Decision{}, true, err
+		}
+		s.h.opt.Faults.Hit(FaultAfterResult)
+		return Decision{}, false, nil
+	}
+	var rej *ops.Rejected
+	if errors.As(derr, &rej) {
+		s.addEvent(run.Event{Type: run.EventOpFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", derr.Error())})
+		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool, "error", derr.Error(), "dispatched", true)})
+		s.finishItem(it, run.PlanFailed, tool.Result{Content: derr.Error()}, true)
+		err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpFailed, Error: derr.Error()}}})
+		return Decision{}, err != nil, err
+	}
+	// The outcome is unknown. Never read that as "nothing happened".
+	c := t.Contract()
+	if !c.Idempotent && !c.Lookup {
+		return s.needsHuman(ctx, it, op, fmt.Sprintf("dispatch to %s failed with an unknown outcome and the destination can neither be asked nor safely retried: %v", op.Destination, derr))
+	}
+	s.addEvent(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", derr.Error(), "next", "reconcile")})
+	if err := s.flush(ctx, store.Commit{}); err != nil {
+		return Decision{}, true, err
+	}
+	return Decision{Next: NextWait, WaitSeconds: int64(s.h.opt.RetryWait.Seconds() + 0.999)}, true, nil
+}
+
+func (s *step) opUpdate(op run.Operation, out ops.Outcome) store.OperationUpdate {
+	return store.OperationUpdate{ID: op.ID, Status: run.OpSucceeded, ExternalID: out.ExternalID, Result: out.Result}
+}
+
+func (s *step) opDone(it run.PlanItem, t tool.Effectful, op run.Operation, out ops.Outcome, how string, extraAttempts int64) {
+	op.Status, op.ExternalID, op.Result = run.OpSucceeded, out.ExternalID, out.Result
+	op.Attempts += extraAttempts
+	typ := run.EventOpSucceeded
+	if how != "dispatched" {
+		typ = run.EventOpReconciled
+	}
+	s.addEvent(run.Event{Type: typ, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", out.ExternalID, "how", how)})
+	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool, "external_id", out.ExternalID)})
+	s.finishItem(it, run.PlanCompleted, t.Describe(op), false)
+}
+
+func (s *step) needsHuman(ctx context.Context, it run.PlanItem, op run.Operation, why string) (Decision, bool, error) {
+	s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("reason", why)})
+	s.addEvent(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", op.ID, "reason", why)})
+	it.Status = run.PlanNeedsHuman
+	it.Result = recordOf(tool.Result{Content: why}, true)
+	s.putItem(it)
+	s.setStatus(run.StatusNeedsHuman)
+	msg := why
+	s.pend.patch.Error = &msg
+	s.pend.patch.ReleaseLease = true
+	upd := store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why}
+	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+		return Decision{}, true, err
+	}
+	return Decision{Next: NextNeedsHuman, Error: why}, true, nil
+}
+
+// reconcileAll settles every pending operation before the run does anything.
+func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
+	pendingOps, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, true)
+	if err != nil {
+		return Decision{}, true, &RetryableError{Err: err}
+	}
+	sort.Slice(pendingOps, func(i, j int) bool { return pendingOps[i].CreatedAt.Before(pendingOps[j].CreatedAt) })
+	for _, op := range pendingOps {
+		var it run.PlanItem
+		for _, x := range s.items {
+			if x.ID == op.PlanItemID {
+				it = x
+			}
+		}
+		t, _ := s.agent.Tools.Get(op.Tool)
+		eff, ok := t.(tool.Effectful)
+		if !ok || it.ID == "" {
+			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
+		}
+		verdict, out, rerr := ops.Reconcile(ctx, eff, op)
+		if rerr != nil && verdict != ops.Failed {
+			s.addEvent(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", rerr.Error(), "next", "reconcile again")})
+			s.pend.patch.ReleaseLease = true
+			if err := s.flush(ctx, store.Commit{}); err != nil {
+				return Decision{}, true, err
+			}
+			return Decision{Next: NextWait, WaitSeconds: int64(s.h.opt.RetryWait.Seconds() + 0.999)}, true, nil
+		}
+		switch verdict {
+		case ops.Found, ops.Redispatched:
+			extra := int64(0)
+			if verdict == ops.Redispatched {
+				extra = 1
+			}
+			s.opDone(it, eff, op, out, verdict.String(), extra)
+			upd := s.opUpdate(op, out)
+			upd.AttemptsDelta = extra
+			if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+				return Decision{}, true, err
+			}
+		case ops.Failed:
+			s.addEvent(run.Event{Type: run.EventOpFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", errString(rerr))})
+			s.finishItem(it, run.PlanFailed, tool.Result{Content: errString(rerr)}, true)
+			if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpFailed, Error: errString(rerr)}}}); err != nil {
+				return Decision{}, true, err
+			}
+		case ops.NeedsHuman:
+			return s.needsHuman(ctx, it, op, fmt.Sprintf("operation %s at %s may or may not have happened: the destination offers no lookup and no idempotent retry", op.ID, op.Destination))
+		}
+	}
+	if s.status == run.StatusNeedsHuman {
+		// A person resolved the operations; the run goes on.
+		s.setStatus(run.StatusRunning)
+	}
+	return Decision{}, false, nil
+}
+
+// cancel ends the run: open items are skipped, pending approvals cancelled.
+func (s *step) cancel(ctx context.Context) (Decision, error) {
+	var cancelApprovals []string
+	for _, tc := range s.openCalls() {
+		it, ok := s.items[tc.ID]
+		if !ok {
+			continue
+		}
+		if it.Status == run.PlanAwaitingApproval {
+			cancelApprovals = append(cancelApprovals, approvalID(it))
+		}
+		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
+			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
+		}
+	}
+	s.setStatus(run.StatusCancelled)
+	s.pend.patch.ReleaseLease = true
+	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", len(cancelApprovals))})
+	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Next: NextCancelled}, nil
+}
+
+// exceeded ends the run failed on a limit.
+func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision, error) {
+	msg := fmt.Sprintf("budget exceeded: %s (%v)", limit, value)
+	for _, tc := range s.openCalls() {
+		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
+			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
+		}
+	}
+	s.addEvent(run.Event{Type: run.EventBudgetExceeded, Data: jsonObj("limit", limit, "value", value)})
+	s.addEvent(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
+	s.setStatus(run.StatusFailed)
+	s.pend.patch.Error = &msg
+	s.pend.patch.ReleaseLease = true
+	if err := s.flush(ctx, store.Commit{}); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Next: NextFailed, Error: msg}, nil
+}
+
+// fail ends the Step on an error before the loop could start.
+func (s *step) fail(_ context.Context, err error) (Decision, error) {
+	var fe *FencedError
+	if errors.As(err, &fe) {
+		return Decision{}, err
+	}
+	return Decision{}, &RetryableError{Err: err}
+}
+
+// finish releases the lease when the Step returns without having done so.
+func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, error) {
+	var fe *FencedError
+	if errors.As(err, &fe) {
+		s.log.Warn("step fenced: another worker owns the run; stopping without further writes")
+		return Decision{}, err
+	}
+	if s.token < 0 {
+		return d, err
+	}
+	if !s.pend.empty() {
+		s.pend.patch.ReleaseLease = true
+		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+			if errors.As(ferr, &fe) {
+				return Decision{}, ferr
+			}
+			if err == nil {
+				err = ferr
+			}
+		}
+		return d, err
+	}
+	if rerr := s.h.opt.Store.ReleaseLease(ctx, s.run.ID, s.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+		s.log.Warn("lease not released; it will expire", "err", rerr)
+	}
+	return d, err
+}
+
+func coalesce(msgs []model.Message) []model.Message {
+	out := make([]model.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Role == model.RoleTool && len(out) > 0 && out[len(out)-1].Role == model.RoleTool {
+			last := &out[len(out)-1]
+			last.ToolResults = append(append([]model.ToolResult(nil), last.ToolResults...), m.ToolResults...)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func specs(r *tool.Registry) []model.ToolSpec {
+	var out []model.ToolSpec
+	for _, n := range r.Names() {
+		t, _ := r.Get(n)
+		info := t.Info()
+		out = append(out, model.ToolSpec{Name: info.Name, Description: info.Description, Schema: info.Schema})
+	}
+	return out
+}
+
+// estimateTokens is a conservative guess for the reservation: about four
+// characters a token in, plus the answer's ceiling out.
+func estimateTokens(req model.Request) int64 {
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += len(m.Text)
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Args)
+		}
+		for _, tr := range m.ToolResults {
+			n += len(tr.Content)
+		}
+	}
+	return int64(n/4) + int64(req.MaxTokens)
+}
+
+func jsonObj(kv ...any) json.RawMessage {
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[fmt.Sprint(kv[i])] = kv[i+1]
+	}
+	return mustJSON(m)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+	}
+	return b
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+const budgetColumns = `tokens_used, tokens_reserved, spend_used, spend_reserved, tool_calls_used, tool_calls_reserved`
+
+func scanBudget(sc scanner) (run.Budget, error) {
+	var b run.Budget
+	err := sc.Scan(&b.TokensUsed, &b.TokensReserved, &b.SpendUsedMicroUSD, &b.SpendReservedMicroUSD,
+		&b.ToolCallsUsed, &b.ToolCallsReserved)
+	return b, err
+}
+
+// Reserve implements store.Budgets with one conditional UPDATE, so the check
+// and the hold are a single atomic step. A limit of 0 means no limit.
+func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run.Budget, error) {
+	if err := checkID("run id", runID); err != nil {
+		return run.Budget{}, err
+	}
+	if err := checkAmounts(a); err != nil {
+		return run.Budget{}, err
+	}
+	var out run.Budget
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		b, err := scanBudget(tx.QueryRowContext(ctx, `UPDATE runs SET
+			tokens_reserved = tokens_reserved + ?1, spend_reserved = spend_reserved + ?2,
+			tool_calls_reserved = tool_calls_reserved + ?3, updated_at = ?4
+			WHERE id = ?5
+			AND (max_tokens = 0 OR tokens_used + tokens_reserved + ?1 <= max_tokens)
+			AND (max_spend = 0 OR spend_used + spend_reserved + ?2 <= max_spend)
+			AND (max_tool_calls = 0 OR tool_calls_used + tool_calls_reserved + ?3 <= max_tool_calls)
+			RETURNING `+budgetColumns, a.Tokens, a.SpendMicroUSD, a.ToolCalls, s.now(), runID))
+		if errors.Is(err, sql.ErrNoRows) {
+			r, gerr := getRun(ctx, tx, runID)
+			if gerr != nil {
+				return gerr
+			}
+			return fmt.Errorf("sqlite: reserve %+v on %q: %w (limits %+v, budget %+v)", a, runID, store.ErrBudgetExceeded, r.Limits, r.Budget)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: reserve on %q: %w", runID, err)
+		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return run.Budget{}, err
+	}
+	return out, nil
+}
+
+// Settle implements store.Budgets. Releasing more than is reserved leaves
+// the reservation at zero rather than negative.
+func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.Amounts) (run.Budget, error) {
+	if err := checkID("run id", runID); err != nil {
+		return run.Budget{}, err
+	}
+	if err := checkAmounts(reserved); err != nil {
+		return run.Budget{}, err
+	}
+	if err := checkAmounts(used); err != nil {
+		return run.Budget{}, err
+	}
+	var out run.Budget
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		b, err := scanBudget(tx.QueryRowContext(ctx, `UPDATE runs SET
+			tokens_reserved = MAX(0, tokens_reserved - ?1), spend_reserved = MAX(0, spend_reserved - ?2),
+			tool_calls_reserved = MAX(0, tool_calls_reserved - ?3),
+			tokens_used = tokens_used + ?4, spend_used = spend_used + ?5, tool_calls_used = tool_calls_used + ?6,
+			updated_at = ?7 WHERE id = ?8 RETURNING `+budgetColumns,
+			reserved.Tokens, reserved.SpendMicroUSD, reserved.ToolCalls, used.Tokens, used.SpendMicroUSD, used.ToolCalls,
+			s.now(), runID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: settle on %q: %w", runID, err)
+		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return run.Budget{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+func validateEvents(events []run.Event) error {
+	for i, e := range events {
+		if err := checkEventType(e.Type); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		if err := checkOptional("event plan item id", e.PlanItemID); err != nil {
+			return err
+		}
+		if err := checkOptional("event operation id", e.OperationID); err != nil {
+			return err
+		}
+		if err := checkJSON("event data", e.Data, store.MaxEventData); err != nil {
+			return fmt.Errorf("event %d (%s): %w", i, e.Type, err)
+		}
+	}
+	return nil
+}
+
+const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data)
+	VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// insertEvents writes events after seq last and returns their seqs. The
+// caller holds the write lock and updates runs.last_seq; the primary key
+// (run_id, seq) would refuse a duplicate even if it did not.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, events []run.Event, now time.Time) ([]int64, error) {
+	seqs := make([]int64, len(events))
+	for i, e := range events {
+		seq := last + int64(i) + 1
+		t := e.Time
+		if t.IsZero() {
+			t = now
+		}
+		var data any
+		if len(e.Data) > 0 {
+			data = []byte(e.Data)
+		}
+		if _, err := s.exec(ctx, tx, qEventInsert, runID, seq, e.Type, t.UnixNano(), e.PlanItemID, e.OperationID, data); err != nil {
+			return nil, fmt.Errorf("sqlite: append event %d to %q: %w", seq, runID, err)
+		}
+		seqs[i] = seq
+	}
+	return seqs, nil
+}
+
+// AppendEvents implements store.Events.
+func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error) {
+	if err := checkID("run id", runID); err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, invalid("no events to append")
+	}
+	if len(events) > store.MaxItemsPerCommit-1 {
+		return nil, invalid("%d events, over %d per write", len(events), store.MaxItemsPerCommit-1)
+	}
+	if err := validateEvents(events); err != nil {
+		return nil, err
+	}
+	var seqs []int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		seqs, err = s.appendTx(ctx, tx, runID, s.clock(), events...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return seqs, nil
+}
+
+// ReadEvents implements store.Events. A limit of 0 means
+// store.MaxEventsPerPage; larger limits are capped to it.
+func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error) {
+	if err := checkID("run id", runID); err != nil {
+		return nil, err
+	}
+	if limit < 0 || afterSeq < 0 {
+		return nil, invalid("negative limit %d or seq %d", limit, afterSeq)
+	}
+	if limit == 0 || limit > store.MaxEventsPerPage {
+		limit = store.MaxEventsPerPage
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, type, time, plan_item_id, operation_id, data FROM events
+		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []run.Event
+	for rows.Next() {
+		e := run.Event{RunID: runID}
+		var t int64
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.PlanItemID, &e.OperationID, &data); err != nil {
+			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
+		}
+		e.Time = ts(t)
+		if len(data) > 0 {
+			e.Data = data
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
+	}
+	if len(out) == 0 {
+		if err := runExists(ctx, s.r, runID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,208 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/keelrun/keel/internal/store"
+
+	// The pure-Go SQLite driver, registered as "sqlite".
+	_ "modernc.org/sqlite"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Clock stamps records and decides lease expiry; default time.Now.
+	Clock func() time.Time
+	// Logger receives migration and maintenance messages; default discards.
+	Logger *slog.Logger
+	// BusyTimeout is how long a write waits for another process holding the
+	// file's write lock before failing; default 10s.
+	BusyTimeout time.Duration
+}
+
+// Store is the SQLite implementation of store.Store. It is safe for
+// concurrent use by any number of goroutines, and any number of processes may
+// open the same file.
+type Store struct {
+	// w is the write handle: one connection whose transactions begin with
+	// BEGIN IMMEDIATE. One connection queues writers of this process in Go
+	// instead of in SQLite's sleeping busy handler, and IMMEDIATE takes the
+	// write lock up front so two processes never deadlock upgrading a read
+	// lock to a write lock.
+	w *sql.DB
+	// r is the read handle: many connections, each statement a WAL snapshot.
+	r     *sql.DB
+	clock func() time.Time
+	log   *slog.Logger
+
+	// stmts caches the hot-path statements prepared on w: parsing SQL was
+	// half of a step's CPU time before.
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// Open opens (creating if needed) the database file at path, applies the
+// pending migrations, and returns the Store. The caller must Close it.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sqlite: open: %w: empty path", store.ErrInvalid)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	busy := fmt.Sprint(opts.BusyTimeout.Milliseconds())
+
+	wq := url.Values{}
+	wq.Set("_txlock", "immediate")
+	wq.Add("_pragma", "busy_timeout("+busy+")")
+	wq.Add("_pragma", "journal_mode(WAL)")
+	wq.Add("_pragma", "synchronous(FULL)")
+	wq.Add("_pragma", "foreign_keys(ON)")
+	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout("+busy+")")
+	rq.Add("_pragma", "foreign_keys(ON)")
+	rq.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+
+	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}}
+	// The writer must exist (and have switched the file to WAL) before a
+	// reader touches it.
+	if err := w.PingContext(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// DB returns the write handle, for tests and for components that keep their
+// own tables in the same file (the local Step Functions executor's sfn_
+// tables). Its transactions begin IMMEDIATE. It has a single connection
+// shared with the Store's writes: never call a Store method while holding a
+// transaction or an open *sql.Rows on it.
+func (s *Store) DB() *sql.DB { return s.w }
+
+// Close closes both handles. Everything committed is already durable.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	var errs []error
+	for q, st := range s.stmts {
+		errs = append(errs, st.Close())
+		delete(s.stmts, q)
+	}
+	s.mu.Unlock()
+	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
+}
+
+// hotQueries are prepared once per Store: a plain step's Commit and
+// AppendEvents run only these.
+var hotQueries = []string{qCommitRun, qOpHash, qOpInsert, qOpStatus, qOpUpdate, qPlanUpsert,
+	qCheckpointInsert, qCommitUpdateRun, qEventInsert, qLastSeq, qSetLastSeq}
+
+// prepare prepares the hot-path statements on the write handle. It runs in
+// Open, before any transaction holds w's single connection.
+func (s *Store) prepare(ctx context.Context) error {
+	for _, q := range hotQueries {
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("sqlite: prepare: %w", err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// exec runs query in tx, through its prepared statement when it is one of
+// hotQueries.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	s.mu.Unlock()
+	if !ok {
+		return tx.ExecContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// queryRow is exec's counterpart for a single-row query.
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	s.mu.Unlock()
+	if !ok {
+		return tx.QueryRowContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
+func (s *Store) now() int64 { return s.clock().UnixNano() }
+
+// write runs fn in one IMMEDIATE transaction and commits it; any error
+// rolls everything back.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// ts converts a stored unix-nanosecond integer; 0 is the zero time.
+func ts(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// nanos converts a time for storage; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
