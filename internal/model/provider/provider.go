@@ -95,6 +95,11 @@ func New(ctx context.Context, spec string, deps Deps) (model.Model, error) {
 	if deps.Getenv == nil {
 		return nil, errors.New("provider: no Getenv")
 	}
+	// A registered provider may be named alone ("scripted"): its factory
+	// gets an empty argument.
+	if f, ok := deps.Factories[strings.TrimSpace(spec)]; ok {
+		return f(ctx, "")
+	}
 	sp, err := ParseSpec(spec)
 	if err != nil {
 		return nil, err

@@ -207,6 +207,13 @@ func TestFactoryAndErrors(t *testing.T) {
 	if resp, _ := m.Generate(context.Background(), model.Request{}); resp.Text != "testdata/run.json" {
 		t.Fatalf("factory got %q", resp.Text)
 	}
+	m, err = provider.FromEnv(context.Background(), deps(map[string]string{"KEEL_MODEL": "scripted"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := m.Generate(context.Background(), model.Request{}); resp.Text != "" {
+		t.Fatalf("bare factory name got %q", resp.Text)
+	}
 
 	tests := []struct {
 		name string
