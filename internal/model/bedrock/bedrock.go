@@ -54,9 +54,29 @@ func New(awsCfg aws.Config, cfg Config) (*Provider, error) {
 	}
 	client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
 		o.Retryer = aws.NopRetryer{}
+		if o.HTTPClient != nil { // resolved to the SDK's default before optFns run
+			o.HTTPClient = plainBodyClient{o.HTTPClient}
+		}
 	})
 	return &Provider{client: client, creds: awsCfg.Credentials, cfg: cfg}, nil
 }
+
+// plainBodyClient hides the WriterTo of request bodies. The SDK closes a
+// request body as soon as the response headers arrive, and a closed
+// WriterTo body returns io.EOF; net/http reads the body once more after
+// sending it (to check its length) and, when the response beat that read,
+// takes the EOF for a failed write and closes the connection under the
+// open event stream. With a plain Reader the late read is a clean EOF.
+type plainBodyClient struct{ c bedrockruntime.HTTPClient }
+
+func (p plainBodyClient) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = plainBody{r.Body}
+	}
+	return p.c.Do(r)
+}
+
+type plainBody struct{ io.ReadCloser }
 
 // Stream starts one ConverseStream call. An HTTP failure is a
 // *model.StatusError.
