@@ -259,7 +259,7 @@ func Run(t *testing.T, p Provider) {
 				// Tiny, so the stall cases end fast; the test server's
 				// replays are local and immediate, so no other case
 				// comes near it.
-				IdleTimeout: 250 * time.Millisecond,
+				IdleTimeout: 500 * time.Millisecond,
 				Sleep:       sl.Sleep,
 				Jitter:      func() float64 { return 0.5 },
 			})
