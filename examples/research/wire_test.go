@@ -163,7 +163,7 @@ func (s *agentServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.attempts[turn]++
 	s.mu.Unlock()
 
-	a, err := s.answer(turn, attempt, req, body)
+	a, err := s.answer(turn, attempt, body)
 	if err != nil {
 		s.t.Errorf("turn %d: %v", turn, err)
 		http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
@@ -233,7 +233,7 @@ func (s *agentServer) check(req seenReq) error {
 // answer computes the research agent's turn from the script; the publish
 // call's arguments are filled from the draft_report result found in the
 // request body, as a model reads them from its context.
-func (s *agentServer) answer(turn, attempt int, req seenReq, body []byte) (answer, error) {
+func (s *agentServer) answer(turn, attempt int, body []byte) (answer, error) {
 	input := int64(len(body)/4 + 1)
 	var cached int64
 	if turn > 0 {
