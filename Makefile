@@ -34,7 +34,7 @@ lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
 
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
-test: lint test-go
+test: lint test-asl test-go
 
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
@@ -44,3 +44,15 @@ test-race:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+# test-asl: check stepfunctions/run.asl.json with the npm asl-validator (an
+# independent schema check), pinned by stepfunctions/package-lock.json.
+ASL_VALIDATOR := stepfunctions/node_modules/.bin/asl-validator
+
+$(ASL_VALIDATOR): stepfunctions/package.json stepfunctions/package-lock.json
+	cd stepfunctions && npm ci --no-audit --no-fund --prefer-offline
+	@touch $@
+
+.PHONY: test-asl
+test-asl: $(ASL_VALIDATOR)
+	$(ASL_VALIDATOR) --json-path stepfunctions/run.asl.json

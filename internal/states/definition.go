@@ -1,0 +1,715 @@
+package states
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// LoadError says which state and field of a definition is invalid or
+// outside the supported subset.
+type LoadError struct {
+	State string // empty for a top-level field
+	Field string
+	Msg   string
+}
+
+func (e *LoadError) Error() string {
+	if e.State == "" {
+		return fmt.Sprintf("states: definition field %q: %s", e.Field, e.Msg)
+	}
+	return fmt.Sprintf("states: state %q, field %q: %s", e.State, e.Field, e.Msg)
+}
+
+// optPath is a path field that may be absent, null, or a path.
+type optPath struct {
+	set  bool
+	null bool
+	path *Path
+}
+
+// Machine is a loaded, validated state machine definition.
+type Machine struct {
+	StartAt string
+	States  map[string]*State
+	// Definition is the definition text after substitution; it is what an
+	// execution stores so that it resumes with the definition it began with.
+	Definition []byte
+}
+
+// Integration identifies a Task resource of the supported subset.
+type Integration string
+
+// The Task resources the executor runs.
+const (
+	LambdaInvoke          Integration = "arn:aws:states:::lambda:invoke"
+	LambdaInvokeWithToken Integration = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+	ECSRunTask            Integration = "arn:aws:states:::ecs:runTask"
+	ECSRunTaskWithToken   Integration = "arn:aws:states:::ecs:runTask.waitForTaskToken"
+	StartExecution        Integration = "arn:aws:states:::states:startExecution"
+)
+
+var integrationParams = map[Integration][]string{
+	LambdaInvoke:          {"FunctionName", "Payload", "Qualifier", "ClientContext", "InvocationType"},
+	LambdaInvokeWithToken: {"FunctionName", "Payload", "Qualifier", "ClientContext", "InvocationType"},
+	ECSRunTask:            {"Cluster", "TaskDefinition", "LaunchType", "NetworkConfiguration", "Overrides", "PlatformVersion", "PropagateTags", "Group", "EnableExecuteCommand", "Tags", "StartedBy"},
+	ECSRunTaskWithToken:   {"Cluster", "TaskDefinition", "LaunchType", "NetworkConfiguration", "Overrides", "PlatformVersion", "PropagateTags", "Group", "EnableExecuteCommand", "Tags", "StartedBy"},
+	StartExecution:        {"StateMachineArn", "Name", "Input"},
+}
+
+func (i Integration) waitsForToken() bool { return strings.HasSuffix(string(i), ".waitForTaskToken") }
+
+// resourceNames splits the integration into Step Functions' history
+// resourceType and resource ("lambda", "invoke.waitForTaskToken").
+func (i Integration) resourceNames() (string, string) {
+	s := strings.TrimPrefix(string(i), "arn:aws:states:::")
+	typ, res, _ := strings.Cut(s, ":")
+	return typ, res
+}
+
+// State is one state of a Machine.
+type State struct {
+	Name string
+	Type string
+
+	Next string
+	End  bool
+
+	InputPath, OutputPath, ResultPath optPath
+	Parameters, ResultSelector        *template
+	Result                            any
+	HasResult                         bool
+
+	Resource             Integration
+	TimeoutSeconds       int
+	TimeoutSecondsPath   *Path
+	HeartbeatSeconds     int
+	HeartbeatSecondsPath *Path
+	Retry                []Retrier
+	Catch                []Catcher
+
+	Choices []*choiceRule
+	Default string
+
+	Seconds       int
+	HasSeconds    bool
+	SecondsPath   *Path
+	Timestamp     time.Time
+	HasTimestamp  bool
+	TimestampPath *Path
+
+	Error, Cause         string
+	ErrorPath, CausePath *Path
+}
+
+var allowedFields = map[string][]string{
+	"Pass":    {"InputPath", "OutputPath", "Parameters", "ResultPath", "Result", "Next", "End"},
+	"Task":    {"InputPath", "OutputPath", "Parameters", "ResultSelector", "ResultPath", "Resource", "TimeoutSeconds", "TimeoutSecondsPath", "HeartbeatSeconds", "HeartbeatSecondsPath", "Retry", "Catch", "Next", "End"},
+	"Choice":  {"InputPath", "OutputPath", "Choices", "Default"},
+	"Wait":    {"InputPath", "OutputPath", "Seconds", "SecondsPath", "Timestamp", "TimestampPath", "Next", "End"},
+	"Succeed": {"InputPath", "OutputPath"},
+	"Fail":    {"Error", "Cause", "ErrorPath", "CausePath"},
+}
+
+var placeholderRE = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)
+
+// maxTimeoutSeconds is the largest TimeoutSeconds/HeartbeatSeconds Step
+// Functions accepts.
+const maxTimeoutSeconds = 99999999
+
+// Load parses and validates a definition, replacing each ${Name} inside
+// string values with subs[Name] the way CDK's DefinitionSubstitutions do.
+// A placeholder without a substitution, a field or state type outside the
+// supported subset, or an invalid value is a *LoadError naming the state
+// and field. Nothing unsupported is silently ignored.
+func Load(def []byte, subs map[string]string) (*Machine, error) {
+	doc, err := decodeJSON(def)
+	if err != nil {
+		return nil, &LoadError{Field: "(document)", Msg: err.Error()}
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil, &LoadError{Field: "(document)", Msg: "a definition must be a JSON object"}
+	}
+	if subs != nil {
+		if err := substitute(top, subs); err != nil {
+			return nil, err
+		}
+	}
+	resolved, err := json.Marshal(top)
+	if err != nil {
+		return nil, fmt.Errorf("states: re-encode definition: %w", err)
+	}
+	m := &Machine{States: map[string]*State{}, Definition: resolved}
+	for k, v := range top {
+		switch k {
+		case "Comment", "Version":
+		case "QueryLanguage":
+			if v != "JSONPath" {
+				return nil, &LoadError{Field: k, Msg: "only JSONPath is supported"}
+			}
+		case "StartAt":
+			s, ok := v.(string)
+			if !ok {
+				return nil, &LoadError{Field: k, Msg: "must be a state name"}
+			}
+			m.StartAt = s
+		case "States":
+		default:
+			return nil, &LoadError{Field: k, Msg: "not supported by the local executor"}
+		}
+	}
+	states, ok := top["States"].(map[string]any)
+	if !ok || len(states) == 0 {
+		return nil, &LoadError{Field: "States", Msg: "must be a non-empty object"}
+	}
+	for _, name := range sortedKeys(states) {
+		raw, ok := states[name].(map[string]any)
+		if !ok {
+			return nil, &LoadError{State: name, Field: "(state)", Msg: "a state must be an object"}
+		}
+		st, err := loadState(name, raw)
+		if err != nil {
+			return nil, err
+		}
+		m.States[name] = st
+	}
+	if _, ok := m.States[m.StartAt]; !ok {
+		return nil, &LoadError{Field: "StartAt", Msg: fmt.Sprintf("names no state (%q)", m.StartAt)}
+	}
+	for _, name := range sortedStateNames(m.States) {
+		if err := m.checkTargets(m.States[name]); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func sortedStateNames(m map[string]*State) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func (m *Machine) checkTargets(st *State) error {
+	check := func(field, target string) error {
+		if _, ok := m.States[target]; !ok {
+			return &LoadError{State: st.Name, Field: field, Msg: fmt.Sprintf("names no state (%q)", target)}
+		}
+		return nil
+	}
+	if st.Next != "" {
+		if err := check("Next", st.Next); err != nil {
+			return err
+		}
+	}
+	if st.Default != "" {
+		if err := check("Default", st.Default); err != nil {
+			return err
+		}
+	}
+	for i, c := range st.Choices {
+		if err := check(fmt.Sprintf("Choices[%d].Next", i), c.next); err != nil {
+			return err
+		}
+	}
+	for i, c := range st.Catch {
+		if err := check(fmt.Sprintf("Catch[%d].Next", i), c.Next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// substitute replaces ${Name} placeholders in every string value.
+func substitute(top map[string]any, subs map[string]string) error {
+	var walk func(v any, state, field string) (any, error)
+	walk = func(v any, state, field string) (any, error) {
+		switch x := v.(type) {
+		case string:
+			var missing string
+			out := placeholderRE.ReplaceAllStringFunc(x, func(ph string) string {
+				name := ph[2 : len(ph)-1]
+				val, ok := subs[name]
+				if !ok {
+					missing = name
+					return ph
+				}
+				return val
+			})
+			if missing != "" {
+				return nil, &LoadError{State: state, Field: field, Msg: fmt.Sprintf("no substitution for ${%s}", missing)}
+			}
+			return out, nil
+		case map[string]any:
+			for k, e := range x {
+				nv, err := walk(e, state, fieldOr(field, k))
+				if err != nil {
+					return nil, err
+				}
+				x[k] = nv
+			}
+		case []any:
+			for i, e := range x {
+				nv, err := walk(e, state, field)
+				if err != nil {
+					return nil, err
+				}
+				x[i] = nv
+			}
+		}
+		return v, nil
+	}
+	states, _ := top["States"].(map[string]any)
+	for name, st := range states {
+		if _, err := walk(st, name, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fieldOr(field, k string) string {
+	if field == "" {
+		return k
+	}
+	return field
+}
+
+func loadState(name string, raw map[string]any) (*State, error) {
+	fail := func(field, format string, args ...any) error {
+		return &LoadError{State: name, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	typ, _ := raw["Type"].(string)
+	allowed, ok := allowedFields[typ]
+	if !ok {
+		return nil, fail("Type", "state type %q is not supported (supported: Task, Choice, Wait, Pass, Succeed, Fail)", raw["Type"])
+	}
+	st := &State{Name: name, Type: typ}
+	for k := range raw {
+		if k == "Type" || k == "Comment" {
+			continue
+		}
+		if k == "QueryLanguage" {
+			if raw[k] != "JSONPath" {
+				return nil, fail(k, "only JSONPath is supported")
+			}
+			continue
+		}
+		if !contains(allowed, k) {
+			return nil, fail(k, "not supported in a %s state by the local executor", typ)
+		}
+	}
+	var err error
+	str := func(field string) (string, bool, error) {
+		v, ok := raw[field]
+		if !ok {
+			return "", false, nil
+		}
+		s, isStr := v.(string)
+		if !isStr {
+			return "", true, fail(field, "must be a string")
+		}
+		return s, true, nil
+	}
+	path := func(field string, ref, nullable bool) (optPath, error) {
+		v, ok := raw[field]
+		if !ok {
+			return optPath{}, nil
+		}
+		if v == nil {
+			if !nullable {
+				return optPath{}, fail(field, "must not be null")
+			}
+			return optPath{set: true, null: true}, nil
+		}
+		s, isStr := v.(string)
+		if !isStr {
+			return optPath{}, fail(field, "must be a path string")
+		}
+		p, err := ParsePath(s)
+		if err != nil {
+			return optPath{}, fail(field, "%v", err)
+		}
+		if ref && (!p.IsReference() || p.Context) {
+			return optPath{}, fail(field, "must be a reference path into the state input")
+		}
+		return optPath{set: true, path: p}, nil
+	}
+	posInt := func(field string) (int, bool, error) {
+		v, ok := raw[field]
+		if !ok {
+			return 0, false, nil
+		}
+		n, isNum := v.(json.Number)
+		i, err := n.Int64()
+		if !isNum || err != nil || i <= 0 || i > maxTimeoutSeconds {
+			return 0, true, fail(field, "must be a positive integer")
+		}
+		return int(i), true, nil
+	}
+	tmpl := func(field string) (*template, error) {
+		v, ok := raw[field]
+		if !ok {
+			return nil, nil
+		}
+		if _, isObj := v.(map[string]any); !isObj {
+			return nil, fail(field, "must be a JSON object (payload template)")
+		}
+		t, err := compileTemplate(v)
+		if err != nil {
+			return nil, fail(field, "%v", err)
+		}
+		return t, nil
+	}
+
+	if typ != "Fail" {
+		if st.InputPath, err = path("InputPath", false, true); err != nil {
+			return nil, err
+		}
+		if st.OutputPath, err = path("OutputPath", false, true); err != nil {
+			return nil, err
+		}
+	}
+	if typ == "Pass" || typ == "Task" {
+		if st.ResultPath, err = path("ResultPath", true, true); err != nil {
+			return nil, err
+		}
+		if st.Parameters, err = tmpl("Parameters"); err != nil {
+			return nil, err
+		}
+	}
+	if typ == "Pass" || typ == "Task" || typ == "Wait" {
+		next, hasNext, err := str("Next")
+		if err != nil {
+			return nil, err
+		}
+		end, hasEnd := raw["End"]
+		switch {
+		case hasNext && hasEnd:
+			return nil, fail("End", "a state has Next or End, not both")
+		case hasEnd:
+			if end != true {
+				return nil, fail("End", "must be true when present")
+			}
+			st.End = true
+		case hasNext:
+			st.Next = next
+		default:
+			return nil, fail("Next", "a %s state needs Next or End", typ)
+		}
+	}
+
+	switch typ {
+	case "Pass":
+		st.Result, st.HasResult = raw["Result"]
+	case "Task":
+		res, ok, err := str("Resource")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fail("Resource", "is required")
+		}
+		st.Resource = Integration(res)
+		allowedParams, known := integrationParams[st.Resource]
+		if !known {
+			return nil, fail("Resource", "%q is not supported (supported: lambda:invoke[.waitForTaskToken], ecs:runTask[.waitForTaskToken], states:startExecution)", res)
+		}
+		if st.Parameters == nil {
+			return nil, fail("Parameters", "is required for %s", res)
+		}
+		for _, k := range st.Parameters.topKeys() {
+			if !contains(allowedParams, k) {
+				return nil, fail("Parameters", "%q is not a parameter of %s", k, res)
+			}
+		}
+		if st.Resource.waitsForToken() && !st.Parameters.usesPath("$$.Task.Token") {
+			return nil, fail("Parameters", "%s must pass $$.Task.Token", res)
+		}
+		if st.ResultSelector, err = tmpl("ResultSelector"); err != nil {
+			return nil, err
+		}
+		var hasT, hasTP, hasH, hasHP bool
+		if st.TimeoutSeconds, hasT, err = posInt("TimeoutSeconds"); err != nil {
+			return nil, err
+		}
+		if st.HeartbeatSeconds, hasH, err = posInt("HeartbeatSeconds"); err != nil {
+			return nil, err
+		}
+		tp, err := path("TimeoutSecondsPath", true, false)
+		if err != nil {
+			return nil, err
+		}
+		st.TimeoutSecondsPath, hasTP = tp.path, tp.set
+		hp, err := path("HeartbeatSecondsPath", true, false)
+		if err != nil {
+			return nil, err
+		}
+		st.HeartbeatSecondsPath, hasHP = hp.path, hp.set
+		if hasT && hasTP {
+			return nil, fail("TimeoutSecondsPath", "TimeoutSeconds and TimeoutSecondsPath are exclusive")
+		}
+		if hasH && hasHP {
+			return nil, fail("HeartbeatSecondsPath", "HeartbeatSeconds and HeartbeatSecondsPath are exclusive")
+		}
+		if (hasH || hasHP) && !st.Resource.waitsForToken() {
+			return nil, fail("HeartbeatSeconds", "only a .waitForTaskToken task can send heartbeats")
+		}
+		if hasT && hasH && st.HeartbeatSeconds >= st.TimeoutSeconds {
+			return nil, fail("HeartbeatSeconds", "must be smaller than TimeoutSeconds")
+		}
+		if st.Retry, err = loadRetry(name, raw["Retry"]); err != nil {
+			return nil, err
+		}
+		if st.Catch, err = loadCatch(name, raw["Catch"]); err != nil {
+			return nil, err
+		}
+	case "Choice":
+		arr, ok := raw["Choices"].([]any)
+		if !ok || len(arr) == 0 {
+			return nil, fail("Choices", "must be a non-empty array")
+		}
+		for i, e := range arr {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, fail(fmt.Sprintf("Choices[%d]", i), "must be an object")
+			}
+			r, err := compileChoiceRule(m, true)
+			if err != nil {
+				return nil, fail(fmt.Sprintf("Choices[%d]", i), "%v", err)
+			}
+			st.Choices = append(st.Choices, r)
+		}
+		if st.Default, _, err = str("Default"); err != nil {
+			return nil, err
+		}
+	case "Wait":
+		n := 0
+		if v, ok := raw["Seconds"]; ok {
+			num, isNum := v.(json.Number)
+			i, err := num.Int64()
+			if !isNum || err != nil || i < 0 || i > maxTimeoutSeconds {
+				return nil, fail("Seconds", "must be a non-negative integer")
+			}
+			st.Seconds, st.HasSeconds = int(i), true
+			n++
+		}
+		if p, err := path("SecondsPath", true, false); err != nil {
+			return nil, err
+		} else if p.set {
+			st.SecondsPath = p.path
+			n++
+		}
+		if s, ok, err := str("Timestamp"); err != nil {
+			return nil, err
+		} else if ok {
+			t, perr := time.Parse(time.RFC3339Nano, s)
+			if perr != nil {
+				return nil, fail("Timestamp", "%v", perr)
+			}
+			st.Timestamp, st.HasTimestamp = t, true
+			n++
+		}
+		if p, err := path("TimestampPath", true, false); err != nil {
+			return nil, err
+		} else if p.set {
+			st.TimestampPath = p.path
+			n++
+		}
+		if n != 1 {
+			return nil, fail("Seconds", "a Wait state needs exactly one of Seconds, SecondsPath, Timestamp, TimestampPath")
+		}
+	case "Fail":
+		if st.Error, _, err = str("Error"); err != nil {
+			return nil, err
+		}
+		if st.Cause, _, err = str("Cause"); err != nil {
+			return nil, err
+		}
+		for _, f := range []string{"ErrorPath", "CausePath"} {
+			p, err := path(f, true, false)
+			if err != nil {
+				return nil, err
+			}
+			if f == "ErrorPath" {
+				st.ErrorPath = p.path
+			} else {
+				st.CausePath = p.path
+			}
+		}
+		if st.Error != "" && st.ErrorPath != nil {
+			return nil, fail("ErrorPath", "Error and ErrorPath are exclusive")
+		}
+		if st.Cause != "" && st.CausePath != nil {
+			return nil, fail("CausePath", "Cause and CausePath are exclusive")
+		}
+	}
+	return st, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func loadErrorEquals(state, field string, v any) ([]string, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, &LoadError{State: state, Field: field, Msg: "must be a non-empty array of error names"}
+	}
+	var out []string
+	for _, e := range arr {
+		s, ok := e.(string)
+		if !ok || s == "" {
+			return nil, &LoadError{State: state, Field: field, Msg: "error names must be strings"}
+		}
+		out = append(out, s)
+	}
+	if contains(out, ErrALL) && len(out) != 1 {
+		return nil, &LoadError{State: state, Field: field, Msg: "States.ALL must appear alone"}
+	}
+	return out, nil
+}
+
+func loadRetry(state string, v any) ([]Retrier, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, &LoadError{State: state, Field: "Retry", Msg: "must be an array"}
+	}
+	var out []Retrier
+	for i, e := range arr {
+		field := fmt.Sprintf("Retry[%d]", i)
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, &LoadError{State: state, Field: field, Msg: "must be an object"}
+		}
+		r := Retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2.0, JitterStrategy: "NONE"}
+		for k, val := range m {
+			f := field + "." + k
+			bad := &LoadError{State: state, Field: f, Msg: "invalid value"}
+			num, isNum := val.(json.Number)
+			switch k {
+			case "ErrorEquals":
+				ee, err := loadErrorEquals(state, f, val)
+				if err != nil {
+					return nil, err
+				}
+				r.ErrorEquals = ee
+			case "IntervalSeconds", "MaxAttempts", "MaxDelaySeconds":
+				n, err := num.Int64()
+				if !isNum || err != nil || n < 0 || n > maxTimeoutSeconds || (n == 0 && k != "MaxAttempts") {
+					return nil, bad
+				}
+				switch k {
+				case "IntervalSeconds":
+					r.IntervalSeconds = int(n)
+				case "MaxAttempts":
+					r.MaxAttempts = int(n)
+				default:
+					r.MaxDelaySeconds = int(n)
+				}
+			case "BackoffRate":
+				f, err := num.Float64()
+				if !isNum || err != nil || f < 1.0 {
+					return nil, &LoadError{State: state, Field: field + ".BackoffRate", Msg: "must be a number >= 1.0"}
+				}
+				r.BackoffRate = f
+			case "JitterStrategy":
+				if val != "FULL" && val != "NONE" {
+					return nil, &LoadError{State: state, Field: f, Msg: "must be FULL or NONE"}
+				}
+				r.JitterStrategy = val.(string)
+			case "Comment":
+			default:
+				return nil, &LoadError{State: state, Field: f, Msg: "not supported in a retrier"}
+			}
+		}
+		if r.ErrorEquals == nil {
+			return nil, &LoadError{State: state, Field: field + ".ErrorEquals", Msg: "is required"}
+		}
+		if contains(r.ErrorEquals, ErrALL) && i != len(arr)-1 {
+			return nil, &LoadError{State: state, Field: field + ".ErrorEquals", Msg: "States.ALL must be in the last retrier"}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func loadCatch(state string, v any) ([]Catcher, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, &LoadError{State: state, Field: "Catch", Msg: "must be an array"}
+	}
+	var out []Catcher
+	for i, e := range arr {
+		field := fmt.Sprintf("Catch[%d]", i)
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, &LoadError{State: state, Field: field, Msg: "must be an object"}
+		}
+		var c Catcher
+		for k, val := range m {
+			f := field + "." + k
+			switch k {
+			case "ErrorEquals":
+				ee, err := loadErrorEquals(state, f, val)
+				if err != nil {
+					return nil, err
+				}
+				c.ErrorEquals = ee
+			case "Next":
+				s, ok := val.(string)
+				if !ok {
+					return nil, &LoadError{State: state, Field: f, Msg: "must be a state name"}
+				}
+				c.Next = s
+			case "ResultPath":
+				if val == nil {
+					c.ResultPath = optPath{set: true, null: true}
+					continue
+				}
+				s, ok := val.(string)
+				if !ok {
+					return nil, &LoadError{State: state, Field: f, Msg: "must be a path"}
+				}
+				p, err := ParsePath(s)
+				if err != nil || !p.IsReference() || p.Context {
+					return nil, &LoadError{State: state, Field: f, Msg: "must be a reference path into the state input"}
+				}
+				c.ResultPath = optPath{set: true, path: p}
+			case "Comment":
+			default:
+				return nil, &LoadError{State: state, Field: f, Msg: "not supported in a catcher"}
+			}
+		}
+		if c.ErrorEquals == nil || c.Next == "" {
+			return nil, &LoadError{State: state, Field: field, Msg: "a catcher needs ErrorEquals and Next"}
+		}
+		if contains(c.ErrorEquals, ErrALL) && i != len(arr)-1 {
+			return nil, &LoadError{State: state, Field: field + ".ErrorEquals", Msg: "States.ALL must be in the last catcher"}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// errRuntime marks failures that end the execution with States.Runtime.
+var errRuntime = errors.New("runtime error")

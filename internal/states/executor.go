@@ -1,0 +1,780 @@
+package states
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxPayload is Step Functions' limit on a state's input or output.
+const maxPayload = 256 * 1024
+
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+var (
+	errShutdown = errors.New("executor shutting down")
+	errFinished = errors.New("execution finished")
+)
+
+// Config holds an Executor's dependencies.
+type Config struct {
+	Store *Store
+	// Lambdas maps a FunctionName (after substitution) to its handler.
+	Lambdas map[string]LambdaFunc
+	// Tasks runs ecs:runTask; nil makes such tasks fail.
+	Tasks TaskRunner
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// Rand returns a number in [0,1) for FULL retry jitter; defaults to
+	// math/rand/v2.
+	Rand func() float64
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Region and Account go into ARNs; they default to us-east-1 and
+	// 000000000000.
+	Region, Account string
+}
+
+// Executor runs state machine executions durably. See the package
+// documentation for its guarantees.
+type Executor struct {
+	store   *Store
+	lambdas map[string]LambdaFunc
+	tasks   TaskRunner
+	clock   Clock
+	rand    func() float64
+	log     *slog.Logger
+	region  string
+	account string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	runs     map[string]*execRun
+	machines map[string]*Machine // by definition hash
+	closed   bool
+}
+
+// New builds an Executor. Call Register for each state machine, then Start
+// to resume executions left running by an earlier process.
+func New(cfg Config) (*Executor, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("states: Config.Store is required")
+	}
+	e := &Executor{
+		store: cfg.Store, lambdas: cfg.Lambdas, tasks: cfg.Tasks, clock: cfg.Clock, rand: cfg.Rand,
+		log: cfg.Logger, region: cfg.Region, account: cfg.Account,
+		runs: map[string]*execRun{}, machines: map[string]*Machine{},
+	}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	if e.rand == nil {
+		e.rand = mrand.Float64
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.region == "" {
+		e.region = "us-east-1"
+	}
+	if e.account == "" {
+		e.account = "000000000000"
+	}
+	if e.lambdas == nil {
+		e.lambdas = map[string]LambdaFunc{}
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// StateMachineARN returns the ARN Register gives the named machine.
+func (e *Executor) StateMachineARN(name string) string {
+	return fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", e.region, e.account, name)
+}
+
+func (e *Executor) executionARN(machine, name string) string {
+	return fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.region, e.account, machine, name)
+}
+
+// Register stores m as the current definition of the named state machine
+// and returns its ARN. New executions use it; running ones keep the
+// definition they started with.
+func (e *Executor) Register(ctx context.Context, name string, m *Machine) (string, error) {
+	if err := validateName(name); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(m.Definition)
+	hash := hex.EncodeToString(sum[:])
+	arn := e.StateMachineARN(name)
+	if err := e.store.putDefinition(ctx, arn, name, hash, m.Definition, e.clock.Now()); err != nil {
+		return "", fmt.Errorf("states: register %s: %w", name, err)
+	}
+	e.mu.Lock()
+	e.machines[hash] = m
+	e.mu.Unlock()
+	return arn, nil
+}
+
+// Start resumes every execution the store has as RUNNING. Waits keep their
+// absolute end times, task tokens stay valid, and a task that was in
+// flight when the previous process died is invoked again.
+func (e *Executor) Start(ctx context.Context) error {
+	recs, err := e.store.runningExecutions(ctx)
+	if err != nil {
+		return fmt.Errorf("states: list running executions: %w", err)
+	}
+	for _, rec := range recs {
+		if err := e.launch(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops driving executions (they stay RUNNING in the store and resume
+// on the next Start) and waits for the goroutines to return.
+func (e *Executor) Close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.wg.Wait()
+}
+
+func (e *Executor) machineFor(ctx context.Context, hash string) (*Machine, error) {
+	e.mu.Lock()
+	m, ok := e.machines[hash]
+	e.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	def, err := e.store.definition(ctx, hash)
+	if err != nil {
+		return nil, fmt.Errorf("states: definition %s: %w", hash, err)
+	}
+	if m, err = Load(def, nil); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.machines[hash] = m
+	e.mu.Unlock()
+	return m, nil
+}
+
+// execRun is an execution being driven by this process.
+type execRun struct {
+	rec    execRecord
+	m      *Machine
+	input  any
+	cur    cursor
+	poke   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// cursor is where an execution stands; it is persisted at every transition.
+type cursor struct {
+	State     string          `json:"state"`
+	Input     json.RawMessage `json:"input"`
+	EnteredMS int64           `json:"entered_ms"`
+	Retries   []int           `json:"retries,omitempty"`
+	RetryAt   int64           `json:"retry_at_ms,omitempty"`
+	WaitUntil int64           `json:"wait_until_ms,omitempty"`
+	Task      *taskCursor     `json:"task,omitempty"`
+}
+
+// taskCursor is the current attempt of a Task state.
+type taskCursor struct {
+	Token     string          `json:"token,omitempty"`
+	Params    json.RawMessage `json:"params"`
+	Deadline  int64           `json:"deadline_ms,omitempty"`
+	Heartbeat int             `json:"heartbeat_s,omitempty"`
+	Submitted bool            `json:"submitted,omitempty"`
+}
+
+func (e *Executor) launch(ctx context.Context, rec execRecord) error {
+	m, err := e.machineFor(ctx, rec.DefHash)
+	if err != nil {
+		return err
+	}
+	var cur cursor
+	if err := json.Unmarshal(rec.Cursor, &cur); err != nil {
+		return fmt.Errorf("states: execution %s: cursor: %w", rec.ARN, err)
+	}
+	input, err := decodeJSON([]byte(rec.Input))
+	if err != nil {
+		return fmt.Errorf("states: execution %s: input: %w", rec.ARN, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errShutdown
+	}
+	if _, ok := e.runs[rec.ARN]; ok {
+		return nil
+	}
+	x := &execRun{rec: rec, m: m, input: input, cur: cur, poke: make(chan struct{}, 1)}
+	x.ctx, x.cancel = context.WithCancel(e.ctx)
+	e.runs[rec.ARN] = x
+	e.wg.Add(1)
+	go e.drive(x)
+	return nil
+}
+
+func (e *Executor) pokeRun(arn string) {
+	e.mu.Lock()
+	x := e.runs[arn]
+	e.mu.Unlock()
+	if x != nil {
+		select {
+		case x.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *Executor) drive(x *execRun) {
+	defer e.wg.Done()
+	defer func() {
+		e.mu.Lock()
+		delete(e.runs, x.rec.ARN)
+		e.mu.Unlock()
+		x.cancel()
+	}()
+	for {
+		if x.ctx.Err() != nil {
+			return
+		}
+		err := e.step(x)
+		switch {
+		case err == nil:
+		case errors.Is(err, errFinished), errors.Is(err, errNotRunning), errors.Is(err, errHistoryLimit), errors.Is(err, errShutdown):
+			return
+		default:
+			if x.ctx.Err() != nil {
+				return
+			}
+			// A store failure: the persisted cursor is unchanged, so the
+			// step is retried from it after a pause.
+			e.log.Error("states: execution step failed; retrying", "execution", x.rec.ARN, "state", x.cur.State, "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-x.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (e *Executor) now() time.Time { return e.clock.Now().UTC().Truncate(time.Millisecond) }
+
+// commit persists a transition and, on success, makes next current.
+func (e *Executor) commit(x *execRun, next cursor, events []newEvent, tok *tokenRow) error {
+	b, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Cursor: b, Events: events, NewToken: tok}); err != nil {
+		return err
+	}
+	x.cur = next
+	return nil
+}
+
+func (e *Executor) finish(x *execRun, events []newEvent, f *finalState) error {
+	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Events: events, Final: f}); err != nil {
+		return err
+	}
+	return errFinished
+}
+
+func stateEvent(st *State, suffix string, now time.Time, details map[string]any) newEvent {
+	key := "stateEnteredEventDetails"
+	if suffix == "Exited" {
+		key = "stateExitedEventDetails"
+	}
+	return newEvent{Type: st.Type + "State" + suffix, TS: now, Details: map[string]any{key: details}}
+}
+
+func enteredEvent(st *State, input []byte, now time.Time) newEvent {
+	return stateEvent(st, "Entered", now, map[string]any{"name": st.Name, "input": string(input), "inputDetails": map[string]any{"truncated": false}})
+}
+
+func exitedEvent(st *State, output []byte, now time.Time) newEvent {
+	return stateEvent(st, "Exited", now, map[string]any{"name": st.Name, "output": string(output), "outputDetails": map[string]any{"truncated": false}})
+}
+
+// failExecution closes the execution as FAILED.
+func (e *Executor) failExecution(x *execRun, pre []newEvent, name, cause string) error {
+	ev := newEvent{Type: "ExecutionFailed", TS: e.now(), Details: map[string]any{"executionFailedEventDetails": map[string]any{"error": name, "cause": cause}}}
+	return e.finish(x, append(pre, ev), &finalState{Status: StatusFailed, Error: name, Cause: cause, hasErrorCause: true})
+}
+
+// transition leaves st with output and enters next (or ends the execution
+// when next is "").
+func (e *Executor) transition(x *execRun, st *State, output any, next string, pre []newEvent) error {
+	now := e.now()
+	out, err := json.Marshal(output)
+	if err != nil {
+		return e.failExecution(x, pre, ErrRuntime, err.Error())
+	}
+	if len(out) > maxPayload {
+		return e.failExecution(x, pre, ErrDataLimitExceeded, fmt.Sprintf("state %q output is %d bytes, over the %d-byte limit", st.Name, len(out), maxPayload))
+	}
+	events := append(pre, exitedEvent(st, out, now))
+	if next == "" {
+		s := string(out)
+		events = append(events, newEvent{Type: "ExecutionSucceeded", TS: now, Details: map[string]any{
+			"executionSucceededEventDetails": map[string]any{"output": s, "outputDetails": map[string]any{"truncated": false}}}})
+		return e.finish(x, events, &finalState{Status: StatusSucceeded, Output: &s})
+	}
+	ns := x.m.States[next]
+	events = append(events, enteredEvent(ns, out, now))
+	return e.commit(x, cursor{State: next, Input: out, EnteredMS: now.UnixMilli()}, events, nil)
+}
+
+func nextOf(st *State) string {
+	if st.End {
+		return ""
+	}
+	return st.Next
+}
+
+// contextObject is $$ for the current state.
+func (e *Executor) contextObject(x *execRun, st *State, token string) any {
+	retries := 0
+	for _, n := range x.cur.Retries {
+		retries += n
+	}
+	mname := x.rec.MachineARN[strings.LastIndex(x.rec.MachineARN, ":")+1:]
+	c := map[string]any{
+		"Execution": map[string]any{
+			"Id": x.rec.ARN, "Input": x.input, "Name": x.rec.Name,
+			"RoleArn":      fmt.Sprintf("arn:aws:iam::%s:role/keel-local", e.account),
+			"StartTime":    x.rec.Start.UTC().Format(timeLayout),
+			"RedriveCount": json.Number("0"),
+		},
+		"State": map[string]any{
+			"EnteredTime": time.UnixMilli(x.cur.EnteredMS).UTC().Format(timeLayout),
+			"Name":        st.Name,
+			"RetryCount":  json.Number(fmt.Sprint(retries)),
+		},
+		"StateMachine": map[string]any{"Id": x.rec.MachineARN, "Name": mname},
+	}
+	if token != "" {
+		c["Task"] = map[string]any{"Token": token}
+	}
+	return c
+}
+
+// step runs the current state until its next persisted transition.
+func (e *Executor) step(x *execRun) error {
+	st, ok := x.m.States[x.cur.State]
+	if !ok {
+		return e.failExecution(x, nil, ErrRuntime, fmt.Sprintf("no state %q", x.cur.State))
+	}
+	raw, err := decodeJSON(x.cur.Input)
+	if err != nil {
+		return e.failExecution(x, nil, ErrRuntime, fmt.Sprintf("state input: %v", err))
+	}
+	switch st.Type {
+	case "Pass":
+		eff, _, serr := effectiveInput(st, raw, e.contextObject(x, st, ""))
+		if serr != nil {
+			return e.failExecution(x, nil, serr.Name, serr.Cause)
+		}
+		result := eff
+		if st.HasResult {
+			result = st.Result
+		}
+		out, serr := stateOutput(st, raw, result, nil)
+		if serr != nil {
+			return e.failExecution(x, nil, serr.Name, serr.Cause)
+		}
+		return e.transition(x, st, out, nextOf(st), nil)
+	case "Choice":
+		in, err := applyPath(st.InputPath, raw)
+		if err != nil {
+			return e.failExecution(x, nil, ErrRuntime, "InputPath: "+err.Error())
+		}
+		next := st.Default
+		for _, r := range st.Choices {
+			ok, err := r.eval(in)
+			if err != nil {
+				return e.failExecution(x, nil, ErrRuntime, fmt.Sprintf("state %q: %v", st.Name, err))
+			}
+			if ok {
+				next = r.next
+				break
+			}
+		}
+		if next == "" {
+			return e.failExecution(x, nil, "States.NoChoiceMatched", fmt.Sprintf("no choice rule of %q matched and it has no Default", st.Name))
+		}
+		out, err := applyPath(st.OutputPath, raw)
+		if err != nil {
+			return e.failExecution(x, nil, ErrRuntime, "OutputPath: "+err.Error())
+		}
+		return e.transition(x, st, out, next, nil)
+	case "Wait":
+		return e.runWait(x, st, raw)
+	case "Succeed":
+		in, err := applyPath(st.InputPath, raw)
+		if err == nil {
+			in, err = applyPath(st.OutputPath, in)
+		}
+		if err != nil {
+			return e.failExecution(x, nil, ErrRuntime, err.Error())
+		}
+		return e.transition(x, st, in, "", nil)
+	case "Fail":
+		name, cause := st.Error, st.Cause
+		if st.ErrorPath != nil {
+			if v, err := st.ErrorPath.Get(raw); err == nil {
+				name, _ = v.(string)
+			}
+		}
+		if st.CausePath != nil {
+			if v, err := st.CausePath.Get(raw); err == nil {
+				cause, _ = v.(string)
+			}
+		}
+		return e.failExecution(x, nil, name, cause)
+	case "Task":
+		return e.runTask(x, st, raw)
+	}
+	return e.failExecution(x, nil, ErrRuntime, "unsupported state type "+st.Type)
+}
+
+// sleepUntil waits on the executor clock until t.
+func (e *Executor) sleepUntil(x *execRun, t time.Time) error {
+	for {
+		d := t.Sub(e.clock.Now())
+		if d <= 0 {
+			return nil
+		}
+		c, stop := e.clock.NewTimer(d)
+		select {
+		case <-c:
+		case <-x.ctx.Done():
+			stop()
+			return errShutdown
+		}
+	}
+}
+
+func (e *Executor) runWait(x *execRun, st *State, raw any) error {
+	if x.cur.WaitUntil == 0 {
+		in, err := applyPath(st.InputPath, raw)
+		if err != nil {
+			return e.failExecution(x, nil, ErrRuntime, "InputPath: "+err.Error())
+		}
+		now := e.now()
+		var until time.Time
+		switch {
+		case st.HasSeconds:
+			until = now.Add(time.Duration(st.Seconds) * time.Second)
+		case st.HasTimestamp:
+			until = st.Timestamp
+		case st.SecondsPath != nil:
+			v, err := st.SecondsPath.Get(in)
+			n, ierr := toInt(v)
+			if err != nil || ierr != nil || n < 0 {
+				return e.failExecution(x, nil, ErrRuntime, fmt.Sprintf("state %q: SecondsPath %s must select a non-negative integer", st.Name, st.SecondsPath.Raw))
+			}
+			until = now.Add(time.Duration(n) * time.Second)
+		case st.TimestampPath != nil:
+			v, err := st.TimestampPath.Get(in)
+			s, _ := v.(string)
+			t, perr := time.Parse(time.RFC3339Nano, s)
+			if err != nil || perr != nil {
+				return e.failExecution(x, nil, ErrRuntime, fmt.Sprintf("state %q: TimestampPath %s must select a timestamp", st.Name, st.TimestampPath.Raw))
+			}
+			until = t
+		}
+		// The end time is absolute and persisted: a restart does not
+		// restart the wait.
+		next := x.cur
+		next.WaitUntil = max(until.UnixMilli(), 1)
+		if err := e.commit(x, next, nil, nil); err != nil {
+			return err
+		}
+	}
+	if err := e.sleepUntil(x, time.UnixMilli(x.cur.WaitUntil)); err != nil {
+		return err
+	}
+	out, err := applyPath(st.OutputPath, raw)
+	if err != nil {
+		return e.failExecution(x, nil, ErrRuntime, "OutputPath: "+err.Error())
+	}
+	return e.transition(x, st, out, nextOf(st), nil)
+}
+
+func newToken() string {
+	var b [48]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func validToken(t string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	return err == nil && len(b) == 48
+}
+
+func (e *Executor) secondsFrom(st *State, fixed int, p *Path, in any, field string) (int, *StateError) {
+	if p == nil {
+		return fixed, nil
+	}
+	v, err := p.Get(in)
+	n, ierr := toInt(v)
+	if err != nil || ierr != nil || n <= 0 || n > maxTimeoutSeconds {
+		return 0, &StateError{Name: ErrRuntime, Cause: fmt.Sprintf("state %q: %s %s must select a positive integer", st.Name, field, p.Raw)}
+	}
+	return int(n), nil
+}
+
+func (e *Executor) runTask(x *execRun, st *State, raw any) error {
+	typ, res := st.Resource.resourceNames()
+	if x.cur.RetryAt > 0 {
+		if err := e.sleepUntil(x, time.UnixMilli(x.cur.RetryAt)); err != nil {
+			return err
+		}
+	}
+	if x.cur.Task == nil {
+		token := ""
+		if st.Resource.waitsForToken() {
+			token = newToken()
+		}
+		eff, in, serr := effectiveInput(st, raw, e.contextObject(x, st, token))
+		if serr != nil {
+			return e.taskFailed(x, st, raw, serr, nil)
+		}
+		timeout, serr := e.secondsFrom(st, st.TimeoutSeconds, st.TimeoutSecondsPath, in, "TimeoutSecondsPath")
+		if serr != nil {
+			return e.failExecution(x, nil, serr.Name, serr.Cause)
+		}
+		hb, serr := e.secondsFrom(st, st.HeartbeatSeconds, st.HeartbeatSecondsPath, in, "HeartbeatSecondsPath")
+		if serr != nil {
+			return e.failExecution(x, nil, serr.Name, serr.Cause)
+		}
+		params, err := json.Marshal(eff)
+		if err != nil {
+			return e.failExecution(x, nil, ErrRuntime, err.Error())
+		}
+		now := e.now()
+		tc := &taskCursor{Token: token, Params: params, Heartbeat: hb}
+		sched := map[string]any{"resourceType": typ, "resource": res, "region": e.region, "parameters": string(params)}
+		if timeout > 0 {
+			tc.Deadline = now.Add(time.Duration(timeout) * time.Second).UnixMilli()
+			sched["timeoutInSeconds"] = timeout
+		}
+		if hb > 0 {
+			sched["heartbeatInSeconds"] = hb
+		}
+		events := []newEvent{
+			{Type: "TaskScheduled", TS: now, Details: map[string]any{"taskScheduledEventDetails": sched}},
+			{Type: "TaskStarted", TS: now, Details: map[string]any{"taskStartedEventDetails": map[string]any{"resourceType": typ, "resource": res}}},
+		}
+		next := x.cur
+		next.RetryAt = 0
+		next.Task = tc
+		var tok *tokenRow
+		if token != "" {
+			tok = &tokenRow{Token: token, State: st.Name, Heartbeat: now}
+		}
+		if err := e.commit(x, next, events, tok); err != nil {
+			return err
+		}
+	}
+	tc := x.cur.Task
+	if !tc.Submitted {
+		result, serr, err := e.invoke(x, st, tc)
+		if err != nil {
+			return err
+		}
+		if serr != nil {
+			return e.taskFailed(x, st, raw, serr, nil)
+		}
+		if !st.Resource.waitsForToken() {
+			return e.taskSucceeded(x, st, raw, result)
+		}
+		out, _ := json.Marshal(result)
+		next := x.cur
+		ntc := *tc
+		ntc.Submitted = true
+		next.Task = &ntc
+		ev := newEvent{Type: "TaskSubmitted", TS: e.now(), Details: map[string]any{"taskSubmittedEventDetails": map[string]any{
+			"resourceType": typ, "resource": res, "output": string(out), "outputDetails": map[string]any{"truncated": false}}}}
+		if err := e.commit(x, next, []newEvent{ev}, nil); err != nil {
+			return err
+		}
+		tc = x.cur.Task
+	}
+	result, serr, err := e.awaitToken(x, st, tc)
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return e.taskFailed(x, st, raw, serr, nil)
+	}
+	return e.taskSucceeded(x, st, raw, result)
+}
+
+// invoke calls the task's integration, racing it against the task timeout.
+func (e *Executor) invoke(x *execRun, st *State, tc *taskCursor) (any, *StateError, error) {
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	type res struct {
+		v    any
+		serr *StateError
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, serr := e.callIntegration(ctx, x, st.Resource, tc.Params)
+		ch <- res{v, serr}
+	}()
+	var timer <-chan time.Time
+	if tc.Deadline > 0 {
+		c, stop := e.clock.NewTimer(time.UnixMilli(tc.Deadline).Sub(e.clock.Now()))
+		defer stop()
+		timer = c
+	}
+	select {
+	case r := <-ch:
+		if x.ctx.Err() != nil {
+			return nil, nil, errShutdown
+		}
+		return r.v, r.serr, nil
+	case <-timer:
+		return nil, &StateError{Name: ErrTimeout, Cause: fmt.Sprintf("state %q: task timed out", st.Name)}, nil
+	case <-x.ctx.Done():
+		return nil, nil, errShutdown
+	}
+}
+
+// awaitToken waits for SendTaskSuccess/Failure on the attempt's token or
+// for its timeout or heartbeat timeout. The outcome is read from the store,
+// so one that arrived while no process was running is not lost.
+func (e *Executor) awaitToken(x *execRun, st *State, tc *taskCursor) (any, *StateError, error) {
+	for {
+		t, err := e.store.token(x.ctx, tc.Token)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch t.Status {
+		case tokSucceeded:
+			v, err := decodeJSON([]byte(t.Output.String))
+			if err != nil {
+				return nil, &StateError{Name: ErrRuntime, Cause: "task output: " + err.Error()}, nil
+			}
+			return v, nil, nil
+		case tokFailed, tokTimedOut:
+			cause := t.Cause.String
+			if t.Status == tokTimedOut {
+				cause = fmt.Sprintf("state %q: no heartbeat or result in time", st.Name)
+			}
+			return nil, &StateError{Name: t.Error.String, Cause: cause}, nil
+		case tokClosed:
+			return nil, nil, errNotRunning
+		}
+		now := e.clock.Now()
+		var deadline time.Time
+		name := ErrTimeout
+		if tc.Deadline > 0 {
+			deadline = time.UnixMilli(tc.Deadline)
+		}
+		if tc.Heartbeat > 0 {
+			hbd := t.Heartbeat.Add(time.Duration(tc.Heartbeat) * time.Second)
+			if deadline.IsZero() || hbd.Before(deadline) {
+				deadline, name = hbd, ErrHeartbeatTimeout
+			}
+		}
+		if !deadline.IsZero() && !now.Before(deadline) {
+			if err := e.store.timeoutToken(x.ctx, tc.Token, t.Heartbeat, name); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		var timer <-chan time.Time
+		stop := func() bool { return false }
+		if !deadline.IsZero() {
+			timer, stop = e.clock.NewTimer(deadline.Sub(now))
+		}
+		select {
+		case <-x.poke:
+		case <-timer:
+		case <-x.ctx.Done():
+			stop()
+			return nil, nil, errShutdown
+		}
+		stop()
+	}
+}
+
+func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any) error {
+	typ, res := st.Resource.resourceNames()
+	out, _ := json.Marshal(result)
+	events := []newEvent{{Type: "TaskSucceeded", TS: e.now(), Details: map[string]any{"taskSucceededEventDetails": map[string]any{
+		"resourceType": typ, "resource": res, "output": string(out), "outputDetails": map[string]any{"truncated": false}}}}}
+	output, serr := stateOutput(st, raw, result, e.contextObject(x, st, ""))
+	if serr != nil {
+		if serr.Name == ErrRuntime {
+			return e.failExecution(x, events, serr.Name, serr.Cause)
+		}
+		return e.taskFailed(x, st, raw, serr, events)
+	}
+	return e.transition(x, st, output, nextOf(st), events)
+}
+
+// taskFailed records a failed attempt and retries, catches or fails the
+// execution.
+func (e *Executor) taskFailed(x *execRun, st *State, raw any, serr *StateError, pre []newEvent) error {
+	typ, res := st.Resource.resourceNames()
+	now := e.now()
+	events := pre
+	if x.cur.Task != nil {
+		kind, key := "TaskFailed", "taskFailedEventDetails"
+		if serr.Name == ErrTimeout || serr.Name == ErrHeartbeatTimeout {
+			kind, key = "TaskTimedOut", "taskTimedOutEventDetails"
+		}
+		events = append(events, newEvent{Type: kind, TS: now, Details: map[string]any{key: map[string]any{
+			"resourceType": typ, "resource": res, "error": serr.Name, "cause": serr.Cause}}})
+	}
+	if serr.Name == ErrRuntime || serr.Name == ErrDataLimitExceeded {
+		return e.failExecution(x, events, serr.Name, serr.Cause)
+	}
+	retries := x.cur.Retries
+	if len(retries) != len(st.Retry) {
+		retries = make([]int, len(st.Retry))
+	}
+	if i, ok := retryDecision(st.Retry, retries, serr.Name); ok {
+		delay := retryDelay(st.Retry[i], retries[i], e.rand())
+		next := x.cur
+		next.Retries = append([]int(nil), retries...)
+		next.Retries[i]++
+		next.Task = nil
+		next.RetryAt = max(now.Add(delay).UnixMilli(), 1)
+		return e.commit(x, next, events, nil)
+	}
+	if c, ok := catchFor(st.Catch, serr.Name); ok {
+		out, err := applyResultPath(c.ResultPath, raw, map[string]any{"Error": serr.Name, "Cause": serr.Cause})
+		if err != nil {
+			return e.failExecution(x, events, ErrResultPathMatchFail, err.Error())
+		}
+		return e.transition(x, st, out, c.Next, events)
+	}
+	return e.failExecution(x, events, serr.Name, serr.Cause)
+}
