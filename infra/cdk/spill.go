@@ -178,7 +178,6 @@ func (s *SpillTask) grantRun(grantee awsiam.IGrantable, family *string) {
 		Conditions: &map[string]*map[string]any{
 			"ArnEquals": {"ecs:cluster": s.Cluster.ClusterArn()},
 		},
-		Scope: td,
 	})
 	td.TaskRole().GrantPassRole(grantee.GrantPrincipal())
 	td.ObtainExecutionRole().GrantPassRole(grantee.GrantPrincipal())

@@ -102,6 +102,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		sprops.Description = jsii.String("Keel: durable runtime for long-running AI agents")
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
+	pinAvailabilityZones(stack, sprops.Env, props.AvailabilityZones)
 
 	storage := NewStorage(stack, "Storage")
 	modelSecret := modelSecret(stack, props.ModelSecretName)
@@ -192,4 +193,19 @@ func modelSecret(scope constructs.Construct, name string) awssecretsmanager.ISec
 		return nil
 	}
 	return awssecretsmanager.Secret_FromSecretNameV2(scope, jsii.String("ModelSecret"), jsii.String(name))
+}
+
+// pinAvailabilityZones answers the availability-zones context query of an
+// environment-specific stack with the configured zones. Without it the VPC,
+// checking its zones against the stack's, would make the CLI look them up
+// with credentials. It must run before the stack has children.
+func pinAvailabilityZones(stack awscdk.Stack, env *awscdk.Environment, zones []string) {
+	if env == nil || env.Account == nil || env.Region == nil || len(zones) == 0 {
+		return
+	}
+	if *awscdk.Token_IsUnresolved(env.Account) || *awscdk.Token_IsUnresolved(env.Region) {
+		return
+	}
+	key := "availability-zones:account=" + *env.Account + ":region=" + *env.Region
+	stack.Node().SetContext(jsii.String(key), jsii.Strings(zones...))
 }
