@@ -180,7 +180,7 @@ func TestKeelStackVariants(t *testing.T) {
 					}
 				}
 				want := map[string]bool{
-					logicalID(stack, s.Stack.Functions.Step.Role()):             true,
+					logicalID(stack, s.Stack.Functions.Step.Role()):           true,
 					logicalID(stack, s.Stack.Spill.TaskDefinition.TaskRole()): true,
 				}
 				if fmt.Sprint(readers) != fmt.Sprint(want) {
