@@ -42,7 +42,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	clock  *clock
 	store  *sqlite.Store
@@ -51,7 +51,7 @@ type env struct {
 	dir    string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir := t.TempDir()
 	clk := newClock()

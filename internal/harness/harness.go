@@ -148,7 +148,9 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	r, err := h.opt.Store.AcquireLease(ctx, runID, h.opt.Owner, budget+h.opt.LeaseTTL)
 	switch {
 	case errors.Is(err, store.ErrLeaseHeld):
-		return Decision{}, &BusyError{RunID: runID, RetryAfter: 5 * time.Second}
+		// Retryable by name in the state machine; errors.As still finds
+		// the BusyError inside.
+		return Decision{}, &RetryableError{Err: &BusyError{RunID: runID, RetryAfter: 5 * time.Second}}
 	case errors.Is(err, store.ErrTerminal):
 		r, gerr := h.opt.Store.GetRun(ctx, runID)
 		if gerr != nil {

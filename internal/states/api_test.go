@@ -219,7 +219,9 @@ func TestGetExecutionHistory(t *testing.T) {
 // TestHistoryLimit runs a machine that never ends: event 25,000 is the
 // ExecutionFailed with States.Runtime, exactly as Step Functions records it.
 func TestHistoryLimit(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
+		// One goroutine writing 12,500 transactions: the race detector
+		// has nothing to find here and makes it slow.
 		t.Skip("writes 25,000 events")
 	}
 	def := `{"StartAt": "Loop", "States": {"Loop": {"Type": "Pass", "Next": "Loop"}}}`

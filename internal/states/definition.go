@@ -2,7 +2,6 @@ package states
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -710,6 +709,3 @@ func loadCatch(state string, v any) ([]Catcher, error) {
 	}
 	return out, nil
 }
-
-// errRuntime marks failures that end the execution with States.Runtime.
-var errRuntime = errors.New("runtime error")

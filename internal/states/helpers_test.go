@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -87,7 +86,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	store  *Store
 	exec   *Executor
 	clock  Clock
@@ -103,7 +102,7 @@ type envOpts struct {
 	dbPath  string
 }
 
-func newEnv(t *testing.T, o envOpts) *testEnv {
+func newEnv(t testing.TB, o envOpts) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	if o.dbPath == "" {
@@ -265,7 +264,7 @@ func dumpHistory(evs []HistoryEvent) string {
 	return b.String()
 }
 
-func mustJSON(t *testing.T, s string) any {
+func mustJSON(t testing.TB, s string) any {
 	t.Helper()
 	v, err := decodeJSON([]byte(s))
 	if err != nil {
@@ -281,12 +280,6 @@ func canon(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func sortedCopy(s []string) []string {
-	c := append([]string(nil), s...)
-	sort.Strings(c)
-	return c
 }
 
 type jsonRaw = json.RawMessage

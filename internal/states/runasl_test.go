@@ -43,7 +43,7 @@ type stepReply struct {
 // fakeKeel stands in for the Step, Approval and Finalize functions and the
 // Fargate task runner.
 type fakeKeel struct {
-	t         *testing.T
+	t         testing.TB
 	mu        sync.Mutex
 	script    []stepReply
 	stepCalls []map[string]any
@@ -52,7 +52,7 @@ type fakeKeel struct {
 	spills    chan json.RawMessage
 }
 
-func newFakeKeel(t *testing.T, script ...stepReply) *fakeKeel {
+func newFakeKeel(t testing.TB, script ...stepReply) *fakeKeel {
 	return &fakeKeel{t: t, script: script, approvals: make(chan map[string]any, 16), spills: make(chan json.RawMessage, 16)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -225,14 +226,32 @@ type newEvent struct {
 }
 
 func (s *Store) insertEvent(ctx context.Context, c *sql.Conn, arn string, id int64, ev newEvent) error {
-	d := []byte("{}")
-	if ev.Details != nil {
-		var err error
-		if d, err = json.Marshal(ev.Details); err != nil {
-			return err
-		}
+	return s.insertEvents(ctx, c, arn, id, []newEvent{ev})
+}
+
+// insertEvents writes events with ids first, first+1, ... in one statement.
+func (s *Store) insertEvents(ctx context.Context, c *sql.Conn, arn string, first int64, evs []newEvent) error {
+	if len(evs) == 0 {
+		return nil
 	}
-	_, err := c.ExecContext(ctx, `INSERT INTO sfn_history(execution_arn, id, type, ts_ms, details) VALUES (?, ?, ?, ?, ?)`, arn, id, ev.Type, ev.TS.UnixMilli(), string(d))
+	var q strings.Builder
+	q.WriteString(`INSERT INTO sfn_history(execution_arn, id, type, ts_ms, details) VALUES `)
+	args := make([]any, 0, 5*len(evs))
+	for i, ev := range evs {
+		d := []byte("{}")
+		if ev.Details != nil {
+			var err error
+			if d, err = json.Marshal(ev.Details); err != nil {
+				return err
+			}
+		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, arn, first+int64(i), ev.Type, ev.TS.UnixMilli(), string(d))
+	}
+	_, err := c.ExecContext(ctx, q.String(), args...)
 	return err
 }
 
@@ -255,10 +274,8 @@ func (s *Store) createExecution(ctx context.Context, rec execRecord, events []ne
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, rec.ARN, rec.MachineARN, rec.Name, rec.DefHash, rec.Input, StatusRunning, rec.Start.UnixMilli(), string(rec.Cursor), len(events)); err != nil {
 			return err
 		}
-		for i, ev := range events {
-			if err := s.insertEvent(ctx, c, rec.ARN, int64(i+1), ev); err != nil {
-				return err
-			}
+		if err := s.insertEvents(ctx, c, rec.ARN, 1, events); err != nil {
+			return err
 		}
 		out, created = rec, true
 		out.Status, out.EventCount = StatusRunning, int64(len(events))
@@ -361,21 +378,34 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 		if status != StatusRunning {
 			return errNotRunning
 		}
-		for i, ev := range req.Events {
-			count++
-			if count >= HistoryLimit && !(req.Final != nil && i == len(req.Events)-1) {
-				failed := newEvent{Type: "ExecutionFailed", TS: now, Details: map[string]any{
-					"executionFailedEventDetails": map[string]any{"error": ErrRuntime, "cause": historyLimitCause}}}
-				if err := s.insertEvent(ctx, c, arn, count, failed); err != nil {
-					return err
-				}
-				limited = true // committed: the failure is the execution's end
-				return closeExecution(ctx, c, arn, now, count, &finalState{Status: StatusFailed, Error: ErrRuntime, Cause: historyLimitCause, hasErrorCause: true})
-			}
-			if err := s.insertEvent(ctx, c, arn, count, ev); err != nil {
-				return err
+		// Events up to the limit are written as they are; the one that
+		// would be number HistoryLimit is replaced by the failure, unless it
+		// is the closing event itself.
+		evs := req.Events
+		cut := -1
+		for i := range evs {
+			if id := count + int64(i) + 1; id >= HistoryLimit && !(req.Final != nil && i == len(evs)-1) {
+				cut = i
+				break
 			}
 		}
+		if cut >= 0 {
+			if err := s.insertEvents(ctx, c, arn, count+1, evs[:cut]); err != nil {
+				return err
+			}
+			count += int64(cut) + 1
+			failed := newEvent{Type: "ExecutionFailed", TS: now, Details: map[string]any{
+				"executionFailedEventDetails": map[string]any{"error": ErrRuntime, "cause": historyLimitCause}}}
+			if err := s.insertEvent(ctx, c, arn, count, failed); err != nil {
+				return err
+			}
+			limited = true // committed: the failure is the execution's end
+			return closeExecution(ctx, c, arn, now, count, &finalState{Status: StatusFailed, Error: ErrRuntime, Cause: historyLimitCause, hasErrorCause: true})
+		}
+		if err := s.insertEvents(ctx, c, arn, count+1, evs); err != nil {
+			return err
+		}
+		count += int64(len(evs))
 		if t := req.NewToken; t != nil {
 			if _, err := c.ExecContext(ctx, `INSERT INTO sfn_tokens(token, execution_arn, state, status, heartbeat_ms) VALUES (?, ?, ?, ?, ?)`,
 				t.Token, arn, t.State, tokWaiting, t.Heartbeat.UnixMilli()); err != nil {

@@ -89,7 +89,7 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 		if err != nil {
 			return err
 		}
-		if _, err := appendTx(ctx, tx, d.RunID, now, run.Event{Type: evType, PlanItemID: a.PlanItemID, Data: data}); err != nil {
+		if _, err := s.appendTx(ctx, tx, d.RunID, now, run.Event{Type: evType, PlanItemID: a.PlanItemID, Data: data}); err != nil {
 			return err
 		}
 		out, err = getRow(ctx, tx, "approval", d.RunID, d.ApprovalID, getApprovalSQL, scanApproval)
@@ -149,21 +149,26 @@ func (s *Store) HasGrant(ctx context.Context, sessionID, tool string) (bool, err
 	return n > 0, nil
 }
 
+const (
+	qLastSeq    = `SELECT last_seq FROM runs WHERE id = ?`
+	qSetLastSeq = `UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?`
+)
+
 // appendTx appends events to a run inside a write transaction, keeping
 // last_seq in step, and returns their seqs.
-func appendTx(ctx context.Context, tx *sql.Tx, runID string, now time.Time, events ...run.Event) ([]int64, error) {
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, runID string, now time.Time, events ...run.Event) ([]int64, error) {
 	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, runID).Scan(&last); err != nil {
+	if err := s.queryRow(ctx, tx, qLastSeq, runID).Scan(&last); err != nil {
 		if err == sql.ErrNoRows {
 			return nil, fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
 		}
 		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}
-	seqs, err := insertEvents(ctx, tx, runID, last, events, now)
+	seqs, err := s.insertEvents(ctx, tx, runID, last, events, now)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?`,
+	if _, err := s.exec(ctx, tx, qSetLastSeq,
 		last+int64(len(events)), now.UnixNano(), runID); err != nil {
 		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}

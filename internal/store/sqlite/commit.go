@@ -20,6 +20,8 @@ import (
 // operation idempotency keys (the operation id when empty); a checkpoint's
 // Seq (the run's previous checkpoint seq + 1 when zero), Size and StateHash
 // (from inline State when zero). A checkpoint id that exists is ErrConflict.
+// Used and Released settle the budget as Settle does (a reservation never
+// goes below zero; usage is recorded even past a limit).
 func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
 	if err := validateCommit(&c); err != nil {
 		return nil, err
@@ -44,7 +46,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		lastSeq    int64
 		sessionID  string
 	)
-	err := tx.QueryRowContext(ctx, `SELECT status, lease_owner, lease_token, last_seq, session_id FROM runs WHERE id = ?`,
+	err := s.queryRow(ctx, tx, qCommitRun,
 		c.RunID).Scan(&status, &leaseOwner, &token, &lastSeq, &sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
@@ -66,7 +68,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 
 	for _, op := range c.NewOperations {
 		var hash string
-		err := tx.QueryRowContext(ctx, `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`, c.RunID, op.ID).Scan(&hash)
+		err := s.queryRow(ctx, tx, qOpHash, c.RunID, op.ID).Scan(&hash)
 		switch {
 		case err == nil && hash == op.ArgsHash:
 			continue // the same intent again
@@ -75,9 +77,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, fmt.Errorf("sqlite: commit: operation %q: %w", op.ID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
-			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := s.exec(ctx, tx, qOpInsert,
 			c.RunID, op.ID, op.PlanItemID, op.Tool, op.Destination, blob(op.Args), op.ArgsHash, op.ArtifactHash,
 			op.IdempotencyKey, run.OpPending, op.Attempts, nowN, nowN); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: insert operation %q: %w", op.ID, err)
@@ -85,7 +85,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	}
 	for _, u := range c.OperationUpdates {
 		var st run.OpStatus
-		err := tx.QueryRowContext(ctx, `SELECT status FROM operations WHERE run_id = ? AND id = ?`, c.RunID, u.ID).Scan(&st)
+		err := s.queryRow(ctx, tx, qOpStatus, c.RunID, u.ID).Scan(&st)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("sqlite: commit: operation %q: %w", u.ID, store.ErrNotFound)
 		}
@@ -95,8 +95,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		if st != run.OpPending {
 			return nil, fmt.Errorf("sqlite: commit: operation %q: %w: it is %s, not pending", u.ID, store.ErrConflict, st)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
-			attempts = attempts + ?, updated_at = ? WHERE run_id = ? AND id = ?`,
+		if _, err := s.exec(ctx, tx, qOpUpdate,
 			u.Status, u.ExternalID, blob(u.Result), u.Error, u.AttemptsDelta, nowN, c.RunID, u.ID); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: update operation %q: %w", u.ID, err)
 		}
@@ -144,11 +143,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		}
 	}
 	for _, pi := range c.PlanItems {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO plan_items(run_id, id, ord, tool, args, args_hash, mode, status,
-			call_id, result_ref, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(run_id, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
-			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
-			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`,
+		if _, err := s.exec(ctx, tx, qPlanUpsert,
 			c.RunID, pi.ID, pi.Order, pi.Tool, blob(pi.Args), pi.ArgsHash, pi.Mode, pi.Status,
 			pi.CallID, pi.ResultRef, blob(pi.Result), nowN); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
@@ -164,10 +159,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		if cp.Seq == 0 {
 			seq = nil // NULL: computed below
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO checkpoints(run_id, id, seq, parent, step, state, state_ref, state_hash,
-			size, workspace_version, created_at)
-			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT DO NOTHING`,
+		res, err := s.exec(ctx, tx, qCheckpointInsert,
 			c.RunID, cp.ID, seq, c.RunID, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, cp.StateHash, cp.Size,
 			cp.WorkspaceVersion, nowN)
 		if err != nil {
@@ -181,7 +173,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 			return nil, err
 		}
 	}
-	seqs, err := insertEvents(ctx, tx, c.RunID, lastSeq, c.Events, now)
+	seqs, err := s.insertEvents(ctx, tx, c.RunID, lastSeq, c.Events, now)
 	if err != nil {
 		return nil, err
 	}
@@ -203,14 +195,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	if checkpointID != "" {
 		cpID = checkpointID
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = COALESCE(?, status), output = COALESCE(?, output),
-		error = COALESCE(?, error), command = COALESCE(?, command), step_count = step_count + ?,
-		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?,
-		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
-		tokens_reserved = MAX(0, tokens_reserved - ?), spend_reserved = MAX(0, spend_reserved - ?),
-		tool_calls_reserved = MAX(0, tool_calls_reserved - ?),
-		lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
-		lease_expiry = CASE WHEN ? THEN 0 ELSE lease_expiry END, updated_at = ? WHERE id = ?`,
+	if _, err := s.exec(ctx, tx, qCommitUpdateRun,
 		newStatus, output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)),
 		c.Used.Tokens, c.Used.SpendMicroUSD, c.Used.ToolCalls, c.Released.Tokens, c.Released.SpendMicroUSD, c.Released.ToolCalls,
 		release, release, nowN, c.RunID); err != nil {
@@ -218,6 +203,35 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	}
 	return seqs, nil
 }
+
+// Hot-path statements, prepared once in Open (see hotQueries).
+const (
+	qCommitRun = `SELECT status, lease_owner, lease_token, last_seq, session_id FROM runs WHERE id = ?`
+	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
+	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
+			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
+	qOpUpdate = `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
+			attempts = attempts + ?, updated_at = ? WHERE run_id = ? AND id = ?`
+	qPlanUpsert = `INSERT INTO plan_items(run_id, id, ord, tool, args, args_hash, mode, status,
+			call_id, result_ref, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT(run_id, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
+			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
+			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
+	qCheckpointInsert = `INSERT INTO checkpoints(run_id, id, seq, parent, step, state, state_ref, state_hash,
+			size, workspace_version, created_at)
+			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`
+	qCommitUpdateRun = `UPDATE runs SET status = COALESCE(?, status), output = COALESCE(?, output),
+		error = COALESCE(?, error), command = COALESCE(?, command), step_count = step_count + ?,
+		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?,
+		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
+		tokens_reserved = MAX(0, tokens_reserved - ?), spend_reserved = MAX(0, spend_reserved - ?),
+		tool_calls_reserved = MAX(0, tool_calls_reserved - ?),
+		lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
+		lease_expiry = CASE WHEN ? THEN 0 ELSE lease_expiry END, updated_at = ? WHERE id = ?`
+)
 
 func strPtr(p *string) any {
 	if p == nil {
@@ -265,6 +279,12 @@ func validateCommit(c *store.Commit) error {
 	}
 	if err := validateEvents(c.Events); err != nil {
 		return err
+	}
+	if err := checkAmounts(c.Used); err != nil {
+		return fmt.Errorf("used budget: %w", err)
+	}
+	if err := checkAmounts(c.Released); err != nil {
+		return fmt.Errorf("released budget: %w", err)
 	}
 	if p := c.Run; p != nil {
 		if p.Status != "" && !p.Status.Valid() {

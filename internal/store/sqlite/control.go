@@ -56,7 +56,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1 WHERE id = ?`, runID); err != nil {
 			return fmt.Errorf("sqlite: cancel %q: %w", runID, err)
 		}
-		if _, err := appendTx(ctx, tx, runID, now, events...); err != nil {
+		if _, err := s.appendTx(ctx, tx, runID, now, events...); err != nil {
 			return err
 		}
 		cancelled = pending
@@ -100,7 +100,7 @@ func (s *Store) EnqueueInput(ctx context.Context, runID, text string) (run.Input
 		if err != nil {
 			return err
 		}
-		_, err = appendTx(ctx, tx, runID, now, run.Event{Type: run.EventInputReceived, Data: data})
+		_, err = s.appendTx(ctx, tx, runID, now, run.Event{Type: run.EventInputReceived, Data: data})
 		return err
 	})
 	if err != nil {

@@ -28,10 +28,13 @@ func validateEvents(events []run.Event) error {
 	return nil
 }
 
+const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data)
+	VALUES (?, ?, ?, ?, ?, ?, ?)`
+
 // insertEvents writes events after seq last and returns their seqs. The
 // caller holds the write lock and updates runs.last_seq; the primary key
 // (run_id, seq) would refuse a duplicate even if it did not.
-func insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, events []run.Event, now time.Time) ([]int64, error) {
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, events []run.Event, now time.Time) ([]int64, error) {
 	seqs := make([]int64, len(events))
 	for i, e := range events {
 		seq := last + int64(i) + 1
@@ -43,8 +46,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, eve
 		if len(e.Data) > 0 {
 			data = []byte(e.Data)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, runID, seq, e.Type, t.UnixNano(), e.PlanItemID, e.OperationID, data); err != nil {
+		if _, err := s.exec(ctx, tx, qEventInsert, runID, seq, e.Type, t.UnixNano(), e.PlanItemID, e.OperationID, data); err != nil {
 			return nil, fmt.Errorf("sqlite: append event %d to %q: %w", seq, runID, err)
 		}
 		seqs[i] = seq
@@ -69,7 +71,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Eve
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		seqs, err = appendTx(ctx, tx, runID, s.clock(), events...)
+		seqs, err = s.appendTx(ctx, tx, runID, s.clock(), events...)
 		return err
 	})
 	if err != nil {

@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,4 +22,95 @@ func opener(t *testing.T) storetest.Open {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, opener)
+}
+
+func TestOpenSettings(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keel.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{BusyTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cases := []struct {
+		pragma string
+		want   string
+	}{
+		{"journal_mode", "wal"},
+		{"synchronous", "2"}, // FULL
+		{"foreign_keys", "1"},
+		{"busy_timeout", "3000"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.pragma, func(t *testing.T) {
+			var got string
+			if err := s.DB().QueryRowContext(ctx, "PRAGMA "+tc.pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("PRAGMA %s = %s, want %s", tc.pragma, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMigrations(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keel.db")
+	versions := func(s *sqlite.Store) []int {
+		t.Helper()
+		rows, err := s.DB().QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []int
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := versions(s)
+	if len(first) == 0 || first[0] != 1 {
+		t.Fatalf("versions after first open = %v", first)
+	}
+	must(t, s.Close())
+
+	// Reopening applies nothing twice.
+	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := versions(s); len(again) != len(first) {
+		t.Fatalf("versions after reopen = %v, want %v", again, first)
+	}
+	// A file written by a newer binary is refused, not silently used.
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (999, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Close())
+	if _, err := sqlite.Open(ctx, path, sqlite.Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("open of a newer schema: %v, want an error saying it is newer", err)
+	}
+}
+
+func TestOpenEmptyPath(t *testing.T) {
+	if _, err := sqlite.Open(t.Context(), "", sqlite.Options{}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Open(\"\") = %v, want ErrInvalid", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

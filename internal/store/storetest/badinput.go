@@ -126,6 +126,8 @@ func testBadInput(t *testing.T, e *env) {
 		{"ApprovalEmptyTool", step(func(c *store.Commit) {
 			c.NewApprovals = []run.Approval{{ID: "ap9", Mode: run.ModeMutating, Args: json.RawMessage(`{}`)}}
 		}), store.ErrInvalid, "tool"},
+		{"CommitNegativeUsed", step(func(c *store.Commit) { c.Used.Tokens = -1 }), store.ErrInvalid, "used"},
+		{"CommitNegativeReleased", step(func(c *store.Commit) { c.Released.ToolCalls = -1 }), store.ErrInvalid, "released"},
 		{"AppendNoEvents", func() error { _, err := e.s.AppendEvents(e.ctx, r.ID, nil); return err }, store.ErrInvalid, "events"},
 		{"AppendBadType", func() error {
 			_, err := e.s.AppendEvents(e.ctx, r.ID, []run.Event{{Type: "Tool Done!"}})

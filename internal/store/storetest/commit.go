@@ -253,6 +253,8 @@ func testCommitFenced(t *testing.T, e *env) {
 			{ID: "op1", Status: run.OpSucceeded},
 		},
 		CancelApprovals: []string{"ap1"},
+		Used:            store.Amounts{Tokens: 5},
+		Released:        store.Amounts{Tokens: 5},
 	})
 	wantErr(t, err, store.ErrFenced)
 	e.sameSnap(before, e.snap(e.s, r.ID))

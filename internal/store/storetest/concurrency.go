@@ -16,7 +16,6 @@ import (
 
 func testEvents(t *testing.T, e *env) {
 	r := e.create()
-	var want []int64
 	for i := range 5 {
 		e.clock.Advance(time.Millisecond)
 		seqs, err := e.s.AppendEvents(e.ctx, r.ID, []run.Event{
@@ -28,7 +27,6 @@ func testEvents(t *testing.T, e *env) {
 		if !reflect.DeepEqual(seqs, exp) {
 			t.Fatalf("append %d: seqs %v, want %v", i, seqs, exp)
 		}
-		want = append(want, exp...)
 	}
 	evs := e.checkGapless(e.s, r.ID)
 	if len(evs) != 11 {

@@ -277,6 +277,24 @@ func testBudget(t *testing.T, e *env) {
 		_, err = e.s.Reserve(e.ctx, r.ID, store.Amounts{Tokens: 1})
 		wantErr(t, err, store.ErrBudgetExceeded)
 	})
+	t.Run("SettledInCommit", func(t *testing.T) {
+		r, tok := e.leased(func(r *run.Run) { r.Limits = run.Limits{MaxTokens: 1000, MaxSpendMicroUSD: 100} })
+		_, err := e.s.Reserve(e.ctx, r.ID, store.Amounts{Tokens: 300, SpendMicroUSD: 60, ToolCalls: 1})
+		must(t, err)
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok,
+			Events:   []run.Event{ev(run.EventModelCallCompleted, "")},
+			Released: store.Amounts{Tokens: 300, SpendMicroUSD: 60, ToolCalls: 1},
+			Used:     store.Amounts{Tokens: 250, SpendMicroUSD: 70, ToolCalls: 1}})
+		must(t, err)
+		got, err := e.s.GetRun(e.ctx, r.ID)
+		must(t, err)
+		want := run.Budget{TokensUsed: 250, SpendUsedMicroUSD: 70, ToolCallsUsed: 1}
+		if got.Budget != want {
+			t.Fatalf("budget after commit %+v, want %+v", got.Budget, want)
+		}
+		_, err = e.s.Reserve(e.ctx, r.ID, store.Amounts{SpendMicroUSD: 31})
+		wantErr(t, err, store.ErrBudgetExceeded)
+	})
 	t.Run("NoLimit", func(t *testing.T) {
 		r := e.create(func(r *run.Run) { r.Limits = run.Limits{} })
 		b, err := e.s.Reserve(e.ctx, r.ID, store.Amounts{Tokens: 1 << 40, SpendMicroUSD: 1 << 40, ToolCalls: 1 << 20})

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// Store is what the API needs from durable storage: a subset of
+// store.Store, whose doc comments are the contract.
+type Store interface {
+	store.Runs
+	store.Events
+	GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error)
+	ListApprovals(ctx context.Context, runID string) ([]run.Approval, error)
+	DecideApproval(ctx context.Context, d store.Decision) (run.Approval, error)
+	RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error)
+	EnqueueInput(ctx context.Context, runID, text string) (run.Input, error)
+	GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error)
+	ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error)
+}
+
+// Artifacts is what the API needs from the artifact store (downloads).
+type Artifacts interface {
+	Get(ctx context.Context, k artifact.Key) ([]byte, artifact.Info, error)
+	List(ctx context.Context, runID string) ([]artifact.Info, error)
+}
+
+// Starter starts a stored run's execution. StartRun must be idempotent: it
+// is called again for a run that may already be running (a retried create),
+// and a second call for the same run must not start a second execution. On
+// AWS it is StartExecution with name = run id; in `keel dev` it hands the
+// run to the local executor.
+type Starter interface {
+	StartRun(ctx context.Context, runID string) error
+}
+
+// Resumer wakes a run that waits on an approval, after the approval was
+// decided or cancelled, through the approval's task token. It must be
+// idempotent, and may be a no-op when no token is attached yet (whoever
+// attaches the token later sees the decision and resumes at once).
+type Resumer interface {
+	Resume(ctx context.Context, approval run.Approval) error
+}
+
+// Authenticator names the principal making a request. An error means the
+// request is not authenticated (401); its text is not shown to the client.
+type Authenticator interface {
+	Principal(r *http.Request) (string, error)
+}
+
+// Agents says which agent names a run may ask for.
+type Agents interface {
+	Known(name string) bool
+}
+
+// AgentSet is an [Agents] backed by a set of names.
+type AgentSet map[string]bool
+
+// Known reports whether name is in the set.
+func (s AgentSet) Known(name string) bool { return s[name] }
+
+// Deps are the dependencies of the handler. Store, Starter, Resumer, Auth
+// and Agents are required; the rest have defaults.
+type Deps struct {
+	Store   Store
+	Starter Starter
+	Resumer Resumer
+	Auth    Authenticator
+	Agents  Agents
+	// Artifacts may be nil: the artifact list is then empty and downloads 404.
+	Artifacts Artifacts
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger gets one line per request and every internal error; nil
+	// discards.
+	Logger *slog.Logger
+
+	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// PollInterval is how often an SSE stream polls the store for new
+	// events; 0 means 250ms.
+	PollInterval time.Duration
+	// KeepAlive is how long an SSE stream may stay silent before it sends a
+	// comment line, so proxies keep the connection; 0 means 15s.
+	KeepAlive time.Duration
+	// MaxStreamDuration ends an SSE stream after this long, with a retry
+	// hint; the client reconnects with Last-Event-ID and loses nothing.
+	// Needed behind gateways with a request timeout. 0 means no bound.
+	MaxStreamDuration time.Duration
+}
+
+// DefaultMaxBodyBytes bounds request bodies: room for a full-size input
+// (store.MaxText) after JSON escaping.
+const DefaultMaxBodyBytes = 1 << 20
+
+// server holds the handler's dependencies; each handler is a method.
+type server struct {
+	store     Store
+	starter   Starter
+	resumer   Resumer
+	auth      Authenticator
+	agents    Agents
+	artifacts Artifacts
+	now       func() time.Time
+	log       *slog.Logger
+	maxBody   int64
+	poll      time.Duration
+	keepAlive time.Duration
+	maxStream time.Duration
+}
+
+// New returns the API handler. It fails if Deps.Store, Starter, Resumer,
+// Auth or Agents is missing.
+func New(d Deps) (http.Handler, error) {
+	if d.Store == nil || d.Starter == nil || d.Resumer == nil || d.Auth == nil || d.Agents == nil {
+		return nil, errors.New("api.New: Store, Starter, Resumer, Auth and Agents are required")
+	}
+	s := &server{
+		store: d.Store, starter: d.Starter, resumer: d.Resumer, auth: d.Auth,
+		agents: d.Agents, artifacts: d.Artifacts, now: d.Now, log: d.Logger,
+		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
+		maxStream: d.MaxStreamDuration,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.poll <= 0 {
+		s.poll = 250 * time.Millisecond
+	}
+	if s.keepAlive <= 0 {
+		s.keepAlive = 15 * time.Second
+	}
+	return s.routes(), nil
+}
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	authed := func(pattern string, h func(w http.ResponseWriter, r *http.Request, principal string)) {
+		mux.HandleFunc(pattern, s.authenticate(h))
+	}
+	authed("POST /v1/runs", s.createRun)
+	authed("GET /v1/runs", s.listRuns)
+	authed("GET /v1/runs/{id}", s.getRun)
+	authed("GET /v1/runs/{id}/events", s.events)
+	authed("GET /v1/runs/{id}/approvals", s.listApprovals)
+	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
+	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)
+	authed("POST /v1/runs/{id}/cancel", s.cancel)
+	authed("POST /v1/runs/{id}/input", s.input)
+	authed("POST /v1/runs/{id}/fork", s.fork)
+	authed("GET /v1/runs/{id}/checkpoints", s.listCheckpoints)
+	authed("GET /v1/runs/{id}/artifacts", s.listArtifacts)
+	authed("GET /v1/runs/{id}/artifacts/{checkpoint_id}/{name}", s.downloadArtifact)
+	return s.recoverer(s.logRequests(s.jsonFallbacks(mux)))
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

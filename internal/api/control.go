@@ -1,0 +1,183 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// cancelRequest is the body of POST /v1/runs/{id}/cancel: empty, or {}.
+type cancelRequest struct{}
+
+// cancel serves POST /v1/runs/{id}/cancel: sets the cancel flag (the
+// harness stops at its next check; an effect in flight is not undone),
+// withdraws pending approvals and wakes their waits.
+func (s *server) cancel(w http.ResponseWriter, r *http.Request, principal string) {
+	var req cancelRequest
+	if e := s.decodeBody(w, r, &req, true); e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx := r.Context()
+	rr, err := s.ownedRun(ctx, r.PathValue("id"), principal)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	if rr.Status.Terminal() {
+		writeError(w, conflict(CodeRunFinished, fmt.Sprintf("the run is already %s", rr.Status)))
+		return
+	}
+	repeat := rr.CancelRequested
+	after, cancelled, err := s.store.RequestCancel(ctx, rr.ID, principal)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	wake := cancelled
+	if repeat {
+		// A repeated cancel also wakes the waits an earlier cancel withdrew,
+		// in case waking them failed then (Resume is idempotent).
+		all, err := s.store.ListApprovals(ctx, rr.ID)
+		if err != nil {
+			s.fail(w, r, "run", err)
+			return
+		}
+		seen := map[string]bool{}
+		for _, a := range cancelled {
+			seen[a.ID] = true
+		}
+		for _, a := range all {
+			if a.Status == run.ApprovalCancelled && !seen[a.ID] {
+				wake = append(wake, a)
+			}
+		}
+	}
+	for _, a := range wake {
+		if err := s.resumer.Resume(ctx, a); err != nil {
+			if clientGone(ctx, err) {
+				w.WriteHeader(499)
+				return
+			}
+			s.log.ErrorContext(ctx, "resume after cancel", "run_id", a.RunID, "approval_id", a.ID, "err", err)
+			writeError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeResumeFailed,
+				Message: "the cancellation is recorded, but a waiting approval could not be woken; repeat the request to retry"})
+			return
+		}
+	}
+	out := CancelResponse{Run: runView(after), CancelledApprovals: make([]Approval, 0, len(cancelled))}
+	for _, a := range cancelled {
+		out.CancelledApprovals = append(out.CancelledApprovals, approvalView(a))
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+// input serves POST /v1/runs/{id}/input, following the run's input policy:
+// queue and interrupt store the input (the harness picks it up at the next
+// turn, or after the current tool); reject refuses it; rollback refuses it
+// and points at fork, since a rollback is a new run from a checkpoint the
+// caller chooses.
+func (s *server) input(w http.ResponseWriter, r *http.Request, principal string) {
+	var req InputRequest
+	if e := s.decodeBody(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := checkText("text", req.Text); e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx := r.Context()
+	rr, err := s.ownedRun(ctx, r.PathValue("id"), principal)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	if rr.Status.Terminal() {
+		writeError(w, conflict(CodeRunFinished, fmt.Sprintf("the run is %s; start a new run or fork this one", rr.Status)))
+		return
+	}
+	switch rr.InputPolicy {
+	case run.InputReject:
+		writeError(w, conflict(CodeInputRejected, "this run's input policy is reject: it takes no input while active"))
+		return
+	case run.InputRollback:
+		writeError(w, conflict(CodeInputPolicyRollback, fmt.Sprintf(
+			"this run's input policy is rollback: choose a checkpoint (GET %s) and POST %s {\"checkpoint_id\"}, then send the input to the new run",
+			runView(rr).Links.Checkpoints, runView(rr).Links.Fork)))
+		return
+	}
+	in, err := s.store.EnqueueInput(ctx, rr.ID, req.Text)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, InputResponse{InputID: in.ID, RunID: rr.ID, Policy: rr.InputPolicy, ReceivedAt: in.ReceivedAt})
+}
+
+// fork serves POST /v1/runs/{id}/fork: a new run of the same session, agent,
+// request, policy and limits that resumes from one of this run's
+// checkpoints (ParentRunID, ForkCheckpointID), started at once. Recorded
+// tool results are reused by the harness, so no effect repeats. It honours
+// Idempotency-Key like POST /v1/runs.
+func (s *server) fork(w http.ResponseWriter, r *http.Request, principal string) {
+	var req ForkRequest
+	if e := s.decodeBody(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := checkID("checkpoint_id", req.CheckpointID); e != nil {
+		writeError(w, e)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if key != "" && !validID(key) {
+		writeError(w, badField(CodeInvalidField, "Idempotency-Key", "the Idempotency-Key header is not a valid key"))
+		return
+	}
+	ctx := r.Context()
+	parent, err := s.ownedRun(ctx, r.PathValue("id"), principal)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	cp, err := s.store.GetCheckpoint(ctx, parent.ID, req.CheckpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Field: "checkpoint_id",
+			Message: "checkpoint " + req.CheckpointID + " not found in run " + parent.ID})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, "checkpoint", err)
+		return
+	}
+	now := s.now().UTC()
+	child, created, err := s.store.CreateRun(ctx, run.Run{
+		ID: run.NewID("run"), SessionID: parent.SessionID, Owner: principal, Agent: parent.Agent,
+		ClientKey: key, Request: parent.Request, Command: parent.Command, Status: run.StatusCreated,
+		InputPolicy: parent.InputPolicy, Limits: parent.Limits,
+		ParentRunID: parent.ID, ForkCheckpointID: cp.ID, CreatedAt: now, UpdatedAt: now,
+	})
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	if !created && (child.ParentRunID != parent.ID || child.ForkCheckpointID != cp.ID) {
+		writeError(w, &Error{Status: http.StatusConflict, Code: CodeIdempotencyKeyReused, Field: "Idempotency-Key",
+			Message: "this Idempotency-Key was used for run " + child.ID + ", which is not this fork"})
+		return
+	}
+	if created {
+		// The parent's log tells where its forks went. It is a second write;
+		// if it fails the fork stands and the child still names its parent.
+		data, _ := json.Marshal(map[string]string{"child_run_id": child.ID, "checkpoint_id": cp.ID})
+		if _, err := s.store.AppendEvents(ctx, parent.ID, []run.Event{{Type: run.EventRunForked, Time: now, Data: data}}); err != nil {
+			s.log.WarnContext(ctx, "fork: recording run_forked on the parent", "run_id", parent.ID, "child_run_id", child.ID, "err", err)
+		}
+	}
+	s.start(w, r, child, created)
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// decodeBody reads r's body as exactly one JSON object into dst, refusing
+// unknown fields, wrong types, trailing data, bodies over the size bound and
+// media types other than JSON. An empty body is accepted only with
+// allowEmpty (dst is then left as it is).
+func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) *Error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMediaType,
+				Field: "Content-Type", Message: fmt.Sprintf("the body must be application/json, not %q", ct)}
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, s.maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		// Exactly one value: anything after it but white space is an error.
+		var extra json.RawMessage
+		if err2 := dec.Decode(&extra); err2 != io.EOF {
+			if tooLarge(err2) {
+				return errTooLarge(s.maxBody)
+			}
+			return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON,
+				Message: "the body must hold exactly one JSON object; found data after it"}
+		}
+		return nil
+	}
+	if errors.Is(err, io.EOF) {
+		if allowEmpty {
+			return nil
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "the body is empty; send a JSON object"}
+	}
+	if tooLarge(err) {
+		return errTooLarge(s.maxBody)
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON,
+			Message: fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error())}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "malformed JSON: the body ends too early"}
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return &Error{Status: http.StatusBadRequest, Code: CodeWrongType,
+				Message: fmt.Sprintf("the body must be a JSON object, not %s", typ.Value)}
+		}
+		return badField(CodeWrongType, typ.Field,
+			fmt.Sprintf("%s must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value))
+	}
+	// encoding/json reports an unknown field only as text: json: unknown field "x".
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name, _ = strconv.Unquote(name)
+		return badField(CodeUnknownField, name, fmt.Sprintf("unknown field %q", name))
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return badField(CodeInvalidField, fe.field, fe.msg)
+	}
+	return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "the body is not valid JSON for this endpoint"}
+}
+
+func tooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+func errTooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+		Message: fmt.Sprintf("the body exceeds %d bytes", limit)}
+}
+
+// jsonKind names a Go kind the way a JSON client thinks of it.
+func jsonKind(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "string":
+		return "a string"
+	case kind == "bool":
+		return "true or false"
+	case kind == "struct", kind == "map":
+		return "an object"
+	case kind == "slice", kind == "array":
+		return "an array"
+	}
+	return "another type"
+}
+
+// fieldError is returned by a request type's UnmarshalJSON to name the
+// field at fault (e.g. an unparsable deadline).
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.field + ": " + e.msg }
+
+// queryInt parses an optional integer query parameter within [lo, hi].
+func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, *Error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badField(CodeWrongType, name, fmt.Sprintf("%s must be an integer, not %q", name, v))
+	}
+	if n < lo || n > hi {
+		return 0, badField(CodeInvalidField, name, fmt.Sprintf("%s must be between %d and %d", name, lo, hi))
+	}
+	return n, nil
+}

@@ -1,0 +1,187 @@
+package api
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// wantsStream reports whether the client asked for Server-Sent Events.
+func wantsStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+// events serves GET /v1/runs/{id}/events: a JSON page, or with
+// Accept: text/event-stream a live stream.
+func (s *server) events(w http.ResponseWriter, r *http.Request, principal string) {
+	after, e := queryInt(r, "after", 0, 0, 1<<62)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	limit, e := queryInt(r, "limit", 100, 1, store.MaxEventsPerPage)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	stream := wantsStream(r)
+	if v := r.Header.Get("Last-Event-ID"); v != "" && stream {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, badField(CodeInvalidField, "Last-Event-ID", "Last-Event-ID must be an event seq (a non-negative integer)"))
+			return
+		}
+		after = n
+	}
+	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	if stream {
+		s.stream(w, r, rr, after)
+		return
+	}
+	evs, err := s.store.ReadEvents(r.Context(), rr.ID, after, int(limit))
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	page := EventPage{Events: make([]Event, 0, len(evs)), NextAfter: after, Status: rr.Status}
+	for _, ev := range evs {
+		page.Events = append(page.Events, eventView(ev))
+		page.NextAfter = ev.Seq
+	}
+	// rr was read before the events: if it was terminal then, its log was
+	// complete then.
+	page.Done = rr.Status.Terminal() && page.NextAfter >= rr.LastSeq
+	writeJSON(w, http.StatusOK, page)
+}
+
+// stream sends the run's events after cursor as Server-Sent Events (id =
+// seq, event = type, data = the Event as JSON), polling the store, until
+// the run is terminal and every event is sent; then an "end" event. It
+// sends a comment line when silent for KeepAlive, and ends early with a
+// retry hint after MaxStreamDuration (the client resumes with
+// Last-Event-ID).
+func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, cursor int64) {
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	// A server-wide WriteTimeout would cut a long stream; this one is
+	// bounded by MaxStreamDuration instead.
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.log.DebugContext(ctx, "sse: clearing write deadline", "err", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx and friends: do not buffer
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(w)
+	flush := func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
+	fmt.Fprintf(bw, "retry: %d\n\n", s.poll.Milliseconds()*4)
+	if flush() != nil {
+		return
+	}
+	started := time.Now()
+	lastWrite := started
+	tick := time.NewTicker(s.poll)
+	defer tick.Stop()
+	first := true
+	for {
+		if !first {
+			// Status first, events second: if the run was terminal when
+			// read, every event it will ever have is already stored.
+			var err error
+			if rr, err = s.store.GetRun(ctx, rr.ID); err != nil {
+				s.streamFailed(bw, r, err)
+				return
+			}
+		}
+		first = false
+		for {
+			evs, err := s.store.ReadEvents(ctx, rr.ID, cursor, store.MaxEventsPerPage)
+			if err != nil {
+				s.streamFailed(bw, r, err)
+				return
+			}
+			for _, ev := range evs {
+				data, _ := json.Marshal(eventView(ev)) // fields are plain values and a validated RawMessage
+				fmt.Fprintf(bw, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseToken(string(ev.Type)), data)
+				cursor = ev.Seq
+			}
+			if len(evs) > 0 {
+				lastWrite = time.Now()
+			}
+			if len(evs) < store.MaxEventsPerPage {
+				break
+			}
+		}
+		if rr.Status.Terminal() && cursor >= rr.LastSeq {
+			data, _ := json.Marshal(StreamEnd{Status: rr.Status, LastSeq: cursor})
+			fmt.Fprintf(bw, "event: end\ndata: %s\n\n", data)
+			_ = flush()
+			return
+		}
+		if s.maxStream > 0 && time.Since(started) >= s.maxStream {
+			_ = flush() // the client reconnects after the retry delay, from Last-Event-ID
+			return
+		}
+		if time.Since(lastWrite) >= s.keepAlive {
+			bw.WriteString(": keepalive\n\n")
+			lastWrite = time.Now()
+		}
+		if flush() != nil {
+			return // the client is gone
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// streamFailed ends a stream whose headers are sent: the failure goes to the
+// log and the client gets a generic "error" event.
+func (s *server) streamFailed(bw *bufio.Writer, r *http.Request, err error) {
+	if clientGone(r.Context(), err) {
+		return
+	}
+	s.log.ErrorContext(r.Context(), "sse: reading the store", "path", r.URL.Path, "err", err)
+	data, _ := json.Marshal(errInternal())
+	fmt.Fprintf(bw, "event: error\ndata: %s\n\n", data)
+	_ = bw.Flush()
+}
+
+// sseToken keeps an event name to one line.
+func sseToken(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,329 @@
+// Package demo is `make demo`: it starts the publication service and
+// `keel dev` as child processes, runs the research agent end to end through
+// the HTTP API, approves the publish step, lets `keel dev` SIGKILL itself at
+// the worst moment (the destination accepted the publication, Keel had not
+// recorded it), restarts it, and shows the run finishing with exactly one
+// publication and the event log that explains the recovery. The end-to-end
+// test runs the same code and checks its result.
+package demo
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/run"
+)
+
+// Config names the binaries and where to talk.
+type Config struct {
+	Keel      string // path of the keel binary
+	PubServer string // path of the pubserver binary
+	Dir       string // scratch directory (data dir, logs)
+	Out       io.Writer
+	// FaultPoint is where keel dev dies (default after_dispatch).
+	FaultPoint string
+	// Spill runs analyze_documents in the long-running task.
+	Spill bool
+}
+
+// Result is what the demo observed.
+type Result struct {
+	RunID        string
+	Status       run.Status
+	Output       string
+	Publications int
+	Killed       bool
+	Events       []api.Event
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has been waited for
+	err    error         // its exit status, once exited is closed
+}
+
+func start(bin string, args, env []string, logPath string) (*proc, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); logf.Close(); close(p.exited) }()
+	return p, nil
+}
+
+// stop ends the process group (keel dev's task children included).
+func (p *proc) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	// Signal the whole group even when the leader is gone: a task child
+	// may outlive it.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+func waitFile(ctx context.Context, path string, p *proc) (string, error) {
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return strings.TrimSpace(string(b)), nil
+		}
+		select {
+		case <-p.exited:
+			return "", fmt.Errorf("process exited before writing %s: %v", path, p.err)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Run plays the demo. Every child it starts is stopped before it returns.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.FaultPoint == "" {
+		cfg.FaultPoint = "after_dispatch"
+	}
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
+	res := Result{}
+	dataDir := filepath.Join(cfg.Dir, "keel-data")
+	pubLog := filepath.Join(cfg.Dir, "publications.jsonl")
+
+	say("== Keel demo: the research agent, a crash at the worst moment, and the recovery")
+	say("[1/6] starting the publication service (an external destination that records every effect it receives)")
+	pub, err := start(cfg.PubServer, []string{"-log", pubLog, "-url-file", filepath.Join(cfg.Dir, "pub.url")}, nil, filepath.Join(cfg.Dir, "pubserver.log"))
+	if err != nil {
+		return res, err
+	}
+	defer pub.stop()
+	pubURL, err := waitFile(ctx, filepath.Join(cfg.Dir, "pub.url"), pub)
+	if err != nil {
+		return res, err
+	}
+	say("      %s (POST with Idempotency-Key; GET /publications/{operation_id} to look one up)", pubURL)
+
+	env := []string{"KEEL_PUBLISH=" + pubURL, "KEEL_DATA_DIR=" + dataDir}
+	if cfg.Spill {
+		env = append(env, "KEEL_SPILL_TOOLS=analyze_documents")
+	}
+	startKeel := func(n int, extra ...string) (*proc, *client.Client, error) {
+		_ = os.Remove(filepath.Join(dataDir, "url"))
+		p, err := start(cfg.Keel, []string{"dev", "--addr", "127.0.0.1:0"}, append(env, extra...), filepath.Join(cfg.Dir, fmt.Sprintf("keel-dev-%d.log", n)))
+		if err != nil {
+			return nil, nil, err
+		}
+		u, err := waitFile(ctx, filepath.Join(dataDir, "url"), p)
+		if err != nil {
+			p.stop()
+			return nil, nil, err
+		}
+		tok, err := os.ReadFile(filepath.Join(dataDir, "token"))
+		if err != nil {
+			p.stop()
+			return nil, nil, err
+		}
+		c, err := client.New(u, strings.TrimSpace(string(tok)), nil)
+		if err != nil {
+			p.stop()
+			return nil, nil, err
+		}
+		return p, c, nil
+	}
+	say("[2/6] starting keel dev (SQLite store, local Step Functions executor) with KEEL_FAULTPOINT=%s", cfg.FaultPoint)
+	keel, c, err := startKeel(1, "KEEL_FAULTPOINT="+cfg.FaultPoint)
+	if err != nil {
+		return res, err
+	}
+	defer func() { keel.stop() }()
+	say("      %s", c.BaseURL())
+
+	r, _, err := c.CreateRun(ctx, api.CreateRunRequest{Agent: "research", Input: "Write a short report on durable agents and publish it."}, "demo-1")
+	if err != nil {
+		return res, fmt.Errorf("create run: %w", err)
+	}
+	res.RunID = r.RunID
+	say("[3/6] run %s started: collect → analyze → draft → approval → publish", r.RunID)
+
+	// Watch until the approval is requested.
+	var lastSeq int64
+	var approvalID string
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	_, ferr := c.Follow(watchCtx, r.RunID, 0, func(ev api.Event) error {
+		lastSeq = ev.Seq
+		narrate(say, ev)
+		if ev.Type == run.EventApprovalRequested {
+			var d struct {
+				ApprovalID string `json:"approval_id"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			approvalID = d.ApprovalID
+			stopWatch()
+		}
+		return nil
+	})
+	stopWatch()
+	if approvalID == "" {
+		return res, fmt.Errorf("no approval was requested (stream: %v)", ferr)
+	}
+	ap, err := c.GetApproval(ctx, r.RunID, approvalID)
+	if err != nil {
+		return res, err
+	}
+	say("[4/6] approving the exact action: %s %s", ap.Tool, compact(ap.Args))
+	say("      args_hash %s", ap.ArgsHash)
+	if _, err := c.Decide(ctx, r.RunID, approvalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: ap.ArgsHash}); err != nil {
+		return res, fmt.Errorf("approve: %w", err)
+	}
+	select {
+	case <-keel.exited:
+		var ee *exec.ExitError
+		if errors.As(keel.err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				res.Killed = true
+			}
+		}
+	case <-time.After(30 * time.Second):
+	}
+	if !res.Killed {
+		return res, fmt.Errorf("keel dev did not die at fault point %s", cfg.FaultPoint)
+	}
+	n, err := countPublications(pubLog)
+	if err != nil {
+		return res, err
+	}
+	say("      ✗ keel dev was killed with SIGKILL at %q: the destination accepted the", cfg.FaultPoint)
+	say("        publication (it now holds %d), but Keel never recorded the result. Its operation is", n)
+	say("        still `pending`: whether it happened is, for Keel, unknown.")
+
+	say("[5/6] restarting keel dev on the same data directory (no fault point)")
+	keel, c, err = startKeel(2)
+	if err != nil {
+		return res, err
+	}
+	say("      %s — the executor resumes the execution, the harness reconciles before anything else", c.BaseURL())
+	end, err := c.Follow(ctx, r.RunID, lastSeq, func(ev api.Event) error {
+		narrate(say, ev)
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("follow after restart: %w", err)
+	}
+	final, err := c.GetRun(ctx, r.RunID)
+	if err != nil {
+		return res, err
+	}
+	res.Status, res.Output = final.Status, final.Output
+	if res.Publications, err = countPublications(pubLog); err != nil {
+		return res, err
+	}
+	for after := int64(0); ; {
+		page, err := c.Events(ctx, r.RunID, after, 500)
+		if err != nil {
+			return res, err
+		}
+		res.Events = append(res.Events, page.Events...)
+		if len(page.Events) == 0 {
+			break
+		}
+		after = page.Events[len(page.Events)-1].Seq
+	}
+	say("[6/6] run %s: %s — %q", r.RunID, end.Status, final.Output)
+	say("      publications at the destination: %d (exactly one: nothing was sent twice)", res.Publications)
+	say("      the event log of the recovery:")
+	from := 0
+	for i, ev := range res.Events {
+		if ev.Type == run.EventOpIntent {
+			from = i
+		}
+	}
+	for _, ev := range res.Events[from:] {
+		say("        %4d %-20s %s", ev.Seq, ev.Type, compact(ev.Data))
+	}
+	say("      read any run the same way: keel events RUN_ID (KEEL_URL, KEEL_TOKEN from %s)", dataDir)
+	keel.stop()
+	pub.stop()
+	say("stopped keel dev and the publication service; nothing is left running.")
+	return res, nil
+}
+
+func narrate(say func(string, ...any), ev api.Event) {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	switch ev.Type {
+	case run.EventToolStarted:
+		say("      • %v started", d["tool"])
+	case run.EventToolProgress:
+		say("        %v: %v/%v %v", d["tool"], d["done"], d["total"], d["note"])
+	case run.EventToolCompleted:
+		say("      • %v done", d["tool"])
+	case run.EventRunSpilled:
+		say("      ↪ %v runs in the long-running task (a child process here, Fargate on AWS)", d["tool"])
+	case run.EventApprovalRequested:
+		say("      ⏸ approval requested for %v (%v), args_hash %v", d["tool"], d["mode"], d["args_hash"])
+	case run.EventOpIntent:
+		say("      • operation intent recorded before dispatch: %s", ev.OperationID)
+	case run.EventOpReconciled:
+		say("      ✓ %s reconciled (%v): the destination already has it, external id %v — not sent again", ev.OperationID, d["how"], d["external_id"])
+	case run.EventOpSucceeded:
+		say("      ✓ %s succeeded, external id %v", ev.OperationID, d["external_id"])
+	case run.EventRunCompleted:
+		say("      ✓ run completed")
+	case run.EventRunFailed, run.EventRunNeedsHuman, run.EventRunCancelled:
+		say("      ✗ %s: %s", ev.Type, compact(ev.Data))
+	}
+}
+
+func compact(b json.RawMessage) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
+
+func countPublications(path string) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			n++
+		}
+	}
+	return n, sc.Err()
+}

@@ -1,0 +1,339 @@
+// Package devserver is `keel dev`: one process serving Keel's HTTP API, the
+// local Step Functions executor running stepfunctions/run.asl.json (and its
+// API, for the SDK clients of the long-running task), the SQLite store and
+// the file artifact store, all under one data directory.
+//
+// The data directory is held exclusively (an flock on DIR/lock): a second
+// `keel dev` on the same directory is refused. Because of that, leases held
+// by an earlier incarnation belong to a dead process and are ended at start,
+// so recovery after a crash does not wait for them to expire. Restarting
+// resumes every execution where it stopped: waits keep their end times,
+// task tokens stay valid, and an in-flight step is run again (the harness
+// reconciles before it does anything).
+package devserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/handlers"
+	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/setup"
+	"github.com/keelrun/keel/internal/states"
+	"github.com/keelrun/keel/stepfunctions"
+)
+
+// Function names the local executor binds run.asl.json's placeholders to.
+const (
+	stepFn      = "keel-step"
+	approvalFn  = "keel-approval"
+	finalizeFn  = "keel-finalize"
+	machineName = "keel-run"
+	ownerPrefix = "keel-dev/"
+)
+
+// Config configures a dev server.
+type Config struct {
+	// DataDir holds keel.db, artifacts/, published/, token and url.
+	DataDir string
+	// Addr to listen on (default 127.0.0.1:8080; port 0 picks a free one).
+	Addr string
+	// Token is the bearer token; default: the one in DataDir/token, or a
+	// new random one written there.
+	Token string
+	// Principal the token authenticates as (default "dev").
+	Principal string
+	// Setup is the runtime configuration (store, artifacts, model, publisher).
+	Setup setup.Config
+	// Backends supplies the model providers and AWS backends, when built in.
+	Backends setup.Backends
+	// TaskCommand is the argv of the local long-running task (normally
+	// this binary with "task"); empty: runs never spill.
+	TaskCommand []string
+	// StepBudget bounds one Step (default 60s).
+	StepBudget time.Duration
+	Faults     harness.FaultPoints
+	Logger     *slog.Logger
+}
+
+// Server is a running dev server.
+type Server struct {
+	URL   string
+	Token string
+
+	http     *http.Server
+	exec     *states.Executor
+	tasks    *states.ExecTaskRunner
+	parts    *setup.Parts
+	lock     *os.File
+	serveErr chan error
+}
+
+// Start opens everything, resumes executions and serves until Close.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = ".keel"
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.Principal == "" {
+		cfg.Principal = "dev"
+	}
+	if cfg.StepBudget <= 0 {
+		cfg.StepBudget = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	s := &Server{serveErr: make(chan error, 1)}
+	var err error
+	if s.lock, err = lockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Server, error) {
+		s.Close()
+		return nil, err
+	}
+	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
+		return fail(err)
+	}
+	if !strings.HasPrefix(cfg.Setup.Store, "sqlite:") {
+		return fail(fmt.Errorf("keel dev runs on the embedded SQLite store; KEEL_STORE %q is for the cloud entrypoints", cfg.Setup.Store))
+	}
+	if s.parts, err = cfg.Setup.Open(ctx, cfg.Backends); err != nil {
+		return fail(err)
+	}
+	owner := fmt.Sprintf("%s%d-%s", ownerPrefix, os.Getpid(), randHex(4))
+	if n, err := s.parts.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
+		return fail(err)
+	} else if n > 0 {
+		log.Info("ended leases of a previous keel dev", "runs", n)
+	}
+	h, err := harness.New(harness.Options{Store: s.parts.Store, Artifacts: s.parts.Artifacts, Agents: s.parts.Agents,
+		Owner: owner, CanSpill: len(cfg.TaskCommand) > 0, Faults: cfg.Faults, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
+	}
+	s.URL = "http://" + ln.Addr().String()
+
+	sfnStore, err := states.NewStore(ctx, s.parts.SQLite.DB())
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	if len(cfg.TaskCommand) > 0 {
+		// The task gets its own fault point (KEEL_TASK_FAULTPOINT), never
+		// the server's.
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "KEEL_FAULTPOINT=") && !strings.HasPrefix(kv, "KEEL_TASK_FAULTPOINT=") {
+				env = append(env, kv)
+			}
+		}
+		if fp := os.Getenv("KEEL_TASK_FAULTPOINT"); fp != "" {
+			env = append(env, "KEEL_FAULTPOINT="+fp)
+		}
+		env = append(env,
+			"KEEL_STORE="+cfg.Setup.Store, "KEEL_ARTIFACTS="+cfg.Setup.Artifacts, "KEEL_MODEL="+cfg.Setup.Model,
+			"KEEL_PUBLISH="+cfg.Setup.Publish, "KEEL_PUBLISH_CONTRACT="+cfg.Setup.PublishContract,
+			"KEEL_SFN_ENDPOINT="+s.URL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
+		s.tasks = &states.ExecTaskRunner{Command: cfg.TaskCommand[0], Args: cfg.TaskCommand[1:], Env: env,
+			Stdout: os.Stderr, Stderr: os.Stderr, Logger: log}
+	}
+	step := handlers.Step{Harness: h, Budget: func(context.Context) time.Duration { return cfg.StepBudget }}
+	fin := handlers.Finalize{Harness: h}
+	var taskRunner states.TaskRunner
+	if s.tasks != nil {
+		taskRunner = s.tasks
+	}
+	// The approval handler answers through the executor it is registered
+	// with: tokens points at it once it exists.
+	tokens := &lateTokens{}
+	appr := handlers.Approval{Store: s.parts.Store, Tokens: tokens}
+	s.exec, err = states.New(states.Config{Store: sfnStore, Tasks: taskRunner, Logger: log, Lambdas: map[string]states.LambdaFunc{
+		stepFn:     lambda(step.Handle),
+		approvalFn: lambda(appr.Handle),
+		finalizeFn: lambda(fin.Handle),
+	}})
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	tokens.e = s.exec
+	machine, err := states.Load(stepfunctions.Definition, map[string]string{
+		"StepFunctionArn": stepFn, "ApprovalFunctionArn": approvalFn, "FinalizeFunctionArn": finalizeFn,
+		"ClusterArn": "local", "TaskDefinitionArn": "keel-task", "SubnetIds": "local", "SecurityGroupIds": "local",
+		"ContainerName": "keel",
+	})
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	arn, err := s.exec.Register(ctx, machineName, machine)
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	apiHandler, err := api.New(api.Deps{
+		Store: s.parts.Store, Artifacts: s.parts.Artifacts,
+		Starter: handlers.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
+		Resumer: handlers.Resumer{Tokens: s.exec},
+		Auth:    api.Tokens{s.Token: cfg.Principal},
+		Agents:  api.AgentSet{research.AgentName: true},
+		Logger:  log,
+	})
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	sfnAPI := states.NewHandler(s.exec, log)
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The AWS JSON protocol names its operation in X-Amz-Target: those
+		// requests are for the local Step Functions endpoint, the rest for
+		// Keel's API. The SDK signs with the dev token as its secret, and
+		// the access key must be "keel-dev".
+		if strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSStepFunctions.") {
+			if !strings.Contains(r.Header.Get("Authorization"), "Credential=keel-dev/") {
+				http.Error(w, `{"__type":"UnrecognizedClientException","message":"unknown access key"}`, http.StatusForbidden)
+				return
+			}
+			sfnAPI.ServeHTTP(w, r)
+			return
+		}
+		apiHandler.ServeHTTP(w, r)
+	})
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.serveErr <- s.http.Serve(ln) }()
+	if err := s.exec.Start(ctx); err != nil {
+		return fail(err)
+	}
+	if err := writeFile(filepath.Join(cfg.DataDir, "url"), s.URL); err != nil {
+		return fail(err)
+	}
+	log.Info("keel dev ready", "url", s.URL, "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+// Wait blocks until the HTTP server stops.
+func (s *Server) Wait() error {
+	err := <-s.serveErr
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops serving and driving executions; they resume at the next Start.
+func (s *Server) Close() error {
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.http.Shutdown(ctx)
+		cancel()
+	}
+	if s.exec != nil {
+		s.exec.Close()
+	}
+	var err error
+	if s.parts != nil {
+		err = s.parts.Close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
+
+// lambda adapts a typed handler to the executor's JSON interface, with the
+// same JSON round trip a Lambda invocation has.
+func lambda[In, Out any](h func(context.Context, In) (Out, error)) states.LambdaFunc {
+	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		var in In
+		if err := json.Unmarshal(payload, &in); err != nil {
+			return nil, fmt.Errorf("payload: %w", err)
+		}
+		out, err := h(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+}
+
+type lateTokens struct{ e *states.Executor }
+
+func (t *lateTokens) SendTaskSuccess(ctx context.Context, token, output string) error {
+	return t.e.SendTaskSuccess(ctx, token, output)
+}
+
+func (t *lateTokens) SendTaskFailure(ctx context.Context, token, name, cause string) error {
+	return t.e.SendTaskFailure(ctx, token, name, cause)
+}
+
+type execStarter struct{ e *states.Executor }
+
+func (x execStarter) StartExecution(ctx context.Context, arn, name, input string) error {
+	_, err := x.e.StartExecution(ctx, states.StartExecutionInput{StateMachineArn: arn, Name: name, Input: input})
+	return err
+}
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data dir %s is in use by another keel dev (%w)", dir, err)
+	}
+	return f, nil
+}
+
+func token(dir, given string) (string, error) {
+	path := filepath.Join(dir, "token")
+	if given != "" {
+		return given, writeFile(path, given)
+	}
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	t := "kdev_" + randHex(20)
+	return t, writeFile(path, t)
+}
+
+func writeFile(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,275 @@
+// Package handlers holds the task handlers of stepfunctions/run.asl.json:
+// Step, Approval and Finalize, plus the EventBridge schedule handler and the
+// seams the API uses to start and resume runs. The Lambda entrypoints in
+// functions/ wrap them with lambda.Start; `keel dev` registers the very same
+// functions with the local States-Language executor (after a JSON round
+// trip), so both paths run identical code.
+//
+// Payloads carry ids only; everything else is read from the store, so a
+// handler can run on any worker, any number of times.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// StepInput is the Step task's payload.
+type StepInput struct {
+	RunID     string `json:"run_id"`
+	Execution string `json:"execution,omitempty"`
+}
+
+// Stepper is the harness.
+type Stepper interface {
+	Step(ctx context.Context, runID string, budget time.Duration) (harness.Decision, error)
+	Finalize(ctx context.Context, runID, errMsg string) (run.Run, error)
+}
+
+// Step runs one bounded harness step. Budget is the time the harness may
+// spend; in a Lambda it is the remaining time less a margin.
+type Step struct {
+	Harness Stepper
+	// Budget returns the time budget for this invocation.
+	Budget func(ctx context.Context) time.Duration
+}
+
+// Handle runs the step. Errors are the harness's named types, which the
+// state machine's Retry and Catch match by name.
+func (s Step) Handle(ctx context.Context, in StepInput) (harness.Decision, error) {
+	if in.RunID == "" {
+		return harness.Decision{}, errors.New("step: run_id is empty")
+	}
+	budget := 10 * time.Minute
+	if s.Budget != nil {
+		budget = s.Budget(ctx)
+	}
+	return s.Harness.Step(ctx, in.RunID, budget)
+}
+
+// LambdaBudget is the time left before ctx's deadline, less margin for the
+// commit and the response; 10 minutes when ctx has no deadline.
+func LambdaBudget(margin time.Duration) func(context.Context) time.Duration {
+	return func(ctx context.Context) time.Duration {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			return 10 * time.Minute
+		}
+		left := time.Until(dl) - margin
+		if left < time.Second {
+			left = time.Second
+		}
+		return left
+	}
+}
+
+// TaskTokens sends a decision back to a Step Functions wait.
+type TaskTokens interface {
+	SendTaskSuccess(ctx context.Context, token, output string) error
+	SendTaskFailure(ctx context.Context, token, errName, cause string) error
+}
+
+// ApprovalStore is what the approval handler needs.
+type ApprovalStore interface {
+	AttachTaskToken(ctx context.Context, runID, approvalID, token string) (run.Approval, error)
+}
+
+// ApprovalInput is the AwaitApproval task's payload.
+type ApprovalInput struct {
+	RunID      string `json:"run_id"`
+	ApprovalID string `json:"approval_id"`
+	TaskToken  string `json:"task_token"`
+}
+
+// Approval stores the wait's task token on the approval. If a person
+// already decided (the decision raced ahead of the token), it resumes the
+// wait at once; otherwise the API resumes it when the decision arrives.
+type Approval struct {
+	Store  ApprovalStore
+	Tokens TaskTokens
+}
+
+// Handle implements the AwaitApproval task.
+func (a Approval) Handle(ctx context.Context, in ApprovalInput) (json.RawMessage, error) {
+	if in.RunID == "" || in.ApprovalID == "" || in.TaskToken == "" {
+		return nil, fmt.Errorf("approval: run_id, approval_id and task_token are required")
+	}
+	ap, err := a.Store.AttachTaskToken(ctx, in.RunID, in.ApprovalID, in.TaskToken)
+	if err != nil {
+		return nil, &harness.RetryableError{Err: fmt.Errorf("attach task token: %w", err)}
+	}
+	if ap.Status != run.ApprovalPending {
+		if err := Resume(ctx, a.Tokens, ap); err != nil {
+			return nil, &harness.RetryableError{Err: err}
+		}
+	}
+	return json.RawMessage(`{"attached":true}`), nil
+}
+
+// Resume sends an approval's outcome through its task token. The state
+// machine goes back to Step either way: the harness reads the decision
+// from the store, never from the token's output.
+func Resume(ctx context.Context, tokens TaskTokens, ap run.Approval) error {
+	if ap.TaskToken == "" || ap.Status == run.ApprovalPending {
+		return nil
+	}
+	out, _ := json.Marshal(map[string]string{"approval_id": ap.ID, "status": string(ap.Status)})
+	err := tokens.SendTaskSuccess(ctx, ap.TaskToken, string(out))
+	if err != nil && isTokenGone(err) {
+		// The wait already ended (timed out, or resumed by a racing call):
+		// nothing is waiting for this token any more.
+		return nil
+	}
+	return err
+}
+
+func isTokenGone(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "TaskTimedOut") || strings.Contains(s, "TaskDoesNotExist") || strings.Contains(s, "InvalidToken")
+}
+
+// Resumer adapts Resume to the API's seam.
+type Resumer struct{ Tokens TaskTokens }
+
+// Resume implements api.Resumer.
+func (r Resumer) Resume(ctx context.Context, ap run.Approval) error { return Resume(ctx, r.Tokens, ap) }
+
+// FinalizeInput is the Finalize task's payload.
+type FinalizeInput struct {
+	RunID    string           `json:"run_id"`
+	Decision harness.Decision `json:"decision"`
+	Error    *StatesError     `json:"error"`
+}
+
+// StatesError is what a Catch puts at its ResultPath.
+type StatesError struct {
+	Error string `json:"Error"`
+	Cause string `json:"Cause"`
+}
+
+// FinalizeOutput tells the state machine how the execution ends.
+type FinalizeOutput struct {
+	Status run.Status `json:"status"`
+	Failed bool       `json:"failed"`
+}
+
+// Finalize records the final status of a run the state machine is done with.
+type Finalize struct{ Harness Stepper }
+
+// Handle implements the Finalize task.
+func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput, error) {
+	if in.RunID == "" {
+		return FinalizeOutput{}, errors.New("finalize: run_id is empty")
+	}
+	msg := in.Decision.Error
+	if in.Error != nil && in.Error.Error != "" {
+		msg = fmt.Sprintf("%s: %s", in.Error.Error, in.Error.Cause)
+	}
+	if in.Decision.Next == harness.NextFailed && msg == "" {
+		msg = "failed"
+	}
+	if in.Error == nil && in.Decision.Next != harness.NextFailed {
+		msg = ""
+	}
+	r, err := f.Harness.Finalize(ctx, in.RunID, msg)
+	if err != nil {
+		return FinalizeOutput{}, err
+	}
+	return FinalizeOutput{Status: r.Status, Failed: r.Status == run.StatusFailed}, nil
+}
+
+// Executions starts state machine executions.
+type Executions interface {
+	StartExecution(ctx context.Context, stateMachineARN, name, input string) error
+}
+
+// Starter starts a run's execution: the name is the run id, so starting
+// twice is the same execution (Step Functions refuses a second one).
+type Starter struct {
+	Executions      Executions
+	StateMachineARN string
+}
+
+// StartRun implements api.Starter.
+func (s Starter) StartRun(ctx context.Context, runID string) error {
+	in, _ := json.Marshal(map[string]any{"run_id": runID, "generation": 0})
+	return s.Executions.StartExecution(ctx, s.StateMachineARN, runID, string(in))
+}
+
+// RunCreator is what the schedule handler needs.
+type RunCreator interface {
+	CreateRun(ctx context.Context, r run.Run) (run.Run, bool, error)
+}
+
+// ScheduleEvent is the payload an EventBridge Scheduler target is given
+// (set as the schedule's Input): the run to start, and the scheduled time
+// from the <aws.scheduler.scheduled-time> context attribute.
+type ScheduleEvent struct {
+	ScheduleName  string          `json:"schedule_name"`
+	ScheduledTime string          `json:"scheduled_time"`
+	Owner         string          `json:"owner"`
+	Agent         string          `json:"agent"`
+	Input         string          `json:"input"`
+	SessionID     string          `json:"session_id,omitempty"`
+	Limits        json.RawMessage `json:"limits,omitempty"`
+}
+
+// Schedule creates one run per scheduled time: a redelivered event finds
+// the same run (its client key is the schedule name and time).
+type Schedule struct {
+	Store   RunCreator
+	Starter interface {
+		StartRun(ctx context.Context, runID string) error
+	}
+}
+
+// Handle implements the schedule target.
+func (s Schedule) Handle(ctx context.Context, ev ScheduleEvent) (map[string]string, error) {
+	switch {
+	case ev.ScheduleName == "":
+		return nil, errors.New("schedule: schedule_name is empty")
+	case ev.ScheduledTime == "":
+		return nil, errors.New("schedule: scheduled_time is empty")
+	case ev.Agent == "" || ev.Owner == "" || ev.Input == "":
+		return nil, errors.New("schedule: agent, owner and input are required")
+	}
+	if _, err := time.Parse(time.RFC3339, ev.ScheduledTime); err != nil {
+		return nil, fmt.Errorf("schedule: scheduled_time %q: %w", ev.ScheduledTime, err)
+	}
+	var lim run.Limits
+	if len(ev.Limits) > 0 {
+		if err := json.Unmarshal(ev.Limits, &lim); err != nil {
+			return nil, fmt.Errorf("schedule: limits: %w", err)
+		}
+	}
+	session := ev.SessionID
+	if session == "" {
+		session = "sched-" + ev.ScheduleName
+	}
+	r := run.Run{ID: run.NewID("run"), SessionID: session, Owner: ev.Owner, Agent: ev.Agent,
+		ClientKey: "schedule:" + ev.ScheduleName + "@" + ev.ScheduledTime, Request: ev.Input,
+		InputPolicy: run.InputQueue, Limits: lim.WithDefaults()}
+	stored, _, err := s.Store.CreateRun(ctx, r)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return nil, fmt.Errorf("schedule: %w", err)
+		}
+		return nil, &harness.RetryableError{Err: err}
+	}
+	if err := s.Starter.StartRun(ctx, stored.ID); err != nil && !isAlreadyStarted(err) {
+		return nil, &harness.RetryableError{Err: err}
+	}
+	return map[string]string{"run_id": stored.ID}, nil
+}
+
+func isAlreadyStarted(err error) bool {
+	return strings.Contains(err.Error(), "ExecutionAlreadyExists")
+}

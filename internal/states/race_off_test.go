@@ -1,0 +1,5 @@
+//go:build !race
+
+package states
+
+const raceEnabled = false

@@ -1,0 +1,149 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+func budgetOf(it item) run.Budget { return itemToRun(it).Budget }
+
+// resources lists the budget attributes and a function picking each
+// resource's amount and limit.
+var resources = []struct {
+	used, res, total string
+	amount           func(store.Amounts) int64
+	limit            func(run.Limits) int64
+}{
+	{"tok_used", "tok_res", "tok_total", func(a store.Amounts) int64 { return a.Tokens }, func(l run.Limits) int64 { return l.MaxTokens }},
+	{"spend_used", "spend_res", "spend_total", func(a store.Amounts) int64 { return a.SpendMicroUSD }, func(l run.Limits) int64 { return l.MaxSpendMicroUSD }},
+	{"calls_used", "calls_res", "calls_total", func(a store.Amounts) int64 { return a.ToolCalls }, func(l run.Limits) int64 { return l.MaxToolCalls }},
+}
+
+// Reserve implements store.Budgets with one conditional UpdateItem. For
+// each resource with a limit (0 = no limit) the condition is
+// total <= limit − amount, where total = used + reserved is kept on the
+// row, because DynamoDB conditions cannot add. The limits come from the
+// run's cached state (they never change after creation).
+func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run.Budget, error) {
+	if err := checkID("run id", runID); err != nil {
+		return run.Budget{}, err
+	}
+	if err := checkAmounts(a); err != nil {
+		return run.Budget{}, err
+	}
+	st, _, err := s.state(ctx, runID, false)
+	if err != nil {
+		return run.Budget{}, err
+	}
+	e := newExpr()
+	u := &update{set: []string{e.name("updated_at") + " = " + e.value(tv(s.now()))}}
+	conds := []string{"attribute_exists(" + e.name("pk") + ")"}
+	for _, r := range resources {
+		amt, lim := r.amount(a), r.limit(st.limits)
+		if lim > 0 {
+			if amt > lim {
+				return run.Budget{}, fmt.Errorf("dynamo: reserve %+v on %q: %w (limits %+v)", a, runID, store.ErrBudgetExceeded, st.limits)
+			}
+			conds = append(conds, e.name(r.total)+" <= "+e.value(nv(lim-amt)))
+		}
+		if amt != 0 {
+			v := e.value(nv(amt))
+			u.set = append(u.set, e.name(r.res)+" = "+e.name(r.res)+" + "+v, e.name(r.total)+" = "+e.name(r.total)+" + "+v)
+		}
+	}
+	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(runPK(runID), runSK),
+		UpdateExpression:          aws.String(u.String()),
+		ConditionExpression:       aws.String(and(conds)),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err == nil {
+		it := item(out.Attributes)
+		s.remember(runID, stateOf(it))
+		return budgetOf(it), nil
+	}
+	if !isConditionFailed(err) {
+		return run.Budget{}, fmt.Errorf("dynamo: reserve on %q: %w", runID, err)
+	}
+	it, rerr := s.readRun(ctx, runID)
+	if rerr != nil {
+		return run.Budget{}, rerr
+	}
+	return run.Budget{}, fmt.Errorf("dynamo: reserve %+v on %q: %w (limits %+v, budget %+v)", a, runID,
+		store.ErrBudgetExceeded, st.limits, budgetOf(it))
+}
+
+// Settle implements store.Budgets with one conditional UpdateItem:
+// reserved −= released, used += used, total += used − released, on
+// condition that reserved >= released. Releasing more than is reserved
+// leaves the reservation at zero (as in the SQLite backend): the condition
+// fails, the row is read and the release clamped to what is reserved.
+func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.Amounts) (run.Budget, error) {
+	if err := checkID("run id", runID); err != nil {
+		return run.Budget{}, err
+	}
+	if err := checkAmounts(reserved); err != nil {
+		return run.Budget{}, err
+	}
+	if err := checkAmounts(used); err != nil {
+		return run.Budget{}, err
+	}
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if err := backoff(ctx, attempt); err != nil {
+			return run.Budget{}, err
+		}
+		e := newExpr()
+		u := &update{set: []string{e.name("updated_at") + " = " + e.value(tv(s.now()))}}
+		conds := []string{"attribute_exists(" + e.name("pk") + ")"}
+		for _, r := range resources {
+			rel, use := r.amount(reserved), r.amount(used)
+			if rel != 0 {
+				v := e.value(nv(rel))
+				u.set = append(u.set, e.name(r.res)+" = "+e.name(r.res)+" - "+v)
+				conds = append(conds, e.name(r.res)+" >= "+v)
+			}
+			if use != 0 {
+				u.set = append(u.set, e.name(r.used)+" = "+e.name(r.used)+" + "+e.value(nv(use)))
+			}
+			if d := use - rel; d != 0 {
+				u.set = append(u.set, e.name(r.total)+" = "+e.name(r.total)+" + "+e.value(nv(d)))
+			}
+		}
+		out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(runPK(runID), runSK),
+			UpdateExpression:          aws.String(u.String()),
+			ConditionExpression:       aws.String(and(conds)),
+			ExpressionAttributeNames:  e.names,
+			ExpressionAttributeValues: e.values,
+			ReturnValues:              types.ReturnValueAllNew,
+		})
+		if err == nil {
+			it := item(out.Attributes)
+			s.remember(runID, stateOf(it))
+			return budgetOf(it), nil
+		}
+		if !isConditionFailed(err) {
+			return run.Budget{}, fmt.Errorf("dynamo: settle on %q: %w", runID, err)
+		}
+		it, rerr := s.readRun(ctx, runID)
+		if rerr != nil {
+			return run.Budget{}, rerr
+		}
+		b := budgetOf(it)
+		reserved = store.Amounts{Tokens: min(reserved.Tokens, b.TokensReserved),
+			SpendMicroUSD: min(reserved.SpendMicroUSD, b.SpendReservedMicroUSD),
+			ToolCalls:     min(reserved.ToolCalls, b.ToolCallsReserved)}
+	}
+	return run.Budget{}, tooContended("settle", runID)
+}

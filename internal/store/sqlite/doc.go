@@ -1,0 +1,40 @@
+// Package sqlite is Keel's embedded store: store.Store on one SQLite file,
+// through the pure-Go modernc.org/sqlite driver, so `keel dev` needs no cgo,
+// no server and no cloud.
+//
+// Durability and concurrency:
+//   - The file is in WAL mode with synchronous=FULL: when a method returns
+//     nil, its write is fsync'd. Foreign keys are on.
+//   - Every write is one transaction begun with BEGIN IMMEDIATE, which takes
+//     the file's write lock up front. Two processes on one file therefore
+//     queue (busy_timeout, Options.BusyTimeout) instead of deadlocking when
+//     both try to upgrade a read lock. Within a process, writes share one
+//     connection and queue in Go.
+//   - Reads use a separate pool; each statement sees the last committed
+//     state. Multi-row reads that must agree with a write (the checks of
+//     Commit, Reserve, AcquireLease) run inside the write transaction.
+//   - Reserve is a single conditional UPDATE (used + reserved + request <=
+//     limit, 0 meaning no limit), so concurrent reservations never overspend.
+//
+// Schema: versioned migrations embedded from migrations/NNNN_name.sql, each
+// applied once in its own transaction and recorded in schema_migrations. A
+// file whose schema is newer than the binary is refused. Fields that are
+// queried are columns; payloads (args, event data, results, checkpoint
+// state) are stored as given. Times are unix nanoseconds, read back in UTC.
+// Other components may keep their own tables in the same file through
+// [Store.DB], prefixed with their name (sfn_ for the local Step Functions
+// executor), and must not touch these.
+//
+// Choices where package store is silent:
+//   - CreateRun stores Limits as given (0 = no limit); applying
+//     run.DefaultLimits is the caller's policy. An empty input policy is queue.
+//   - Event types are checked for shape (lowercase snake case, at most 64
+//     bytes), not against a closed list, so a new type needs no change here.
+//   - A fencing token is current only while a lease is held with it: after
+//     ReleaseLease, or a Commit with RunPatch.ReleaseLease, Commit with the
+//     old token is ErrFenced.
+//   - ReadEvents and ListCheckpoints treat limit 0 as store.MaxEventsPerPage.
+//   - Consuming an input twice is ErrConflict; cancelling an approval that is
+//     no longer pending leaves it as it is.
+//   - Ids, owners, tools and references are at most 512 bytes.
+package sqlite
