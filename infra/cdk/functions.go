@@ -32,8 +32,7 @@ type functionSpec struct {
 	// PutArtifacts: the function writes to the bucket (all may read it:
 	// large checkpoints live there).
 	PutArtifacts bool
-	// Model: the function calls models, so it gets the model secret and
-	// the extra environment.
+	// Model: the function calls models, so it may read the model secret.
 	Model bool
 }
 
@@ -67,8 +66,8 @@ type FunctionsProps struct {
 	CodeDir     string
 	Table       awsdynamodb.ITable
 	Bucket      awss3.IBucket
-	ModelSecret awssecretsmanager.ISecret // may be nil
-	Environment map[string]string         // for the functions that call models
+	ModelSecret awssecretsmanager.ISecret // may be nil; read by step only
+	Environment map[string]string         // added to every function
 }
 
 // Functions are Keel's Lambda entrypoints. They run outside the VPC: they
@@ -89,13 +88,13 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 			EnvTable:  props.Table.TableName(),
 			EnvBucket: props.Bucket.BucketName(),
 		}
-		if s.Model {
-			for k, v := range props.Environment {
-				env[k] = jsii.String(v)
-			}
-			if props.ModelSecret != nil {
-				env[EnvModelSecretArn] = props.ModelSecret.SecretArn()
-			}
+		// Every entrypoint builds its parts from the same variables
+		// (internal/setup), so the extra environment goes to all of them.
+		for k, v := range props.Environment {
+			env[k] = jsii.String(v)
+		}
+		if s.Model && props.ModelSecret != nil {
+			env[EnvModelSecretArn] = props.ModelSecret.SecretArn()
 		}
 		logs := awslogs.NewLogGroup(c, jsii.String(s.ID+"Logs"), &awslogs.LogGroupProps{
 			Retention: awslogs.RetentionDays_ONE_MONTH,

@@ -56,17 +56,18 @@ type Scheduling struct {
 	Example awsscheduler.Schedule
 }
 
-// scheduleInput is the event the schedule function receives. Scheduler
-// delivers at least once; scheduled_time is the same on every delivery of
-// one occurrence, so schedule ARN + scheduled time is the run's idempotency
-// key and a redelivery finds the run it already created.
+// scheduleInput is the event the schedule function receives
+// (handlers.ScheduleEvent). Scheduler delivers at least once;
+// scheduled_time is the same on every delivery of one occurrence, so the
+// function keys the run on schedule ARN + scheduled time and a redelivery
+// finds the run it already created. The owner is the function's
+// KEEL_SCHEDULE_OWNER.
 func scheduleInput(e ExampleSchedule) map[string]any {
 	return map[string]any{
-		"agent":           e.Agent,
-		"input":           e.Input,
-		"scheduled_time":  *awsscheduler.ContextAttribute_ScheduledTime(),
-		"schedule_arn":    *awsscheduler.ContextAttribute_ScheduleArn(),
-		"idempotency_key": *awsscheduler.ContextAttribute_ScheduleArn() + "@" + *awsscheduler.ContextAttribute_ScheduledTime(),
+		"agent":          e.Agent,
+		"input":          e.Input,
+		"scheduled_time": *awsscheduler.ContextAttribute_ScheduledTime(),
+		"schedule_arn":   *awsscheduler.ContextAttribute_ScheduleArn(),
 	}
 }
 

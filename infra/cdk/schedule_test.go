@@ -61,7 +61,7 @@ func TestScheduling(t *testing.T) {
 				t.Fatalf("Input is not a JSON object of strings: %v", err)
 			}
 			if input["scheduled_time"] != "<aws.scheduler.scheduled-time>" || input["agent"] != tc.agent ||
-				input["idempotency_key"] != "<aws.scheduler.schedule-arn>@<aws.scheduler.scheduled-time>" {
+				input["schedule_arn"] != "<aws.scheduler.schedule-arn>" || input["input"] == "" {
 				t.Errorf("Input = %v", input)
 			}
 

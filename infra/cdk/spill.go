@@ -142,10 +142,11 @@ func taskImage(props SpillTaskProps) awsecs.ContainerImage {
 	return awsecs.ContainerImage_FromAsset(jsii.String(props.AssetRoot), &awsecs.AssetImageProps{
 		File:     jsii.String(TaskDockerfile),
 		Platform: awsecrassets.Platform_LINUX_ARM64(),
-		// The context is the whole repository (the task builds from the
-		// module root); these never belong in an image. A .dockerignore at
-		// the root adds to them.
-		Exclude: jsii.Strings(".git", "**/node_modules", "**/cdk.out", ".ci"),
+		// The context is the whole repository (the Dockerfile builds the
+		// task from source at the module root); these never belong in it:
+		// history, npm trees, cloud assemblies, built bootstraps and tools,
+		// local dev state. A .dockerignore at the root adds to them.
+		Exclude: jsii.Strings(".git", "**/node_modules", "**/cdk.out", "dist", "bin", ".keel"),
 	})
 }
 

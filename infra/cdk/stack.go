@@ -50,8 +50,9 @@ type KeelStackProps struct {
 	// get its ARN as KEEL_MODEL_SECRET_ARN; the secret's value never enters
 	// the template or an environment variable.
 	ModelSecretName string
-	// Environment adds variables to the step function and the Fargate task
-	// (model selection, limits). Never put a secret here: the values are
+	// Environment adds variables to every function and the Fargate task
+	// (KEEL_MODEL, KEEL_PUBLISH, KEEL_SPILL_TOOLS...: internal/setup reads
+	// the same ones everywhere). Never put a secret here: the values are
 	// visible in the template and the console.
 	Environment map[string]string
 

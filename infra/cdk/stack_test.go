@@ -150,15 +150,17 @@ func TestKeelStackVariants(t *testing.T) {
 			},
 		},
 		{
-			name:  "model secret and environment reach the step function and the task only",
+			name:  "environment reaches every function and the task, the model secret step and the task only",
 			props: KeelStackProps{ModelSecretName: "keel/model", Environment: map[string]string{"KEEL_MODEL": "anthropic"}},
 			check: func(t *testing.T, s synthesized) {
 				stack := s.Stack.Stack
 				for name, fn := range s.Stack.Functions.ByName() {
 					vars := jsonOf(s.resources("AWS::Lambda::Function")[logicalID(stack, fn)].Props()["Environment"])
-					want := name == "step"
-					if got := strings.Contains(vars, EnvModelSecretArn) && strings.Contains(vars, `"KEEL_MODEL":"anthropic"`); got != want {
-						t.Errorf("%s has the model settings: %v, want %v (%s)", name, got, want, vars)
+					if !strings.Contains(vars, `"KEEL_MODEL":"anthropic"`) {
+						t.Errorf("%s lacks the extra environment: %s", name, vars)
+					}
+					if got, want := strings.Contains(vars, EnvModelSecretArn), name == "step"; got != want {
+						t.Errorf("%s has %s: %v, want %v (%s)", name, EnvModelSecretArn, got, want, vars)
 					}
 					if strings.Contains(vars, "secretsmanager") && !strings.Contains(vars, ":secret:keel/model") {
 						t.Errorf("%s: unexpected secret reference %s", name, vars)
