@@ -102,7 +102,8 @@ cdk-bootstraps:
 	@for f in $(CDK_FUNCTIONS); do $(MAKE) --no-print-directory build-$$f || exit 1; done
 
 synth: cdk-bootstraps $(CDK_CLI)
-	cd $(CDK_DIR) && CDK_DISABLE_CLI_TELEMETRY=true npx --no -- cdk synth --no-notices $(CDK_ARGS)
+	cd $(CDK_DIR) && CDK_DISABLE_CLI_TELEMETRY=true npx --no -- cdk synth --no-notices --quiet $(CDK_ARGS)
+	@echo "synth: template and assets in $(CDK_DIR)/cdk.out/"
 
 deploy: cdk-bootstraps $(CDK_CLI)
 	cd $(CDK_DIR) && npx --no -- cdk deploy $(CDK_ARGS)
