@@ -34,7 +34,7 @@ lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
 
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
-test: lint test-asl test-go
+test: lint test-asl test-cdk test-go
 
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
@@ -95,3 +95,35 @@ demo:
 dev:
 	$(GO) build -o bin/keel ./cmd/keel
 	./bin/keel dev
+# AWS CDK app (infra/cdk: its own Go module, so the runtime's go.mod carries
+# no CDK dependencies). The aws-cdk CLI is pinned in infra/cdk/package.json
+# and runs from its node_modules through npx; nothing is installed globally.
+# CDK_ARGS passes options through, e.g.
+#   make deploy CDK_ARGS='-c keel:natGateways=2 --require-approval never'
+CDK_DIR := infra/cdk
+CDK_CLI := $(CDK_DIR)/node_modules/.bin/cdk
+CDK_FUNCTIONS := api step approval finalize schedule
+CDK_ARGS ?=
+
+$(CDK_CLI): $(CDK_DIR)/package.json $(CDK_DIR)/package-lock.json
+	cd $(CDK_DIR) && npm ci --no-audit --no-fund --prefer-offline
+	@touch $@
+
+.PHONY: cdk-bootstraps synth deploy test-cdk
+# cdk-bootstraps: the Lambda code the stack deploys; go build relinks a
+# bootstrap only when its sources changed.
+cdk-bootstraps:
+	@for f in $(CDK_FUNCTIONS); do $(MAKE) --no-print-directory build-$$f || exit 1; done
+
+synth: cdk-bootstraps $(CDK_CLI)
+	cd $(CDK_DIR) && CDK_DISABLE_CLI_TELEMETRY=true npx --no -- cdk synth --no-notices --quiet $(CDK_ARGS)
+	@echo "synth: template and assets in $(CDK_DIR)/cdk.out/"
+
+deploy: cdk-bootstraps $(CDK_CLI)
+	cd $(CDK_DIR) && npx --no -- cdk deploy $(CDK_ARGS)
+
+# test-cdk: synthesizes the stack in-process (fake account and region, no
+# credentials, no network, no Docker) and asserts on the template.
+test-cdk:
+	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 15m .
+

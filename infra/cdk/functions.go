@@ -1,0 +1,145 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// The environment the functions and the Fargate task read their resources
+// from. Names only: no credential is ever passed this way.
+const (
+	EnvTable           = "KEEL_TABLE"
+	EnvBucket          = "KEEL_BUCKET"
+	EnvStateMachineArn = "KEEL_STATE_MACHINE_ARN"
+	EnvModelSecretArn  = "KEEL_MODEL_SECRET_ARN"
+)
+
+// functionSpec is one Lambda entrypoint under functions/<Name>.
+type functionSpec struct {
+	Name        string // directory under functions/ and dist/
+	ID          string // construct id
+	Description string
+	TimeoutSec  float64
+	MemoryMiB   float64
+	// PutArtifacts: the function writes to the bucket (all may read it:
+	// large checkpoints live there).
+	PutArtifacts bool
+	// Model: the function calls models, so it may read the model secret.
+	Model bool
+}
+
+// functionSpecs lists the entrypoints in creation order. Timeouts: the
+// HTTP API gives an integration at most 30 s; step runs harness iterations
+// until its own time budget, below Lambda's 15-minute bound and the
+// Step state's 960 s timeout in run.asl.json.
+func functionSpecs() []functionSpec {
+	return []functionSpec{
+		{Name: "api", ID: "Api", Description: "Keel HTTP API", TimeoutSec: 29, MemoryMiB: 512, PutArtifacts: true},
+		{Name: "step", ID: "Step", Description: "Keel harness step", TimeoutSec: 900, MemoryMiB: 1024, PutArtifacts: true, Model: true},
+		{Name: "approval", ID: "Approval", Description: "Keel approval wait: records the task token", TimeoutSec: 30, MemoryMiB: 256},
+		{Name: "finalize", ID: "Finalize", Description: "Keel run finalization and debug bundle", TimeoutSec: 300, MemoryMiB: 512, PutArtifacts: true},
+		{Name: "schedule", ID: "Schedule", Description: "Keel scheduled run creation", TimeoutSec: 30, MemoryMiB: 256},
+	}
+}
+
+// FunctionNames are the Lambda entrypoints the stack deploys; each needs
+// dist/<name>/bootstrap (make build-<name>).
+func FunctionNames() []string {
+	var names []string
+	for _, s := range functionSpecs() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// FunctionsProps configures NewFunctions.
+type FunctionsProps struct {
+	// CodeDir holds <name>/bootstrap for every name in FunctionNames.
+	CodeDir     string
+	Table       awsdynamodb.ITable
+	Bucket      awss3.IBucket
+	ModelSecret awssecretsmanager.ISecret // may be nil; read by step only
+	Environment map[string]string         // added to every function
+}
+
+// Functions are Keel's Lambda entrypoints. They run outside the VPC: they
+// reach DynamoDB, S3, Step Functions and model providers through public
+// endpoints, so a NAT outage cannot stop them.
+type Functions struct {
+	constructs.Construct
+	API, Step, Approval, Finalize, Schedule awslambda.Function
+}
+
+// NewFunctions creates the five functions, each with its own log group and
+// role, and grants each exactly the data access its entrypoint needs.
+func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *Functions {
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	out := &Functions{Construct: c}
+	for _, s := range functionSpecs() {
+		env := map[string]*string{
+			EnvTable:  props.Table.TableName(),
+			EnvBucket: props.Bucket.BucketName(),
+		}
+		// Every entrypoint builds its parts from the same variables
+		// (internal/setup), so the extra environment goes to all of them.
+		for k, v := range props.Environment {
+			env[k] = jsii.String(v)
+		}
+		if s.Model && props.ModelSecret != nil {
+			env[EnvModelSecretArn] = props.ModelSecret.SecretArn()
+		}
+		logs := awslogs.NewLogGroup(c, jsii.String(s.ID+"Logs"), &awslogs.LogGroupProps{
+			Retention: awslogs.RetentionDays_ONE_MONTH,
+		})
+		fn := awslambda.NewFunction(c, jsii.String(s.ID), &awslambda.FunctionProps{
+			Description:   jsii.String(s.Description),
+			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:  awslambda.Architecture_ARM_64(),
+			Handler:       jsii.String("bootstrap"),
+			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, s.Name)), nil),
+			Timeout:       awscdk.Duration_Seconds(jsii.Number(s.TimeoutSec)),
+			MemorySize:    jsii.Number(s.MemoryMiB),
+			Environment:   &env,
+			LogGroup:      logs,
+			LoggingFormat: awslambda.LoggingFormat_JSON,
+			Tracing:       awslambda.Tracing_ACTIVE,
+		})
+		props.Table.GrantReadWriteData(fn)
+		props.Bucket.GrantRead(fn, nil)
+		if s.PutArtifacts {
+			// Put, not write: artifacts are immutable, nothing deletes them.
+			props.Bucket.GrantPut(fn, nil)
+		}
+		if s.Model && props.ModelSecret != nil {
+			props.ModelSecret.GrantRead(fn, nil)
+		}
+		switch s.Name {
+		case "api":
+			out.API = fn
+		case "step":
+			out.Step = fn
+		case "approval":
+			out.Approval = fn
+		case "finalize":
+			out.Finalize = fn
+		case "schedule":
+			out.Schedule = fn
+		}
+	}
+	return out
+}
+
+// ByName returns the functions keyed by their entrypoint name.
+func (f *Functions) ByName() map[string]awslambda.Function {
+	return map[string]awslambda.Function{
+		"api": f.API, "step": f.Step, "approval": f.Approval, "finalize": f.Finalize, "schedule": f.Schedule,
+	}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+// run synthesizes the app; it returns instead of exiting so the jsii
+// kernel (a Node.js child process) is always shut down.
+func run() int {
+	defer jsii.Close()
+	app := awscdk.NewApp(nil)
+	dir, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "keel cdk:", err)
+		return 1
+	}
+	cfg, err := configFromContext(func(key string) any { return app.Node().TryGetContext(jsii.String(key)) }, dir)
+	if err == nil {
+		err = cfg.Props.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "keel cdk: invalid configuration:\n%v\n", err)
+		return 1
+	}
+	NewKeelStack(app, cfg.StackName, cfg.Props)
+	app.Synth(nil)
+	return 0
+}

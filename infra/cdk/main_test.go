@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary act as the CDK app (as `cdk synth` runs
+// `go run .`): with KEEL_CDK_TEST_APP=1 it runs main's run and exits.
+func TestMain(m *testing.M) {
+	if os.Getenv("KEEL_CDK_TEST_APP") == "1" {
+		os.Exit(run())
+	}
+	os.Exit(m.Run())
+}
+
+// runApp runs the app the way the CDK CLI does: context (cdk.json's plus
+// extra) in CDK_CONTEXT_JSON, the cloud assembly directory in CDK_OUTDIR,
+// fake account and region, and no AWS credentials.
+func runApp(t *testing.T, extra map[string]any) (outdir string, stderr string, err error) {
+	t.Helper()
+	ctx := cdkJSONContext(t)
+	maps.Copy(ctx, extra)
+	raw, jerr := json.Marshal(ctx)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	outdir = t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "CDK_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env,
+		"KEEL_CDK_TEST_APP=1",
+		"CDK_OUTDIR="+outdir,
+		"CDK_CONTEXT_JSON="+string(raw),
+		"CDK_DEFAULT_ACCOUNT="+fakeAccount,
+		"CDK_DEFAULT_REGION="+fakeRegion,
+		"AWS_EC2_METADATA_DISABLED=true",
+	)
+	var buf bytes.Buffer
+	cmd.Stderr = &buf
+	err = cmd.Run()
+	return outdir, buf.String(), err
+}
+
+func TestApp(t *testing.T) {
+	t.Run("synthesizes the named stack", func(t *testing.T) {
+		root := fakeAssetRoot(t)
+		out, stderr, err := runApp(t, map[string]any{CtxAssetRoot: root, CtxStackName: "KeelTest", CtxNATGateways: "2"})
+		if err != nil {
+			t.Fatalf("app: %v\n%s", err, stderr)
+		}
+		raw, err := os.ReadFile(filepath.Join(out, "KeelTest.template.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tmpl map[string]any
+		if err := json.Unmarshal(raw, &tmpl); err != nil {
+			t.Fatal(err)
+		}
+		nats := synthesized{JSON: tmpl}.resources("AWS::EC2::NatGateway")
+		if len(nats) != 2 {
+			t.Errorf("%d NAT gateways, want the 2 from context", len(nats))
+		}
+	})
+	t.Run("refuses an incomplete asset root", func(t *testing.T) {
+		_, stderr, err := runApp(t, map[string]any{CtxAssetRoot: t.TempDir()})
+		if err == nil {
+			t.Fatal("app succeeded without Lambda code")
+		}
+		for _, want := range []string{"invalid configuration", "make build-api", "make build-schedule", "run.asl.json", "Dockerfile"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr)
+			}
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+func TestSpillTask(t *testing.T) {
+	cases := []struct {
+		name  string
+		props SpillTaskProps
+		// image: "asset" for the Docker build asset, else the URI.
+		image string
+		nats  int
+		azs   []string
+	}{
+		{name: "defaults: built image, one NAT, zones from CloudFormation", image: "asset", nats: 1},
+		{
+			name:  "pulled image, two NATs, given zones",
+			props: SpillTaskProps{Image: "public.ecr.aws/example/keel-task:1", NATGateways: 2, AvailabilityZones: []string{"eu-west-1a", "eu-west-1b"}},
+			image: "public.ecr.aws/example/keel-task:1", nats: 2, azs: []string{"eu-west-1a", "eu-west-1b"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := synthConstruct(t, func(stack awscdk.Stack, root string) {
+				storage := NewStorage(stack, "Storage")
+				p := tc.props
+				p.AssetRoot = root
+				p.CPU, p.MemoryMiB = 1024, 2048
+				if p.NATGateways == 0 {
+					p.NATGateways = 1
+				}
+				p.Table, p.Bucket = storage.Table, storage.Bucket
+				p.Environment = map[string]string{"KEEL_MODEL": "scripted"}
+				NewSpillTask(stack, "Spill", p)
+			})
+
+			countTypes(t, s, map[string]int{
+				"AWS::EC2::VPC":         1,
+				"AWS::EC2::Subnet":      4, // public + private in each of two zones
+				"AWS::EC2::NatGateway":  tc.nats,
+				"AWS::EC2::VPCEndpoint": 2,
+				"AWS::ECS::Cluster":     1,
+			})
+			endpoints := jsonOf(s.resources("AWS::EC2::VPCEndpoint"))
+			for _, svc := range []string{".s3", ".dynamodb"} {
+				if !strings.Contains(endpoints, svc) || !strings.Contains(endpoints, `"VpcEndpointType":"Gateway"`) {
+					t.Errorf("no gateway endpoint for %s: %s", svc, endpoints)
+				}
+			}
+			subnets := jsonOf(s.resources("AWS::EC2::Subnet"))
+			if len(tc.azs) == 0 && !strings.Contains(subnets, "Fn::GetAZs") {
+				t.Errorf("subnets do not take their zones from Fn::GetAZs: %s", subnets)
+			}
+			for _, az := range tc.azs {
+				if !strings.Contains(subnets, `"AvailabilityZone":"`+az+`"`) {
+					t.Errorf("no subnet in %s", az)
+				}
+			}
+
+			sg := s.only(t, "AWS::EC2::SecurityGroup").Props()
+			if _, ok := sg["SecurityGroupIngress"]; ok {
+				t.Errorf("task security group accepts inbound traffic: %s", jsonOf(sg))
+			}
+
+			s.Template.HasResourceProperties(jsii.String("AWS::ECS::TaskDefinition"), map[string]any{
+				"RequiresCompatibilities": []any{"FARGATE"},
+				"NetworkMode":             "awsvpc",
+				"Cpu":                     "1024",
+				"Memory":                  "2048",
+				"RuntimePlatform":         map[string]any{"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"},
+				"ContainerDefinitions": []any{assertions.Match_ObjectLike(&map[string]any{
+					"Name":      ContainerName,
+					"Essential": true,
+					"Environment": assertions.Match_ArrayWith(&[]any{
+						map[string]any{"Name": "KEEL_MODEL", "Value": "scripted"},
+					}),
+					"LogConfiguration": assertions.Match_ObjectLike(&map[string]any{"LogDriver": "awslogs"}),
+				})},
+			})
+			td := s.only(t, "AWS::ECS::TaskDefinition").Props()
+			image := td["ContainerDefinitions"].([]any)[0].(map[string]any)["Image"]
+			if tc.image != "asset" {
+				if image != tc.image {
+					t.Errorf("image = %s, want %s", jsonOf(image), tc.image)
+				}
+				return
+			}
+			if !strings.Contains(jsonOf(image), "cdk-hnb659fds-container-assets") {
+				t.Errorf("image is not the Docker asset: %s", jsonOf(image))
+			}
+			// The asset manifest tells cdk deploy how to build the image:
+			// from the repository root, with the task's Dockerfile, for arm64.
+			raw, err := os.ReadFile(filepath.Join(s.OutDir, "Test.assets.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var manifest struct {
+				DockerImages map[string]struct {
+					Source struct {
+						Directory      string `json:"directory"`
+						DockerFile     string `json:"dockerFile"`
+						Platform       string `json:"platform"`
+						DockerBuildArg any    `json:"dockerBuildArgs"`
+					} `json:"source"`
+				} `json:"dockerImages"`
+			}
+			if err := json.Unmarshal(raw, &manifest); err != nil {
+				t.Fatal(err)
+			}
+			if len(manifest.DockerImages) != 1 {
+				t.Fatalf("%d docker images in the asset manifest, want 1", len(manifest.DockerImages))
+			}
+			for _, img := range manifest.DockerImages {
+				if img.Source.DockerFile != TaskDockerfile || img.Source.Platform != "linux/arm64" {
+					t.Errorf("image source = %+v", img.Source)
+				}
+				staged := filepath.Join(s.OutDir, img.Source.Directory)
+				if _, err := os.Stat(filepath.Join(staged, TaskDockerfile)); err != nil {
+					t.Errorf("staged build context lacks the Dockerfile: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// KeelStackProps configures NewKeelStack. Zero values take the documented
+// defaults; Validate reports what is missing before any construct is made.
+type KeelStackProps struct {
+	awscdk.StackProps
+
+	// AssetRoot is the repository root. Lambda code comes from
+	// AssetRoot/dist/<name>/bootstrap (make build-<name>), the state machine
+	// from AssetRoot/stepfunctions/run.asl.json, and the Fargate image is
+	// built with AssetRoot as context and tasks/fargate/Dockerfile.
+	AssetRoot string
+
+	// TaskImage, when set, is an image URI the Fargate task pulls instead
+	// of the image built from tasks/fargate/Dockerfile (then deploying needs
+	// no Docker). It must be an arm64 image.
+	TaskImage string
+	// TaskCPU and TaskMemoryMiB size the Fargate task (a valid Fargate
+	// combination). Defaults: 1024 (1 vCPU) and 2048.
+	TaskCPU       int
+	TaskMemoryMiB int
+
+	// NATGateways is the number of NAT gateways for the private subnets the
+	// Fargate task runs in. Default 1 (one shared gateway: the cheapest
+	// layout that still reaches model providers on the internet); 2 keeps
+	// egress up when one availability zone fails.
+	NATGateways int
+	// AvailabilityZones, when set, are the two zones of the VPC. Default:
+	// the region's first two, resolved by CloudFormation (Fn::GetAZs), so
+	// synthesis makes no lookup.
+	AvailabilityZones []string
+
+	// JWTIssuer and JWTAudience switch the HTTP API from IAM (SigV4) auth to
+	// a JWT authorizer; both must be set together.
+	JWTIssuer   string
+	JWTAudience []string
+
+	// ModelSecretName names a Secrets Manager secret holding model provider
+	// credentials. The step function and the Fargate task may read it and
+	// get its ARN as KEEL_MODEL_SECRET_ARN; the secret's value never enters
+	// the template or an environment variable.
+	ModelSecretName string
+	// Environment adds variables to every function and the Fargate task
+	// (KEEL_MODEL, KEEL_PUBLISH, KEEL_SPILL_TOOLS...: internal/setup reads
+	// the same ones everywhere). Never put a secret here: the values are
+	// visible in the template and the console.
+	Environment map[string]string
+
+	// Schedule configures the example schedule.
+	Schedule ExampleSchedule
+}
+
+// FunctionsDir is where the Lambda bootstraps are: dist/<name>/bootstrap.
+func (p KeelStackProps) FunctionsDir() string { return filepath.Join(p.AssetRoot, "dist") }
+
+// DefinitionFile is the state machine definition.
+func (p KeelStackProps) DefinitionFile() string {
+	return filepath.Join(p.AssetRoot, "stepfunctions", "run.asl.json")
+}
+
+// TaskDockerfile is the Fargate task's Dockerfile, relative to AssetRoot.
+const TaskDockerfile = "tasks/fargate/Dockerfile"
+
+// Defaults for zero-valued props.
+const (
+	defaultTaskCPU       = 1024
+	defaultTaskMemoryMiB = 2048
+	defaultNATGateways   = 1
+)
+
+// KeelStack is the synthesized stack and the constructs it composes, so
+// tests and other stacks can reach them.
+type KeelStack struct {
+	awscdk.Stack
+	Storage   *Storage
+	Functions *Functions
+	Spill     *SpillTask
+	Run       *RunStateMachine
+	API       *API
+	Schedule  *Scheduling
+}
+
+// NewKeelStack builds Keel's stack. props must have passed Validate: like
+// every CDK construct, an invalid input aborts synthesis.
+func NewKeelStack(scope constructs.Construct, id string, props KeelStackProps) awscdk.Stack {
+	return newKeelStack(scope, id, props).Stack
+}
+
+func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *KeelStack {
+	props = props.withDefaults()
+	sprops := props.StackProps
+	if sprops.Description == nil {
+		sprops.Description = jsii.String("Keel: durable runtime for long-running AI agents")
+	}
+	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
+	pinAvailabilityZones(stack, sprops.Env, props.AvailabilityZones)
+
+	storage := NewStorage(stack, "Storage")
+	modelSecret := modelSecret(stack, props.ModelSecretName)
+	fns := NewFunctions(stack, "Functions", FunctionsProps{
+		CodeDir:     props.FunctionsDir(),
+		Table:       storage.Table,
+		Bucket:      storage.Bucket,
+		ModelSecret: modelSecret,
+		Environment: props.Environment,
+	})
+	spill := NewSpillTask(stack, "Spill", SpillTaskProps{
+		AssetRoot:         props.AssetRoot,
+		Image:             props.TaskImage,
+		CPU:               props.TaskCPU,
+		MemoryMiB:         props.TaskMemoryMiB,
+		NATGateways:       props.NATGateways,
+		AvailabilityZones: props.AvailabilityZones,
+		Table:             storage.Table,
+		Bucket:            storage.Bucket,
+		ModelSecret:       modelSecret,
+		Environment:       props.Environment,
+	})
+	run := NewRunStateMachine(stack, "Run", RunStateMachineProps{
+		DefinitionFile: props.DefinitionFile(),
+		Step:           fns.Step,
+		Approval:       fns.Approval,
+		Finalize:       fns.Finalize,
+		Spill:          spill,
+	})
+
+	// The state machine does not depend on the api or schedule functions,
+	// so they may depend on it (its ARN in their environment) without a
+	// cycle.
+	sm := run.StateMachine
+	for _, fn := range []awslambda.Function{fns.API, fns.Schedule} {
+		fn.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
+		sm.GrantStartExecution(fn)
+	}
+	// The API reads executions (status, history for debugging) and resumes
+	// an approval wait with the recorded task token.
+	sm.GrantRead(fns.API)
+	sm.GrantTaskResponse(fns.API)
+	// The Fargate task reports its decision, failure and heartbeats through
+	// the task token RunOnFargate hands it.
+	sm.GrantTaskResponse(spill.TaskDefinition.TaskRole())
+
+	api := NewAPI(stack, "Api", APIProps{
+		Handler:     fns.API,
+		JWTIssuer:   props.JWTIssuer,
+		JWTAudience: props.JWTAudience,
+	})
+	sched := NewScheduling(stack, "Scheduling", SchedulingProps{
+		Function: fns.Schedule,
+		Example:  props.Schedule,
+	})
+
+	output := func(id string, value *string, desc string) {
+		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
+	}
+	output("ApiUrl", api.HTTPAPI.ApiEndpoint(), "HTTP API endpoint (IAM or JWT auth)")
+	output("TableName", storage.Table.TableName(), "DynamoDB table (KEEL_TABLE)")
+	output("BucketName", storage.Bucket.BucketName(), "artifact bucket (KEEL_BUCKET)")
+	output("StateMachineArn", sm.StateMachineArn(), "run state machine (KEEL_STATE_MACHINE_ARN)")
+	output("SchedulerRoleArn", sched.Role.RoleArn(), "role for further EventBridge Scheduler schedules that target ScheduleFunctionArn")
+	output("ScheduleFunctionArn", fns.Schedule.FunctionArn(), "the function schedules invoke")
+
+	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched}
+}
+
+func (p KeelStackProps) withDefaults() KeelStackProps {
+	if p.TaskCPU == 0 {
+		p.TaskCPU = defaultTaskCPU
+	}
+	if p.TaskMemoryMiB == 0 {
+		p.TaskMemoryMiB = defaultTaskMemoryMiB
+	}
+	if p.NATGateways == 0 {
+		p.NATGateways = defaultNATGateways
+	}
+	p.Schedule = p.Schedule.withDefaults()
+	return p
+}
+
+// modelSecret references the model credentials secret by name (no lookup:
+// the ARN ends in the wildcard Secrets Manager appends), or nil.
+func modelSecret(scope constructs.Construct, name string) awssecretsmanager.ISecret {
+	if name == "" {
+		return nil
+	}
+	return awssecretsmanager.Secret_FromSecretNameV2(scope, jsii.String("ModelSecret"), jsii.String(name))
+}
+
+// pinAvailabilityZones answers the availability-zones context query of an
+// environment-specific stack with the configured zones. Without it the VPC,
+// checking its zones against the stack's, would make the CLI look them up
+// with credentials. It must run before the stack has children.
+func pinAvailabilityZones(stack awscdk.Stack, env *awscdk.Environment, zones []string) {
+	if env == nil || env.Account == nil || env.Region == nil || len(zones) == 0 {
+		return
+	}
+	if *awscdk.Token_IsUnresolved(env.Account) || *awscdk.Token_IsUnresolved(env.Region) {
+		return
+	}
+	key := "availability-zones:account=" + *env.Account + ":region=" + *env.Region
+	stack.Node().SetContext(jsii.String(key), jsii.Strings(zones...))
+}
