@@ -32,10 +32,7 @@ var resources = []struct {
 // row, because DynamoDB conditions cannot add. The limits come from the
 // run's cached state (they never change after creation).
 func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run.Budget, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(a); err != nil {
+	if err := store.ValidateReserve(runID, a); err != nil {
 		return run.Budget{}, err
 	}
 	st, _, err := s.state(ctx, runID, false)
@@ -89,13 +86,7 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 // leaves the reservation at zero (as in the SQLite backend): the condition
 // fails, the row is read and the release clamped to what is reserved.
 func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.Amounts) (run.Budget, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(reserved); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(used); err != nil {
+	if err := store.ValidateSettle(runID, reserved, used); err != nil {
 		return run.Budget{}, err
 	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {

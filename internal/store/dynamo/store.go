@@ -38,6 +38,12 @@ const DefaultSpillThreshold = 64 << 10
 // and attribute names.
 const maxTxPayload = 3_500_000
 
+// invalid reports input refused for a DynamoDB limit; the checks every
+// backend shares are package store's.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("dynamo: %w: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
 // cacheSize bounds the per-run state cache.
 const cacheSize = 4096
 
