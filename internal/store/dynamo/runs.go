@@ -279,37 +279,25 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	now := s.now()
 	e := newExpr()
 	lo, st := e.name("lease_owner"), e.name("status")
-	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table),
-		Key:       key(runPK(runID), runSK),
-		UpdateExpression: aws.String("SET " + lo + " = " + e.value(sv(owner)) + ", " +
-			e.name("lease_token") + " = " + e.name("lease_token") + " + " + e.value(nv(1)) + ", " +
-			e.name("lease_expiry") + " = " + e.value(tv(now.Add(ttl))) + ", " +
-			e.name("updated_at") + " = " + e.value(tv(now))),
-		ConditionExpression: aws.String(and([]string{
-			"attribute_exists(" + e.name("pk") + ")",
-			st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
-				" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))),
-			"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
-				e.name("lease_expiry") + " <= " + e.value(tv(now)),
-		})),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-		ReturnValues:              types.ReturnValueAllNew,
+	update := "SET " + lo + " = " + e.value(sv(owner)) + ", " +
+		e.name("lease_token") + " = " + e.name("lease_token") + " + " + e.value(nv(1)) + ", " +
+		e.name("lease_expiry") + " = " + e.value(tv(now.Add(ttl))) + ", " +
+		e.name("updated_at") + " = " + e.value(tv(now))
+	cond := and([]string{
+		"attribute_exists(" + e.name("pk") + ")",
+		st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
+			" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))),
+		"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
+			e.name("lease_expiry") + " <= " + e.value(tv(now)),
 	})
-	if err == nil {
-		it := item(out.Attributes)
-		s.remember(runID, stateOf(it))
-		return itemToRun(it), nil
-	}
-	if !isConditionFailed(err) {
-		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w", runID, err)
-	}
-	it, rerr := s.readRun(ctx, runID)
-	if rerr != nil {
-		return run.Run{}, rerr
+	it, applied, err := s.updateRun(ctx, "acquire lease", runID, e, update, cond)
+	if err != nil {
+		return run.Run{}, err
 	}
 	r := itemToRun(it)
+	if applied {
+		return r, nil
+	}
 	if r.Status.Terminal() {
 		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w (%s)", runID, store.ErrTerminal, r.Status)
 	}
