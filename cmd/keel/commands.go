@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -37,6 +38,33 @@ func wantArgs(pos []string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// parseArgs parses the flags and checks that exactly the named positional
+// arguments are present.
+func parseArgs(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := wantArgs(pos, names...); err != nil {
+		return nil, err
+	}
+	return pos, nil
+}
+
+// connect is parseArgs, then the API client: the opening of every command
+// whose arguments are fixed and whose flags need no further check.
+func (c *cli) connect(fs *flag.FlagSet, args []string, names ...string) ([]string, *client.Client, error) {
+	pos, err := parseArgs(fs, args, names...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, cl, nil
 }
 
 func runCommand() command {
@@ -183,11 +211,7 @@ func runsCommand() command {
 		limit := fs.Int("limit", 20, "runs per page (1-1000)")
 		page := fs.String("page-token", "", "the page to show (printed under the previous page)")
 		asJSON := fs.Bool("json", false, "print JSON")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos); err != nil {
+		if _, err := parseArgs(fs, args); err != nil {
 			return err
 		}
 		if st := run.Status(*status); st != "" && !st.Valid() {
@@ -226,14 +250,7 @@ func showCommand() command {
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("show")
 		asJSON := fs.Bool("json", false, "print JSON")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID"); err != nil {
-			return err
-		}
-		cl, err := c.client()
+		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
 			return err
 		}
@@ -298,11 +315,8 @@ func eventsCommand() command {
 		follow := fs.Bool("f", false, "follow: keep printing new events until the run ends")
 		after := fs.Int64("after", 0, "start after this seq")
 		asJSON := fs.Bool("json", false, "print one JSON event per line")
-		pos, err := parse(fs, args)
+		pos, err := parseArgs(fs, args, "RUN_ID")
 		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID"); err != nil {
 			return err
 		}
 		if *after < 0 {
@@ -433,14 +447,7 @@ func cancelCommand() command {
 	cmd := command{usage: "RUN_ID", summary: "ask a run to stop (an effect in flight is not undone)"}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("cancel")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID"); err != nil {
-			return err
-		}
-		cl, err := c.client()
+		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
 			return err
 		}
@@ -506,14 +513,7 @@ func forkCommand() command {
 		key := fs.String("idempotency-key", "", "the same key returns the same fork (default: a fresh key)")
 		watch := fs.Bool("watch", false, "follow the new run until it ends")
 		asJSON := fs.Bool("json", false, "print the new run as JSON")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID"); err != nil {
-			return err
-		}
-		cl, err := c.client()
+		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
 			return err
 		}
@@ -553,14 +553,7 @@ func checkpointsCommand() command {
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("checkpoints")
 		asJSON := fs.Bool("json", false, "print JSON")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID"); err != nil {
-			return err
-		}
-		cl, err := c.client()
+		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
 			return err
 		}
@@ -594,14 +587,7 @@ func artifactsCommand() command {
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("artifacts")
 		asJSON := fs.Bool("json", false, "print JSON")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID"); err != nil {
-			return err
-		}
-		cl, err := c.client()
+		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
 			return err
 		}
@@ -627,14 +613,7 @@ func downloadCommand() command {
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("download")
 		out := fs.String("o", "", "write to FILE (default: stdout)")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(pos, "RUN_ID", "CHECKPOINT_ID", "NAME"); err != nil {
-			return err
-		}
-		cl, err := c.client()
+		pos, cl, err := c.connect(fs, args, "RUN_ID", "CHECKPOINT_ID", "NAME")
 		if err != nil {
 			return err
 		}

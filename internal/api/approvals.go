@@ -14,9 +14,8 @@ const maxReason = 4 << 10
 
 // listApprovals serves GET /v1/runs/{id}/approvals.
 func (s *server) listApprovals(w http.ResponseWriter, r *http.Request, principal string) {
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	as, err := s.store.ListApprovals(r.Context(), rr.ID)
@@ -33,9 +32,8 @@ func (s *server) listApprovals(w http.ResponseWriter, r *http.Request, principal
 
 // getApproval serves GET /v1/runs/{id}/approvals/{approval_id}.
 func (s *server) getApproval(w http.ResponseWriter, r *http.Request, principal string) {
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	a, err := s.approval(r, rr.ID)
@@ -84,9 +82,8 @@ func (s *server) decide(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	ctx := r.Context()
-	rr, err := s.ownedRun(ctx, r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	a, err := s.approval(r, rr.ID)

@@ -23,9 +23,8 @@ func (s *server) listCheckpoints(w http.ResponseWriter, r *http.Request, princip
 		writeError(w, e)
 		return
 	}
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	cps, err := s.store.ListCheckpoints(r.Context(), rr.ID, after, int(limit))
@@ -43,9 +42,8 @@ func (s *server) listCheckpoints(w http.ResponseWriter, r *http.Request, princip
 
 // listArtifacts serves GET /v1/runs/{id}/artifacts.
 func (s *server) listArtifacts(w http.ResponseWriter, r *http.Request, principal string) {
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	out := ArtifactList{Artifacts: []Artifact{}}
@@ -66,9 +64,8 @@ func (s *server) listArtifacts(w http.ResponseWriter, r *http.Request, principal
 // the blob's bytes, checked against its sha256 before the first byte goes
 // out (the hash is also sent, as ETag and X-Content-SHA256).
 func (s *server) downloadArtifact(w http.ResponseWriter, r *http.Request, principal string) {
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	key := artifact.Key{RunID: rr.ID, CheckpointID: r.PathValue("checkpoint_id"), Name: r.PathValue("name")}

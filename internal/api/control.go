@@ -23,9 +23,8 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	ctx := r.Context()
-	rr, err := s.ownedRun(ctx, r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	if rr.Status.Terminal() {
@@ -92,9 +91,8 @@ func (s *server) input(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	ctx := r.Context()
-	rr, err := s.ownedRun(ctx, r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	if rr.Status.Terminal() {
@@ -140,9 +138,8 @@ func (s *server) fork(w http.ResponseWriter, r *http.Request, principal string) 
 		return
 	}
 	ctx := r.Context()
-	parent, err := s.ownedRun(ctx, r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	parent, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	cp, err := s.store.GetCheckpoint(ctx, parent.ID, req.CheckpointID)

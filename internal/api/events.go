@@ -47,9 +47,8 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 		}
 		after = n
 	}
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	if stream {

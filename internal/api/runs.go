@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -57,20 +56,24 @@ func checkText(field, v string) *Error {
 	return nil
 }
 
-// ownedRun returns the run if it exists and belongs to principal; another
+// pathRun returns the run the request path names ({id}) if principal owns
+// it. Otherwise it writes the error response and returns false; another
 // principal's run is reported exactly like a missing one.
-func (s *server) ownedRun(ctx context.Context, id, principal string) (run.Run, error) {
+func (s *server) pathRun(w http.ResponseWriter, r *http.Request, principal string) (run.Run, bool) {
+	id := r.PathValue("id")
 	if !validID(id) {
-		return run.Run{}, notFound("run")
+		writeError(w, notFound("run"))
+		return run.Run{}, false
 	}
-	r, err := s.store.GetRun(ctx, id)
+	rr, err := s.store.GetRun(r.Context(), id)
+	if err == nil && rr.Owner != principal {
+		err = notFound("run")
+	}
 	if err != nil {
-		return run.Run{}, err
+		s.fail(w, r, "run", err)
+		return run.Run{}, false
 	}
-	if r.Owner != principal {
-		return run.Run{}, notFound("run")
-	}
-	return r, nil
+	return rr, true
 }
 
 // validateCreate checks a create request in full and returns the limits
@@ -241,9 +244,8 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request, principal stri
 
 // getRun serves GET /v1/runs/{id}.
 func (s *server) getRun(w http.ResponseWriter, r *http.Request, principal string) {
-	rr, err := s.ownedRun(r.Context(), r.PathValue("id"), principal)
-	if err != nil {
-		s.fail(w, r, "run", err)
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, runView(rr))

@@ -13,6 +13,13 @@
 //     unless the doc of the method says otherwise.
 //   - Errors are wrapped sentinels: test them with errors.Is.
 //
+// Input is checked before anything is read or written, by the Validate
+// functions of this package (validate.go), which every backend calls: so
+// every backend refuses the same input with ErrInvalid and a message that
+// names the field, and fills in the same derived fields (args hashes,
+// idempotency keys, checkpoint hashes). A backend adds only the checks of
+// its own limits (DynamoDB's transaction size, its page token format).
+//
 // Writes made by the harness during a step carry the fencing token obtained
 // from AcquireLease. A write whose token is not the run's current token gets
 // ErrFenced and writes nothing: a stale worker stops there.

@@ -42,6 +42,11 @@ type Provider struct {
 	// SecretSent reports whether a request carried the credential (so the
 	// no-leak check is not vacuous).
 	SecretSent func(r Request, secret string) bool
+	// RequestPath and RequestBody are the request the SDK sends for
+	// Request1: its URL path, and its JSON body in the provider's wire
+	// form (compared as JSON values, so order and spacing do not matter).
+	RequestPath string
+	RequestBody string
 }
 
 // The expected results of the fixtures.
@@ -97,6 +102,14 @@ func Run(t *testing.T, p Provider) {
 		maxAttempts int
 		check       check
 	}{
+		{
+			name:    "request shape",
+			replies: []Reply{{Fixture: "text"}},
+			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
+				mustText(t, resp, err)
+				mustRequest(t, p, srv.Requests()[0])
+			},
+		},
 		{
 			name:    "plain text",
 			replies: []Reply{{Fixture: "text"}},
@@ -290,6 +303,25 @@ func Request1() model.Request {
 			Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"max_results":{"type":"integer"}},"required":["query"]}`),
 		}},
 		MaxTokens: 1024,
+	}
+}
+
+// mustRequest checks r against p.RequestPath and p.RequestBody.
+func mustRequest(t *testing.T, p Provider, r Request) {
+	t.Helper()
+	if r.Path != p.RequestPath {
+		t.Fatalf("path = %s, want %s", r.Path, p.RequestPath)
+	}
+	var got, want any
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatalf("request body: %v", err)
+	}
+	if err := json.Unmarshal([]byte(p.RequestBody), &want); err != nil {
+		t.Fatalf("Provider.RequestBody: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		gb, _ := json.MarshalIndent(got, "", "  ")
+		t.Fatalf("request body:\n%s", gb)
 	}
 }
 

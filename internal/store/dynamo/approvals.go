@@ -42,13 +42,7 @@ func (s *Store) ListApprovals(ctx context.Context, runID string) ([]run.Approval
 // order is the SQLite backend's: exists, pending (else ErrConflict), hash
 // (else ErrHashMismatch).
 func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Approval, error) {
-	for _, f := range []struct{ name, v string }{{"run id", d.RunID}, {"approval id", d.ApprovalID},
-		{"args hash", d.ArgsHash}, {"decided by", d.DecidedBy}} {
-		if err := checkID(f.name, f.v); err != nil {
-			return run.Approval{}, err
-		}
-	}
-	if err := checkSize("reason", len(d.Reason), store.MaxText); err != nil {
+	if err := store.ValidateDecision(d); err != nil {
 		return run.Approval{}, err
 	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -136,16 +130,7 @@ var errStop = errors.New("dynamo: stop")
 // gets a new token), also on a decided approval, which is returned as
 // stored.
 func (s *Store) AttachTaskToken(ctx context.Context, runID, approvalID, token string) (run.Approval, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Approval{}, err
-	}
-	if err := checkID("approval id", approvalID); err != nil {
-		return run.Approval{}, err
-	}
-	if token == "" {
-		return run.Approval{}, invalid("task token is empty")
-	}
-	if err := checkSize("task token", len(token), maxTaskToken); err != nil {
+	if err := store.ValidateTaskToken(runID, approvalID, token); err != nil {
 		return run.Approval{}, err
 	}
 	e := newExpr()
@@ -169,10 +154,7 @@ func (s *Store) AttachTaskToken(ctx context.Context, runID, approvalID, token st
 
 // HasGrant implements store.Approvals.
 func (s *Store) HasGrant(ctx context.Context, sessionID, tool string) (bool, error) {
-	if err := checkID("session id", sessionID); err != nil {
-		return false, err
-	}
-	if err := checkID("tool", tool); err != nil {
+	if err := store.ValidateGrant(sessionID, tool); err != nil {
 		return false, err
 	}
 	it, err := s.getItem(ctx, sessionPK(sessionID), grantSK(tool))

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 )
@@ -32,10 +28,7 @@ var resources = []struct {
 // row, because DynamoDB conditions cannot add. The limits come from the
 // run's cached state (they never change after creation).
 func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run.Budget, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(a); err != nil {
+	if err := store.ValidateReserve(runID, a); err != nil {
 		return run.Budget{}, err
 	}
 	st, _, err := s.state(ctx, runID, false)
@@ -58,26 +51,12 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 			u.set = append(u.set, e.name(r.res)+" = "+e.name(r.res)+" + "+v, e.name(r.total)+" = "+e.name(r.total)+" + "+v)
 		}
 	}
-	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(runPK(runID), runSK),
-		UpdateExpression:          aws.String(u.String()),
-		ConditionExpression:       aws.String(and(conds)),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if err == nil {
-		it := item(out.Attributes)
-		s.remember(runID, stateOf(it))
+	it, applied, err := s.updateRun(ctx, "reserve", runID, e, u.String(), and(conds))
+	if err != nil {
+		return run.Budget{}, err
+	}
+	if applied {
 		return budgetOf(it), nil
-	}
-	if !isConditionFailed(err) {
-		return run.Budget{}, fmt.Errorf("dynamo: reserve on %q: %w", runID, err)
-	}
-	it, rerr := s.readRun(ctx, runID)
-	if rerr != nil {
-		return run.Budget{}, rerr
 	}
 	return run.Budget{}, fmt.Errorf("dynamo: reserve %+v on %q: %w (limits %+v, budget %+v)", a, runID,
 		store.ErrBudgetExceeded, st.limits, budgetOf(it))
@@ -89,13 +68,7 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 // leaves the reservation at zero (as in the SQLite backend): the condition
 // fails, the row is read and the release clamped to what is reserved.
 func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.Amounts) (run.Budget, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(reserved); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(used); err != nil {
+	if err := store.ValidateSettle(runID, reserved, used); err != nil {
 		return run.Budget{}, err
 	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -119,28 +92,15 @@ func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.A
 				u.set = append(u.set, e.name(r.total)+" = "+e.name(r.total)+" + "+e.value(nv(d)))
 			}
 		}
-		out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
-			Key:                       key(runPK(runID), runSK),
-			UpdateExpression:          aws.String(u.String()),
-			ConditionExpression:       aws.String(and(conds)),
-			ExpressionAttributeNames:  e.names,
-			ExpressionAttributeValues: e.values,
-			ReturnValues:              types.ReturnValueAllNew,
-		})
-		if err == nil {
-			it := item(out.Attributes)
-			s.remember(runID, stateOf(it))
-			return budgetOf(it), nil
-		}
-		if !isConditionFailed(err) {
-			return run.Budget{}, fmt.Errorf("dynamo: settle on %q: %w", runID, err)
-		}
-		it, rerr := s.readRun(ctx, runID)
-		if rerr != nil {
-			return run.Budget{}, rerr
+		it, applied, err := s.updateRun(ctx, "settle", runID, e, u.String(), and(conds))
+		if err != nil {
+			return run.Budget{}, err
 		}
 		b := budgetOf(it)
+		if applied {
+			return b, nil
+		}
+		// Released more than is reserved: clamp and try again.
 		reserved = store.Amounts{Tokens: min(reserved.Tokens, b.TokensReserved),
 			SpendMicroUSD: min(reserved.SpendMicroUSD, b.SpendReservedMicroUSD),
 			ToolCalls:     min(reserved.ToolCalls, b.ToolCallsReserved)}

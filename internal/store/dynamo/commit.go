@@ -23,7 +23,7 @@ import (
 // approval that is no longer pending. Each such retry follows a failed
 // transaction, so nothing is written twice.
 func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
-	if err := validateCommit(&c); err != nil {
+	if err := store.ValidateCommit(&c); err != nil {
 		return nil, err
 	}
 	if n := commitPayload(&c); n > maxTxPayload {

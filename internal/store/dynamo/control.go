@@ -26,10 +26,7 @@ func terminalCheck(what, runID string) func(st runState, fresh bool) error {
 // meanwhile, the write fails and is rebuilt from a fresh read. Asking again
 // is recorded again.
 func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Run{}, nil, err
-	}
-	if err := checkID("cancelled by", by); err != nil {
+	if err := store.ValidateCancel(runID, by); err != nil {
 		return run.Run{}, nil, err
 	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -113,13 +110,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 // row (seq; refused when finished), the input and its input_received
 // event. The input id is generated here.
 func (s *Store) EnqueueInput(ctx context.Context, runID, text string) (run.Input, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Input{}, err
-	}
-	if text == "" {
-		return run.Input{}, invalid("input text is empty")
-	}
-	if err := checkSize("input text", len(text), store.MaxText); err != nil {
+	if err := store.ValidateInput(runID, text); err != nil {
 		return run.Input{}, err
 	}
 	in := run.Input{RunID: runID, ID: run.NewID("in"), Text: text}

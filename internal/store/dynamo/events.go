@@ -86,16 +86,7 @@ func (s *Store) appendTx(ctx context.Context, what, runID string, events []run.E
 
 // AppendEvents implements store.Events with one TransactWriteItems.
 func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error) {
-	if err := checkID("run id", runID); err != nil {
-		return nil, err
-	}
-	if len(events) == 0 {
-		return nil, invalid("no events to append")
-	}
-	if len(events) > store.MaxItemsPerCommit-1 {
-		return nil, invalid("%d events, over %d per write", len(events), store.MaxItemsPerCommit-1)
-	}
-	if err := validateEvents(events); err != nil {
+	if err := store.ValidateAppend(runID, events); err != nil {
 		return nil, err
 	}
 	n := 0
@@ -112,14 +103,9 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Eve
 // ReadEvents implements store.Events: one Query on the seq range, paged. A
 // limit of 0 means store.MaxEventsPerPage; larger limits are capped to it.
 func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error) {
-	if err := checkID("run id", runID); err != nil {
+	limit, err := store.ValidatePage(runID, afterSeq, limit)
+	if err != nil {
 		return nil, err
-	}
-	if limit < 0 || afterSeq < 0 {
-		return nil, invalid("negative limit %d or seq %d", limit, afterSeq)
-	}
-	if limit == 0 || limit > store.MaxEventsPerPage {
-		limit = store.MaxEventsPerPage
 	}
 	items, err := s.seqRange(ctx, runID, eventSK(afterSeq+1), eventSK(1<<62), limit)
 	if err != nil {
@@ -178,10 +164,10 @@ func (s *Store) GetOperation(ctx context.Context, runID, opID string) (run.Opera
 
 // child reads one child item, ErrNotFound when absent.
 func (s *Store) child(ctx context.Context, what, runID, id, sk string) (item, error) {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
-	if err := checkID(what+" id", id); err != nil {
+	if err := store.ValidateID(what+" id", id); err != nil {
 		return nil, err
 	}
 	it, err := s.getItem(ctx, runPK(runID), sk)
@@ -197,7 +183,7 @@ func (s *Store) child(ctx context.Context, what, runID, id, sk string) (item, er
 // list returns a run's child items with the prefix in insertion order; an
 // empty result for an unknown run is ErrNotFound.
 func (s *Store) list(ctx context.Context, runID, prefix string) ([]item, error) {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
 	items, err := s.children(ctx, runID, prefix)
@@ -247,14 +233,9 @@ func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (
 // ListCheckpoints implements store.Checkpoints. A limit of 0 means
 // store.MaxEventsPerPage; larger limits are capped to it.
 func (s *Store) ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error) {
-	if err := checkID("run id", runID); err != nil {
+	limit, err := store.ValidatePage(runID, afterSeq, limit)
+	if err != nil {
 		return nil, err
-	}
-	if limit < 0 || afterSeq < 0 {
-		return nil, invalid("negative limit %d or seq %d", limit, afterSeq)
-	}
-	if limit == 0 || limit > store.MaxEventsPerPage {
-		limit = store.MaxEventsPerPage
 	}
 	items, err := s.seqRange(ctx, runID, cpSK(afterSeq+1), cpSK(1<<62), limit)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // run_created event and the session upsert. Limits are stored as given (0
 // = no limit); an empty input policy becomes queue.
 func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error) {
-	r, err := validateNewRun(in)
+	r, err := store.ValidateNewRun(in)
 	if err != nil {
 		return run.Run{}, false, err
 	}
@@ -98,7 +98,7 @@ func (s *Store) existingForKey(ctx context.Context, r run.Run) (run.Run, bool, e
 
 // GetRun implements store.Runs with a strongly consistent read.
 func (s *Store) GetRun(ctx context.Context, id string) (run.Run, error) {
-	if err := checkID("run id", id); err != nil {
+	if err := store.ValidateID("run id", id); err != nil {
 		return run.Run{}, err
 	}
 	it, err := s.readRun(ctx, id)
@@ -131,17 +131,9 @@ type pageToken struct {
 // projected attributes, and reads the full rows with BatchGetItem. The page
 // token encodes the index position of the last run returned.
 func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunPage, error) {
-	limit := q.Limit
-	switch {
-	case limit < 0:
-		return store.RunPage{}, invalid("negative limit %d", limit)
-	case limit == 0:
-		limit = 100
-	case limit > store.MaxRunsPerPage:
-		limit = store.MaxRunsPerPage
-	}
-	if q.Status != "" && !q.Status.Valid() {
-		return store.RunPage{}, invalid("unknown status %q", q.Status)
+	limit, err := store.ValidateRunsQuery(q)
+	if err != nil {
+		return store.RunPage{}, err
 	}
 	index, idxAttr, idxVal := indexAll, "g_all", runSK
 	switch {
@@ -281,49 +273,31 @@ func decodeToken(s string) (pageToken, error) {
 // expired lease (expiry <= now) is free to anyone; the owner holding an
 // unexpired lease may take it again with a new token.
 func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (run.Run, error) {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateLease(runID, owner, ttl); err != nil {
 		return run.Run{}, err
-	}
-	if err := checkID("lease owner", owner); err != nil {
-		return run.Run{}, err
-	}
-	if ttl <= 0 {
-		return run.Run{}, invalid("lease ttl %v is not positive", ttl)
 	}
 	now := s.now()
 	e := newExpr()
 	lo, st := e.name("lease_owner"), e.name("status")
-	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table),
-		Key:       key(runPK(runID), runSK),
-		UpdateExpression: aws.String("SET " + lo + " = " + e.value(sv(owner)) + ", " +
-			e.name("lease_token") + " = " + e.name("lease_token") + " + " + e.value(nv(1)) + ", " +
-			e.name("lease_expiry") + " = " + e.value(tv(now.Add(ttl))) + ", " +
-			e.name("updated_at") + " = " + e.value(tv(now))),
-		ConditionExpression: aws.String(and([]string{
-			"attribute_exists(" + e.name("pk") + ")",
-			st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
-				" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))),
-			"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
-				e.name("lease_expiry") + " <= " + e.value(tv(now)),
-		})),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-		ReturnValues:              types.ReturnValueAllNew,
+	update := "SET " + lo + " = " + e.value(sv(owner)) + ", " +
+		e.name("lease_token") + " = " + e.name("lease_token") + " + " + e.value(nv(1)) + ", " +
+		e.name("lease_expiry") + " = " + e.value(tv(now.Add(ttl))) + ", " +
+		e.name("updated_at") + " = " + e.value(tv(now))
+	cond := and([]string{
+		"attribute_exists(" + e.name("pk") + ")",
+		st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
+			" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))),
+		"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
+			e.name("lease_expiry") + " <= " + e.value(tv(now)),
 	})
-	if err == nil {
-		it := item(out.Attributes)
-		s.remember(runID, stateOf(it))
-		return itemToRun(it), nil
-	}
-	if !isConditionFailed(err) {
-		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w", runID, err)
-	}
-	it, rerr := s.readRun(ctx, runID)
-	if rerr != nil {
-		return run.Run{}, rerr
+	it, applied, err := s.updateRun(ctx, "acquire lease", runID, e, update, cond)
+	if err != nil {
+		return run.Run{}, err
 	}
 	r := itemToRun(it)
+	if applied {
+		return r, nil
+	}
 	if r.Status.Terminal() {
 		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w (%s)", runID, store.ErrTerminal, r.Status)
 	}
@@ -334,7 +308,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 // token. Releasing again with the same token is a no-op; the token is kept
 // so the next holder's is higher.
 func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) error {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateID("run id", runID); err != nil {
 		return err
 	}
 	e := newExpr()

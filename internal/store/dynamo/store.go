@@ -38,6 +38,12 @@ const DefaultSpillThreshold = 64 << 10
 // and attribute names.
 const maxTxPayload = 3_500_000
 
+// invalid reports input refused for a DynamoDB limit; the checks every
+// backend shares are package store's.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("dynamo: %w: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
 // cacheSize bounds the per-run state cache.
 const cacheSize = 4096
 
@@ -169,6 +175,33 @@ func (s *Store) readRun(ctx context.Context, id string) (item, error) {
 	}
 	s.remember(id, stateOf(it))
 	return it, nil
+}
+
+// updateRun applies one conditional UpdateItem to the run row and returns
+// the row as stored afterwards, with applied set. When the condition fails
+// it returns the row as read just now, with applied false, so the caller
+// can say why (ErrNotFound if the run does not exist). Both refresh the
+// cache. what names the action in errors.
+func (s *Store) updateRun(ctx context.Context, what, runID string, e *expr, update, cond string) (it item, applied bool, err error) {
+	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(runPK(runID), runSK),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err == nil {
+		it := item(out.Attributes)
+		s.remember(runID, stateOf(it))
+		return it, true, nil
+	}
+	if !isConditionFailed(err) {
+		return nil, false, fmt.Errorf("dynamo: %s on %q: %w", what, runID, err)
+	}
+	it, err = s.readRun(ctx, runID)
+	return it, false, err
 }
 
 // state returns the cached state of a run, or reads it when fresh is set

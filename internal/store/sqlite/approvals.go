@@ -42,19 +42,7 @@ func (s *Store) ListApprovals(ctx context.Context, runID string) ([]run.Approval
 // approval exists, it is pending (else ErrConflict), the hash matches (else
 // ErrHashMismatch).
 func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Approval, error) {
-	if err := checkID("run id", d.RunID); err != nil {
-		return run.Approval{}, err
-	}
-	if err := checkID("approval id", d.ApprovalID); err != nil {
-		return run.Approval{}, err
-	}
-	if err := checkID("args hash", d.ArgsHash); err != nil {
-		return run.Approval{}, err
-	}
-	if err := checkID("decided by", d.DecidedBy); err != nil {
-		return run.Approval{}, err
-	}
-	if err := checkSize("reason", len(d.Reason), store.MaxText); err != nil {
+	if err := store.ValidateDecision(d); err != nil {
 		return run.Approval{}, err
 	}
 	var out run.Approval
@@ -104,16 +92,7 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 // AttachTaskToken implements store.Approvals. A later token replaces an
 // earlier one: a retried wait state gets a new token.
 func (s *Store) AttachTaskToken(ctx context.Context, runID, approvalID, token string) (run.Approval, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Approval{}, err
-	}
-	if err := checkID("approval id", approvalID); err != nil {
-		return run.Approval{}, err
-	}
-	if token == "" {
-		return run.Approval{}, invalid("task token is empty")
-	}
-	if err := checkSize("task token", len(token), maxTaskToken); err != nil {
+	if err := store.ValidateTaskToken(runID, approvalID, token); err != nil {
 		return run.Approval{}, err
 	}
 	var out run.Approval
@@ -136,10 +115,7 @@ func (s *Store) AttachTaskToken(ctx context.Context, runID, approvalID, token st
 
 // HasGrant implements store.Approvals.
 func (s *Store) HasGrant(ctx context.Context, sessionID, tool string) (bool, error) {
-	if err := checkID("session id", sessionID); err != nil {
-		return false, err
-	}
-	if err := checkID("tool", tool); err != nil {
+	if err := store.ValidateGrant(sessionID, tool); err != nil {
 		return false, err
 	}
 	var n int

@@ -22,10 +22,7 @@ func scanBudget(sc scanner) (run.Budget, error) {
 // Reserve implements store.Budgets with one conditional UPDATE, so the check
 // and the hold are a single atomic step. A limit of 0 means no limit.
 func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run.Budget, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(a); err != nil {
+	if err := store.ValidateReserve(runID, a); err != nil {
 		return run.Budget{}, err
 	}
 	var out run.Budget
@@ -60,13 +57,7 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 // Settle implements store.Budgets. Releasing more than is reserved leaves
 // the reservation at zero rather than negative.
 func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.Amounts) (run.Budget, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(reserved); err != nil {
-		return run.Budget{}, err
-	}
-	if err := checkAmounts(used); err != nil {
+	if err := store.ValidateSettle(runID, reserved, used); err != nil {
 		return run.Budget{}, err
 	}
 	var out run.Budget

@@ -13,10 +13,7 @@ import (
 // RequestCancel implements store.Control. Asking again is recorded again
 // (another cancel_requested event); approvals already decided are left alone.
 func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Run{}, nil, err
-	}
-	if err := checkID("cancelled by", by); err != nil {
+	if err := store.ValidateCancel(runID, by); err != nil {
 		return run.Run{}, nil, err
 	}
 	var out run.Run
@@ -71,13 +68,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 
 // EnqueueInput implements store.Control. The input id is generated here.
 func (s *Store) EnqueueInput(ctx context.Context, runID, text string) (run.Input, error) {
-	if err := checkID("run id", runID); err != nil {
-		return run.Input{}, err
-	}
-	if text == "" {
-		return run.Input{}, invalid("input text is empty")
-	}
-	if err := checkSize("input text", len(text), store.MaxText); err != nil {
+	if err := store.ValidateInput(runID, text); err != nil {
 		return run.Input{}, err
 	}
 	in := run.Input{RunID: runID, ID: run.NewID("in"), Text: text}

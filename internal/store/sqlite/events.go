@@ -10,24 +10,6 @@ import (
 	"github.com/keelrun/keel/internal/store"
 )
 
-func validateEvents(events []run.Event) error {
-	for i, e := range events {
-		if err := checkEventType(e.Type); err != nil {
-			return fmt.Errorf("event %d: %w", i, err)
-		}
-		if err := checkOptional("event plan item id", e.PlanItemID); err != nil {
-			return err
-		}
-		if err := checkOptional("event operation id", e.OperationID); err != nil {
-			return err
-		}
-		if err := checkJSON("event data", e.Data, store.MaxEventData); err != nil {
-			return fmt.Errorf("event %d (%s): %w", i, e.Type, err)
-		}
-	}
-	return nil
-}
-
 const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data)
 	VALUES (?, ?, ?, ?, ?, ?, ?)`
 
@@ -56,16 +38,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 
 // AppendEvents implements store.Events.
 func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error) {
-	if err := checkID("run id", runID); err != nil {
-		return nil, err
-	}
-	if len(events) == 0 {
-		return nil, invalid("no events to append")
-	}
-	if len(events) > store.MaxItemsPerCommit-1 {
-		return nil, invalid("%d events, over %d per write", len(events), store.MaxItemsPerCommit-1)
-	}
-	if err := validateEvents(events); err != nil {
+	if err := store.ValidateAppend(runID, events); err != nil {
 		return nil, err
 	}
 	var seqs []int64
@@ -83,14 +56,9 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Eve
 // ReadEvents implements store.Events. A limit of 0 means
 // store.MaxEventsPerPage; larger limits are capped to it.
 func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error) {
-	if err := checkID("run id", runID); err != nil {
+	limit, err := store.ValidatePage(runID, afterSeq, limit)
+	if err != nil {
 		return nil, err
-	}
-	if limit < 0 || afterSeq < 0 {
-		return nil, invalid("negative limit %d or seq %d", limit, afterSeq)
-	}
-	if limit == 0 || limit > store.MaxEventsPerPage {
-		limit = store.MaxEventsPerPage
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, type, time, plan_item_id, operation_id, data FROM events
 		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)

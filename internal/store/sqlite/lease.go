@@ -14,14 +14,8 @@ import (
 // the owner that holds an unexpired lease may take it again, with a new
 // token, so a retried step fences its own earlier attempt.
 func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (run.Run, error) {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateLease(runID, owner, ttl); err != nil {
 		return run.Run{}, err
-	}
-	if err := checkID("lease owner", owner); err != nil {
-		return run.Run{}, err
-	}
-	if ttl <= 0 {
-		return run.Run{}, invalid("lease ttl %v is not positive", ttl)
 	}
 	var out run.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -54,7 +48,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 // with the same token is a no-op; the token is kept so the next holder's is
 // higher.
 func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) error {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateID("run id", runID); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {

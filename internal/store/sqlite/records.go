@@ -13,7 +13,7 @@ import (
 // listRows runs a query over a run's child rows and scans each; an empty
 // result for an unknown run is ErrNotFound.
 func listRows[T any](ctx context.Context, q querier, runID, what, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
@@ -42,10 +42,10 @@ func listRows[T any](ctx context.Context, q querier, runID, what, query string, 
 
 func getRow[T any](ctx context.Context, q querier, what, runID, id, query string, scan func(scanner) (T, error)) (T, error) {
 	var zero T
-	if err := checkID("run id", runID); err != nil {
+	if err := store.ValidateID("run id", runID); err != nil {
 		return zero, err
 	}
-	if err := checkID(what+" id", id); err != nil {
+	if err := store.ValidateID(what+" id", id); err != nil {
 		return zero, err
 	}
 	v, err := scan(q.QueryRowContext(ctx, query, runID, id))
@@ -118,11 +118,9 @@ func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (
 // ListCheckpoints implements store.Checkpoints. A limit of 0 means
 // store.MaxEventsPerPage; larger limits are capped to it.
 func (s *Store) ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error) {
-	if limit < 0 || afterSeq < 0 {
-		return nil, invalid("negative limit %d or seq %d", limit, afterSeq)
-	}
-	if limit == 0 || limit > store.MaxEventsPerPage {
-		limit = store.MaxEventsPerPage
+	limit, err := store.ValidatePage(runID, afterSeq, limit)
+	if err != nil {
+		return nil, err
 	}
 	return listRows(ctx, s.r, runID, "checkpoints", `SELECT `+cpColumns+` FROM checkpoints
 		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, scanCheckpoint, runID, afterSeq, limit)

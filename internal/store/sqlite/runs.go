@@ -74,52 +74,11 @@ func runExists(ctx context.Context, q querier, id string) error {
 	return nil
 }
 
-func validateNewRun(r run.Run) (run.Run, error) {
-	for _, f := range []struct{ name, v string }{{"run id", r.ID}, {"session id", r.SessionID}, {"owner", r.Owner}} {
-		if err := checkID(f.name, f.v); err != nil {
-			return r, err
-		}
-	}
-	for _, f := range []struct{ name, v string }{{"agent", r.Agent}, {"client key", r.ClientKey},
-		{"parent run id", r.ParentRunID}, {"fork checkpoint id", r.ForkCheckpointID}} {
-		if err := checkOptional(f.name, f.v); err != nil {
-			return r, err
-		}
-	}
-	for _, f := range []struct{ name, v string }{{"request", r.Request}, {"command", r.Command}} {
-		if err := checkSize(f.name, len(f.v), store.MaxText); err != nil {
-			return r, err
-		}
-	}
-	if r.Status != "" && r.Status != run.StatusCreated {
-		return r, invalid("a new run has status created, not %q", r.Status)
-	}
-	if r.InputPolicy == "" {
-		r.InputPolicy = run.InputQueue
-	}
-	if !r.InputPolicy.Valid() {
-		return r, invalid("unknown input policy %q", r.InputPolicy)
-	}
-	l := r.Limits
-	if l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 {
-		return r, invalid("negative limit %+v", l)
-	}
-	r.Status = run.StatusCreated
-	r.Output, r.Error = "", ""
-	r.Budget = run.Budget{}
-	r.Lease = run.Lease{}
-	r.CancelRequested = false
-	r.StepCount = 0
-	r.CheckpointID = ""
-	r.LastSeq = 1
-	return r, nil
-}
-
 // CreateRun implements store.Runs. Limits are stored as given (0 = no
 // limit): applying run.DefaultLimits is the caller's policy. An empty input
 // policy becomes queue.
 func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error) {
-	r, err := validateNewRun(in)
+	r, err := store.ValidateNewRun(in)
 	if err != nil {
 		return run.Run{}, false, err
 	}
@@ -188,7 +147,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 
 // GetRun implements store.Runs.
 func (s *Store) GetRun(ctx context.Context, id string) (run.Run, error) {
-	if err := checkID("run id", id); err != nil {
+	if err := store.ValidateID("run id", id); err != nil {
 		return run.Run{}, err
 	}
 	return getRun(ctx, s.r, id)
@@ -197,17 +156,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (run.Run, error) {
 // ListRuns implements store.Runs. The page token encodes the position
 // (created_at, id) of the last run returned.
 func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunPage, error) {
-	limit := q.Limit
-	switch {
-	case limit < 0:
-		return store.RunPage{}, invalid("negative limit %d", limit)
-	case limit == 0:
-		limit = 100
-	case limit > store.MaxRunsPerPage:
-		limit = store.MaxRunsPerPage
-	}
-	if q.Status != "" && !q.Status.Valid() {
-		return store.RunPage{}, invalid("unknown status %q", q.Status)
+	limit, err := store.ValidateRunsQuery(q)
+	if err != nil {
+		return store.RunPage{}, err
 	}
 	var where []string
 	var args []any
@@ -263,14 +214,15 @@ func encodePageToken(at int64, id string) string {
 }
 
 func decodePageToken(tok string) (int64, string, error) {
+	malformed := fmt.Errorf("sqlite: %w: malformed page token", store.ErrInvalid)
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil {
-		return 0, "", invalid("malformed page token")
+		return 0, "", malformed
 	}
 	at, id, ok := strings.Cut(string(b), ":")
 	n, err := strconv.ParseInt(at, 10, 64)
 	if !ok || err != nil || id == "" {
-		return 0, "", invalid("malformed page token")
+		return 0, "", malformed
 	}
 	return n, id, nil
 }

@@ -1,0 +1,638 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/keelrun/keel/internal/run"
+)
+
+// Input validation shared by every backend.
+//
+// Each Store method's backend calls the matching Validate function first,
+// before it reads or writes anything, so every backend refuses the same
+// input with the same sentinel (ErrInvalid) and the same message naming the
+// field. Checks that depend on how a backend stores data (DynamoDB's
+// transaction payload limit, a backend's page token format) stay in the
+// backend.
+
+const (
+	// MaxID bounds every id, owner, key, tool and reference string.
+	MaxID = 512
+	// MaxTaskToken bounds a Step Functions task token (documented at 1024;
+	// room for growth).
+	MaxTaskToken = 8 << 10
+	// maxEventType bounds an event type's name.
+	maxEventType = 64
+	// defaultRunsPerPage is ListRunsQuery's limit when zero.
+	defaultRunsPerPage = 100
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("store: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// ValidateID checks a required id-like string (an id, owner, key or tool
+// name): not empty and at most MaxID bytes. field names it in the error.
+func ValidateID(field, v string) error {
+	if v == "" {
+		return invalid("%s is empty", field)
+	}
+	return checkOptional(field, v)
+}
+
+// checkOptional checks an optional id-like string: at most MaxID bytes.
+func checkOptional(field, v string) error {
+	if len(v) > MaxID {
+		return invalid("%s is %d bytes, over %d", field, len(v), MaxID)
+	}
+	return nil
+}
+
+func checkSize(field string, n, limit int) error {
+	if n > limit {
+		return invalid("%s is %d bytes, over %d", field, n, limit)
+	}
+	return nil
+}
+
+// checkJSON accepts empty (absent) or one valid JSON document.
+func checkJSON(field string, b []byte, limit int) error {
+	if err := checkSize(field, len(b), limit); err != nil {
+		return err
+	}
+	if len(b) > 0 && !json.Valid(b) {
+		return invalid("%s is not valid JSON", field)
+	}
+	return nil
+}
+
+// field is a named string, for checking several in a row.
+type field struct{ name, v string }
+
+func checkIDs(fs ...field) error {
+	for _, f := range fs {
+		if err := ValidateID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkOptionals(fs ...field) error {
+	for _, f := range fs {
+		if err := checkOptional(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// argsHash checks args and returns the hash to store: computed from args when
+// present (a given hash must agree), else the given hash.
+func argsHash(field string, args []byte, given string) (string, error) {
+	if err := checkSize(field, len(args), MaxArgs); err != nil {
+		return "", err
+	}
+	if len(args) == 0 {
+		return given, nil
+	}
+	h, err := run.ArgsHash(args)
+	if err != nil {
+		return "", invalid("%s: %v", field, err)
+	}
+	if given != "" && given != h {
+		return "", invalid("%s hash %q does not match the args (%s)", field, given, h)
+	}
+	return h, nil
+}
+
+// checkEventType accepts the shape of an event type (lowercase snake case)
+// rather than a closed list, so a new type in package run needs no change
+// here.
+func checkEventType(t run.EventType) error {
+	if t == "" {
+		return invalid("event type is empty")
+	}
+	if len(t) > maxEventType {
+		return invalid("event type %q is over %d bytes", t, maxEventType)
+	}
+	for _, c := range []byte(t) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return invalid("event type %q is not lowercase snake case", t)
+		}
+	}
+	return nil
+}
+
+func validPlanStatus(s run.PlanStatus) bool {
+	switch s {
+	case run.PlanPending, run.PlanAwaitingApproval, run.PlanRunning, run.PlanCompleted,
+		run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
+		return true
+	}
+	return false
+}
+
+// checkAmounts refuses a negative amount; what names the amounts in the
+// error.
+func checkAmounts(what string, a Amounts) error {
+	if a.Tokens < 0 || a.SpendMicroUSD < 0 || a.ToolCalls < 0 {
+		return invalid("%s: negative amount %+v", what, a)
+	}
+	return nil
+}
+
+// ValidateNewRun checks the input of Runs.CreateRun and returns the run to
+// store: ids, owner and session present and at most MaxID bytes; optional
+// references at most MaxID; request and command at most MaxText; status
+// empty or created; a known input policy (empty becomes queue); no
+// negative limit. The returned run is in status created at seq 1 with
+// everything a new run cannot carry (output, budget use, lease, cancel
+// flag, steps, checkpoint) cleared.
+func ValidateNewRun(r run.Run) (run.Run, error) {
+	if err := checkIDs(field{"run id", r.ID}, field{"session id", r.SessionID}, field{"owner", r.Owner}); err != nil {
+		return r, err
+	}
+	if err := checkOptionals(field{"agent", r.Agent}, field{"client key", r.ClientKey},
+		field{"parent run id", r.ParentRunID}, field{"fork checkpoint id", r.ForkCheckpointID}); err != nil {
+		return r, err
+	}
+	if err := checkSize("request", len(r.Request), MaxText); err != nil {
+		return r, err
+	}
+	if err := checkSize("command", len(r.Command), MaxText); err != nil {
+		return r, err
+	}
+	if r.Status != "" && r.Status != run.StatusCreated {
+		return r, invalid("a new run has status created, not %q", r.Status)
+	}
+	if r.InputPolicy == "" {
+		r.InputPolicy = run.InputQueue
+	}
+	if !r.InputPolicy.Valid() {
+		return r, invalid("unknown input policy %q", r.InputPolicy)
+	}
+	l := r.Limits
+	if l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 {
+		return r, invalid("negative limit %+v", l)
+	}
+	r.Status = run.StatusCreated
+	r.Output, r.Error = "", ""
+	r.Budget = run.Budget{}
+	r.Lease = run.Lease{}
+	r.CancelRequested = false
+	r.StepCount = 0
+	r.CheckpointID = ""
+	r.LastSeq = 1
+	return r, nil
+}
+
+// ValidateRunsQuery checks the input of Runs.ListRuns (no negative limit, a
+// known status if any) and returns the page size to use: 100 for 0, at
+// most MaxRunsPerPage. The page token's format is the backend's to check.
+func ValidateRunsQuery(q ListRunsQuery) (limit int, err error) {
+	switch {
+	case q.Limit < 0:
+		return 0, invalid("negative limit %d", q.Limit)
+	case q.Limit == 0:
+		limit = defaultRunsPerPage
+	default:
+		limit = min(q.Limit, MaxRunsPerPage)
+	}
+	if q.Status != "" && !q.Status.Valid() {
+		return 0, invalid("unknown status %q", q.Status)
+	}
+	return limit, nil
+}
+
+// ValidateLease checks the input of Leases.AcquireLease: run id and owner
+// present, a positive ttl.
+func ValidateLease(runID, owner string, ttl time.Duration) error {
+	if err := checkIDs(field{"run id", runID}, field{"lease owner", owner}); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		return invalid("lease ttl %v is not positive", ttl)
+	}
+	return nil
+}
+
+// ValidatePage checks the input of Events.ReadEvents and
+// Checkpoints.ListCheckpoints (run id present, no negative seq or limit)
+// and returns the page size to use: MaxEventsPerPage for 0, at most that.
+func ValidatePage(runID string, afterSeq int64, limit int) (int, error) {
+	if err := ValidateID("run id", runID); err != nil {
+		return 0, err
+	}
+	if limit < 0 || afterSeq < 0 {
+		return 0, invalid("negative limit %d or seq %d", limit, afterSeq)
+	}
+	if limit == 0 || limit > MaxEventsPerPage {
+		limit = MaxEventsPerPage
+	}
+	return limit, nil
+}
+
+// ValidateAppend checks the input of Events.AppendEvents: run id present,
+// 1 to MaxItemsPerCommit-1 events (the run row is the other item), each
+// valid as in a Commit.
+func ValidateAppend(runID string, events []run.Event) error {
+	if err := ValidateID("run id", runID); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return invalid("no events to append")
+	}
+	if len(events) > MaxItemsPerCommit-1 {
+		return invalid("%d events, over %d per write", len(events), MaxItemsPerCommit-1)
+	}
+	return validateEvents(events)
+}
+
+// validateEvents checks each event's type (lowercase snake case, at most 64
+// bytes), references (at most MaxID) and data (empty or one JSON document
+// of at most MaxEventData bytes).
+func validateEvents(events []run.Event) error {
+	for i, e := range events {
+		if err := checkEventType(e.Type); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		if err := checkOptionals(field{"event plan item id", e.PlanItemID}, field{"event operation id", e.OperationID}); err != nil {
+			return err
+		}
+		if err := checkJSON("event data", e.Data, MaxEventData); err != nil {
+			return fmt.Errorf("event %d (%s): %w", i, e.Type, err)
+		}
+	}
+	return nil
+}
+
+// ValidateDecision checks the input of Approvals.DecideApproval: run id,
+// approval id, args hash and decider present; reason at most MaxText.
+func ValidateDecision(d Decision) error {
+	if err := checkIDs(field{"run id", d.RunID}, field{"approval id", d.ApprovalID},
+		field{"args hash", d.ArgsHash}, field{"decided by", d.DecidedBy}); err != nil {
+		return err
+	}
+	return checkSize("reason", len(d.Reason), MaxText)
+}
+
+// ValidateTaskToken checks the input of Approvals.AttachTaskToken: run and
+// approval ids present, a token of 1 to MaxTaskToken bytes.
+func ValidateTaskToken(runID, approvalID, token string) error {
+	if err := checkIDs(field{"run id", runID}, field{"approval id", approvalID}); err != nil {
+		return err
+	}
+	if token == "" {
+		return invalid("task token is empty")
+	}
+	return checkSize("task token", len(token), MaxTaskToken)
+}
+
+// ValidateGrant checks the input of Approvals.HasGrant: session id and tool
+// present.
+func ValidateGrant(sessionID, tool string) error {
+	return checkIDs(field{"session id", sessionID}, field{"tool", tool})
+}
+
+// ValidateReserve checks the input of Budgets.Reserve: run id present, no
+// negative amount.
+func ValidateReserve(runID string, a Amounts) error {
+	if err := ValidateID("run id", runID); err != nil {
+		return err
+	}
+	return checkAmounts("reserve", a)
+}
+
+// ValidateSettle checks the input of Budgets.Settle: run id present, no
+// negative amount reserved or used.
+func ValidateSettle(runID string, reserved, used Amounts) error {
+	if err := ValidateID("run id", runID); err != nil {
+		return err
+	}
+	if err := checkAmounts("reserved budget", reserved); err != nil {
+		return err
+	}
+	return checkAmounts("used budget", used)
+}
+
+// ValidateCancel checks the input of Control.RequestCancel: run id and the
+// person cancelling present.
+func ValidateCancel(runID, by string) error {
+	return checkIDs(field{"run id", runID}, field{"cancelled by", by})
+}
+
+// ValidateInput checks the input of Control.EnqueueInput: run id present,
+// text of 1 to MaxText bytes.
+func ValidateInput(runID, text string) error {
+	if err := ValidateID("run id", runID); err != nil {
+		return err
+	}
+	if text == "" {
+		return invalid("input text is empty")
+	}
+	return checkSize("input text", len(text), MaxText)
+}
+
+// ValidateCommit checks the input of Committer.Commit and fills in the
+// derived fields documented on Commit: plan item status (pending when
+// empty), plan item, operation and approval args hashes (computed from the
+// args; a given hash must agree), operation idempotency keys (the
+// operation id when empty), and a checkpoint's RunID, StateHash and Size
+// (from inline State). It refuses a commit of more than
+// MaxItemsPerCommit items, unknown enum values, oversized or non-JSON
+// data, a record naming another run, negative counters and an id that
+// appears twice. It never modifies what c's slices and checkpoint point
+// to: on success it replaces them with checked copies; on error it leaves
+// c as it was.
+func ValidateCommit(c *Commit) error {
+	if err := ValidateID("run id", c.RunID); err != nil {
+		return err
+	}
+	items := 1 + len(c.Events) + len(c.PlanItems) + len(c.NewOperations) + len(c.OperationUpdates) +
+		len(c.NewApprovals) + len(c.CancelApprovals) + len(c.ConsumeInputs)
+	if c.Checkpoint != nil {
+		items++
+	}
+	if items > MaxItemsPerCommit {
+		return invalid("commit writes %d items, over %d", items, MaxItemsPerCommit)
+	}
+	if err := validateEvents(c.Events); err != nil {
+		return err
+	}
+	if err := checkAmounts("used budget", c.Used); err != nil {
+		return err
+	}
+	if err := checkAmounts("released budget", c.Released); err != nil {
+		return err
+	}
+	if err := validateRunPatch(c.Run, c.Checkpoint); err != nil {
+		return err
+	}
+	checkpoint := c.Checkpoint
+	if checkpoint != nil {
+		cp := *checkpoint
+		if err := validateCheckpoint(c.RunID, &cp); err != nil {
+			return err
+		}
+		checkpoint = &cp
+	}
+	seen := map[string]bool{}
+	once := func(kind, id string) error {
+		if seen[kind+"\x00"+id] {
+			return invalid("%s %q appears twice in one commit", kind, id)
+		}
+		seen[kind+"\x00"+id] = true
+		return nil
+	}
+	planItems, err := validateEach(c.PlanItems, func(pi *run.PlanItem) error {
+		if err := validatePlanItem(c.RunID, pi); err != nil {
+			return err
+		}
+		return once("plan item", pi.ID)
+	})
+	if err != nil {
+		return err
+	}
+	newOps, err := validateEach(c.NewOperations, func(op *run.Operation) error {
+		if err := validateNewOperation(c.RunID, op); err != nil {
+			return err
+		}
+		return once("operation", op.ID)
+	})
+	if err != nil {
+		return err
+	}
+	for _, u := range c.OperationUpdates {
+		if err := validateOperationUpdate(u); err != nil {
+			return err
+		}
+		if err := once("operation", u.ID); err != nil {
+			return err
+		}
+	}
+	newApprovals, err := validateEach(c.NewApprovals, func(a *run.Approval) error {
+		if err := validateNewApproval(c.RunID, a); err != nil {
+			return err
+		}
+		return once("approval", a.ID)
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range c.CancelApprovals {
+		if err := ValidateID("approval id", id); err != nil {
+			return err
+		}
+		if err := once("approval", id); err != nil {
+			return err
+		}
+	}
+	for _, id := range c.ConsumeInputs {
+		if err := ValidateID("input id", id); err != nil {
+			return err
+		}
+		if err := once("input", id); err != nil {
+			return err
+		}
+	}
+	c.Checkpoint, c.PlanItems, c.NewOperations, c.NewApprovals = checkpoint, planItems, newOps, newApprovals
+	return nil
+}
+
+// validateEach runs check on a copy of each element of in and returns the
+// checked copies, leaving in (the caller's slice) untouched. An empty in is
+// returned as it is.
+func validateEach[T any](in []T, check func(*T) error) ([]T, error) {
+	if len(in) == 0 {
+		return in, nil
+	}
+	out := make([]T, len(in))
+	for i, v := range in {
+		if err := check(&v); err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func validateRunPatch(p *RunPatch, cp *run.Checkpoint) error {
+	if p == nil {
+		return nil
+	}
+	if p.Status != "" && !p.Status.Valid() {
+		return invalid("unknown run status %q", p.Status)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"output", p.Output}, {"error", p.Error}, {"command", p.Command}} {
+		if f.v != nil {
+			if err := checkSize(f.name, len(*f.v), MaxText); err != nil {
+				return err
+			}
+		}
+	}
+	if p.StepsDelta < 0 {
+		return invalid("negative steps delta %d", p.StepsDelta)
+	}
+	if err := checkOptional("checkpoint id", p.CheckpointID); err != nil {
+		return err
+	}
+	if cp != nil && p.CheckpointID != "" && p.CheckpointID != cp.ID {
+		return invalid("run patch names checkpoint %q but the commit writes %q", p.CheckpointID, cp.ID)
+	}
+	return nil
+}
+
+func sameRun(runID, got, kind, id string) error {
+	if got != "" && got != runID {
+		return invalid("%s %q names run %q, not %q", kind, id, got, runID)
+	}
+	return nil
+}
+
+func validateCheckpoint(runID string, cp *run.Checkpoint) error {
+	if err := ValidateID("checkpoint id", cp.ID); err != nil {
+		return err
+	}
+	if err := sameRun(runID, cp.RunID, "checkpoint", cp.ID); err != nil {
+		return err
+	}
+	if err := checkOptionals(field{"checkpoint parent", cp.Parent}, field{"checkpoint state ref", cp.StateRef},
+		field{"checkpoint state hash", cp.StateHash}, field{"checkpoint workspace version", cp.WorkspaceVersion}); err != nil {
+		return err
+	}
+	if err := checkSize("checkpoint state", len(cp.State), MaxInlineState); err != nil {
+		return err
+	}
+	if cp.Seq < 0 || cp.Step < 0 || cp.Size < 0 {
+		return invalid("checkpoint %q: negative seq, step or size", cp.ID)
+	}
+	if len(cp.State) > 0 {
+		h := run.HashBytes(cp.State)
+		if cp.StateHash != "" && cp.StateHash != h {
+			return invalid("checkpoint %q: state hash does not match the inline state", cp.ID)
+		}
+		cp.StateHash = h
+		if cp.Size == 0 {
+			cp.Size = int64(len(cp.State))
+		}
+	}
+	cp.RunID = runID
+	return nil
+}
+
+func validatePlanItem(runID string, pi *run.PlanItem) error {
+	if err := ValidateID("plan item id", pi.ID); err != nil {
+		return err
+	}
+	if err := sameRun(runID, pi.RunID, "plan item", pi.ID); err != nil {
+		return err
+	}
+	if err := ValidateID("plan item tool", pi.Tool); err != nil {
+		return err
+	}
+	if !pi.Mode.Valid() {
+		return invalid("plan item %q: unknown mode %q", pi.ID, pi.Mode)
+	}
+	if pi.Status == "" {
+		pi.Status = run.PlanPending
+	}
+	if !validPlanStatus(pi.Status) {
+		return invalid("plan item %q: unknown status %q", pi.ID, pi.Status)
+	}
+	h, err := argsHash("plan item args", pi.Args, pi.ArgsHash)
+	if err != nil {
+		return err
+	}
+	pi.ArgsHash = h
+	if err := checkOptionals(field{"plan item call id", pi.CallID}, field{"plan item result ref", pi.ResultRef}); err != nil {
+		return err
+	}
+	return checkJSON("plan item result", pi.Result, MaxEventData)
+}
+
+func validateNewOperation(runID string, op *run.Operation) error {
+	if err := ValidateID("operation id", op.ID); err != nil {
+		return err
+	}
+	if err := sameRun(runID, op.RunID, "operation", op.ID); err != nil {
+		return err
+	}
+	if op.Status != "" && op.Status != run.OpPending {
+		return invalid("operation %q: a new operation is pending, not %q", op.ID, op.Status)
+	}
+	if op.Attempts < 0 {
+		return invalid("operation %q: negative attempts", op.ID)
+	}
+	h, err := argsHash("operation args", op.Args, op.ArgsHash)
+	if err != nil {
+		return err
+	}
+	if h == "" {
+		return invalid("operation %q: no args and no args hash", op.ID)
+	}
+	op.ArgsHash = h
+	if op.IdempotencyKey == "" {
+		op.IdempotencyKey = op.ID
+	}
+	return checkOptionals(field{"operation plan item id", op.PlanItemID}, field{"operation tool", op.Tool},
+		field{"operation destination", op.Destination}, field{"operation artifact hash", op.ArtifactHash},
+		field{"operation idempotency key", op.IdempotencyKey})
+}
+
+func validateOperationUpdate(u OperationUpdate) error {
+	if err := ValidateID("operation id", u.ID); err != nil {
+		return err
+	}
+	if u.Status != run.OpSucceeded && u.Status != run.OpFailed && u.Status != run.OpNeedsHuman {
+		return invalid("operation %q: status %q is not an outcome (succeeded, failed, needs_human)", u.ID, u.Status)
+	}
+	if err := checkOptional("operation external id", u.ExternalID); err != nil {
+		return err
+	}
+	if err := checkJSON("operation result", u.Result, MaxEventData); err != nil {
+		return err
+	}
+	if err := checkSize("operation error", len(u.Error), MaxText); err != nil {
+		return err
+	}
+	if u.AttemptsDelta < 0 {
+		return invalid("operation %q: negative attempts delta", u.ID)
+	}
+	return nil
+}
+
+func validateNewApproval(runID string, a *run.Approval) error {
+	if err := ValidateID("approval id", a.ID); err != nil {
+		return err
+	}
+	if err := sameRun(runID, a.RunID, "approval", a.ID); err != nil {
+		return err
+	}
+	if err := ValidateID("approval tool", a.Tool); err != nil {
+		return err
+	}
+	if !a.Mode.Valid() {
+		return invalid("approval %q: unknown mode %q", a.ID, a.Mode)
+	}
+	if a.Status != "" && a.Status != run.ApprovalPending {
+		return invalid("approval %q: a new approval is pending, not %q", a.ID, a.Status)
+	}
+	h, err := argsHash("approval args", a.Args, a.ArgsHash)
+	if err != nil {
+		return err
+	}
+	if h == "" {
+		return invalid("approval %q: no args and no args hash", a.ID)
+	}
+	a.ArgsHash = h
+	if err := checkOptional("approval plan item id", a.PlanItemID); err != nil {
+		return err
+	}
+	return checkSize("approval task token", len(a.TaskToken), MaxTaskToken)
+}
