@@ -14,6 +14,14 @@ all: build
 build:
 	$(GO) build ./...
 	@for f in $(FUNCTIONS); do $(MAKE) --no-print-directory build-$$f || exit 1; done
+	@$(MAKE) --no-print-directory build-fargate
+
+# build-fargate: the long-running task as a static linux/arm64 binary (the
+# image is tasks/fargate/Dockerfile, built by `cdk deploy` or docker build).
+.PHONY: build-fargate
+build-fargate:
+	@mkdir -p dist/fargate
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o dist/fargate/keel-task ./tasks/fargate
 
 # build-NAME: an arm64 Lambda bootstrap for functions/NAME.
 build-%:

@@ -46,7 +46,10 @@ func stepCommand() command {
 			if err != nil {
 				return usagef("%v", err)
 			}
-			b := backends()
+			b, err := backends(ctx, c, cfg)
+			if err != nil {
+				return err
+			}
 			b.Faults = fp
 			parts, err := cfg.Open(ctx, b)
 			if err != nil {

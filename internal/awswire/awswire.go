@@ -1,58 +1,81 @@
-// Package awswire builds the AWS-facing parts of Keel from an aws.Config:
-// the Step Functions task-token client used by the long-running task and
-// the approval flow. Clients are injected with their endpoints, so the same
-// code talks to AWS, to LocalStack, or to `keel dev`'s local Step Functions
-// endpoint.
 package awswire
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/keelrun/keel/internal/artifact"
+	keels3 "github.com/keelrun/keel/internal/artifact/s3"
+	"github.com/keelrun/keel/internal/setup"
+	"github.com/keelrun/keel/internal/states/sfnclient"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/store/dynamo"
 )
 
-// Tokens sends task-token outcomes with the Step Functions API.
-type Tokens struct{ Client *sfn.Client }
-
-// SendTaskSuccess implements longtask.Tokens and handlers.TaskTokens.
-func (t Tokens) SendTaskSuccess(ctx context.Context, token, output string) error {
-	_, err := t.Client.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(token), Output: aws.String(output)})
-	if err != nil {
-		return fmt.Errorf("SendTaskSuccess: %w", err)
-	}
-	return nil
+// Options tune the AWS backends.
+type Options struct {
+	// S3PathStyle addresses buckets as ENDPOINT/BUCKET instead of
+	// BUCKET.ENDPOINT: needed by most S3-compatible servers (LocalStack,
+	// gofakes3, MinIO) behind AWS_ENDPOINT_URL.
+	S3PathStyle bool
+	// S3 carries the server-side encryption settings and key prefix of
+	// the artifact store; its Bucket is ignored (it comes from s3:BUCKET).
+	S3 keels3.Options
+	// Logger is the DynamoDB store's logger; nil means slog.Default().
+	Logger *slog.Logger
 }
 
-// SendTaskFailure implements longtask.Tokens and handlers.TaskTokens.
-func (t Tokens) SendTaskFailure(ctx context.Context, token, errName, cause string) error {
-	if len(cause) > 32768 {
-		cause = cause[:32768]
+// Backends returns setup.Backends whose AWSStore opens the DynamoDB store
+// on a table and whose AWSArtifacts opens the S3 artifact store on a
+// bucket, both through clients built from cfg. The DynamoDB store spills
+// large checkpoint states to the artifact store it is given. NewModel and
+// WrapScripted are left nil (scripted models only) for the caller to fill.
+func Backends(cfg aws.Config, opts Options) setup.Backends {
+	return setup.Backends{
+		AWSStore: func(_ context.Context, table string, arts artifact.Store) (store.Store, error) {
+			return dynamo.New(dynamodb.NewFromConfig(cfg), dynamo.Options{Table: table, Artifacts: arts, Logger: opts.Logger})
+		},
+		AWSArtifacts: func(_ context.Context, bucket string) (artifact.Store, error) {
+			so := opts.S3
+			so.Bucket = bucket
+			return keels3.New(awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = opts.S3PathStyle }), so)
+		},
 	}
-	_, err := t.Client.SendTaskFailure(ctx, &sfn.SendTaskFailureInput{TaskToken: aws.String(token), Error: aws.String(errName), Cause: aws.String(cause)})
-	if err != nil {
-		return fmt.Errorf("SendTaskFailure: %w", err)
-	}
-	return nil
 }
 
-// SendTaskHeartbeat implements longtask.Tokens.
-func (t Tokens) SendTaskHeartbeat(ctx context.Context, token string) error {
-	_, err := t.Client.SendTaskHeartbeat(ctx, &sfn.SendTaskHeartbeatInput{TaskToken: aws.String(token)})
-	if err != nil {
-		return fmt.Errorf("SendTaskHeartbeat: %w", err)
-	}
-	return nil
+// SFN returns the Step Functions client on cfg.
+func SFN(cfg aws.Config) (*sfnclient.Client, error) {
+	return sfnclient.New(sfn.NewFromConfig(cfg))
 }
 
 // LocalSFN returns a Step Functions client for `keel dev`'s endpoint: the
 // access key is "keel-dev" and the secret the dev token.
-func LocalSFN(endpoint, token string) *sfn.Client {
-	return sfn.New(sfn.Options{
+func LocalSFN(endpoint, token string) (*sfnclient.Client, error) {
+	return sfnclient.New(sfn.New(sfn.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("keel-dev", token, ""),
-	})
+	}))
+}
+
+// Executions adapts a sfnclient.Starter to handlers.Executions. An
+// execution that already exists under the run's name counts as started:
+// the name is the run id, so it is this run's execution (running or
+// closed), and starting a run is idempotent.
+type Executions struct{ Starter sfnclient.Starter }
+
+// StartExecution implements handlers.Executions.
+func (x Executions) StartExecution(ctx context.Context, arn, name, input string) error {
+	_, err := x.Starter.StartExecution(ctx, arn, name, input)
+	if errors.Is(err, sfnclient.ErrExecutionAlreadyExists) {
+		return nil
+	}
+	return err
 }

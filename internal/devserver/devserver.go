@@ -3,10 +3,17 @@
 // API, for the SDK clients of the long-running task), the SQLite store and
 // the file artifact store, all under one data directory.
 //
+// The store and artifacts may instead be DynamoDB and S3 (Setup names
+// dynamo:TABLE / s3:BUCKET and Backends opens them, e.g. against LocalStack
+// through AWS_ENDPOINT_URL). Step Functions state stays local either way:
+// in keel.db with SQLite, in DIR/sfn.db otherwise.
+//
 // The data directory is held exclusively (an flock on DIR/lock): a second
 // `keel dev` on the same directory is refused. Because of that, leases held
 // by an earlier incarnation belong to a dead process and are ended at start,
-// so recovery after a crash does not wait for them to expire. Restarting
+// so recovery after a crash does not wait for them to expire (on SQLite
+// only: a shared DynamoDB table may hold leases of live workers elsewhere,
+// so there a crashed keel dev's leases run out their TTL). Restarting
 // resumes every execution where it stopped: waits keep their end times,
 // task tokens stay valid, and an in-flight step is run again (the harness
 // reconciles before it does anything).
@@ -79,6 +86,7 @@ type Server struct {
 	exec     *states.Executor
 	tasks    *states.ExecTaskRunner
 	parts    *setup.Parts
+	sfnStore *states.Store // opened here (not on the run store's database)
 	lock     *os.File
 	serveErr chan error
 }
@@ -116,18 +124,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
 		return fail(err)
 	}
-	if !strings.HasPrefix(cfg.Setup.Store, "sqlite:") {
-		return fail(fmt.Errorf("keel dev runs on the embedded SQLite store; KEEL_STORE %q is for the cloud entrypoints", cfg.Setup.Store))
-	}
 	if s.parts, err = cfg.Setup.Open(ctx, cfg.Backends); err != nil {
 		return fail(err)
 	}
 	owner := fmt.Sprintf("%s%d-%s", ownerPrefix, os.Getpid(), randHex(4))
-	if n, err := s.parts.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
-		return fail(err)
-	} else if n > 0 {
-		log.Info("ended leases of a previous keel dev", "runs", n)
+	if s.parts.SQLite != nil {
+		if n, err := s.parts.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
+			return fail(err)
+		} else if n > 0 {
+			log.Info("ended leases of a previous keel dev", "runs", n)
+		}
 	}
+	// else: a shared store (DynamoDB) may hold leases of live workers
+	// elsewhere, so none is ended; a lease of a crashed keel dev expires
+	// (its TTL) and the Step retries until then.
 	h, err := harness.New(harness.Options{Store: s.parts.Store, Artifacts: s.parts.Artifacts, Agents: s.parts.Agents,
 		Owner: owner, CanSpill: len(cfg.TaskCommand) > 0, Faults: cfg.Faults, Logger: log})
 	if err != nil {
@@ -140,7 +150,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.URL = "http://" + ln.Addr().String()
 
-	sfnStore, err := states.NewStore(ctx, s.parts.SQLite.DB())
+	// Step Functions state is always local: in keel.db beside the runs on
+	// SQLite, in its own sfn.db otherwise.
+	var sfnStore *states.Store
+	if s.parts.SQLite != nil {
+		sfnStore, err = states.NewStore(ctx, s.parts.SQLite.DB())
+	} else {
+		sfnStore, err = states.OpenStore(ctx, filepath.Join(cfg.DataDir, "sfn.db"))
+		s.sfnStore = sfnStore
+	}
 	if err != nil {
 		ln.Close()
 		return fail(err)
@@ -260,6 +278,9 @@ func (s *Server) Close() error {
 	var err error
 	if s.parts != nil {
 		err = s.parts.Close()
+	}
+	if s.sfnStore != nil {
+		err = errors.Join(err, s.sfnStore.Close())
 	}
 	if s.lock != nil {
 		s.lock.Close()

@@ -235,9 +235,12 @@ type RunCreator interface {
 
 // ScheduleEvent is the payload an EventBridge Scheduler target is given
 // (set as the schedule's Input): the run to start, and the scheduled time
-// from the <aws.scheduler.scheduled-time> context attribute.
+// from the <aws.scheduler.scheduled-time> context attribute. The schedule
+// is named by schedule_name, or by schedule_arn (the
+// <aws.scheduler.schedule-arn> attribute) when the name is absent.
 type ScheduleEvent struct {
 	ScheduleName  string          `json:"schedule_name"`
+	ScheduleARN   string          `json:"schedule_arn,omitempty"`
 	ScheduledTime string          `json:"scheduled_time"`
 	Owner         string          `json:"owner"`
 	Agent         string          `json:"agent"`
@@ -253,13 +256,23 @@ type Schedule struct {
 	Starter interface {
 		StartRun(ctx context.Context, runID string) error
 	}
+	// DefaultOwner owns runs whose event names no owner; empty makes the
+	// owner required.
+	DefaultOwner string
 }
 
 // Handle implements the schedule target.
 func (s Schedule) Handle(ctx context.Context, ev ScheduleEvent) (map[string]string, error) {
+	if ev.ScheduleName == "" && ev.ScheduleARN != "" {
+		// arn:aws:scheduler:REGION:ACCOUNT:schedule/GROUP/NAME
+		ev.ScheduleName = ev.ScheduleARN[strings.LastIndex(ev.ScheduleARN, "/")+1:]
+	}
+	if ev.Owner == "" {
+		ev.Owner = s.DefaultOwner
+	}
 	switch {
 	case ev.ScheduleName == "":
-		return nil, errors.New("schedule: schedule_name is empty")
+		return nil, errors.New("schedule: schedule_name (or schedule_arn) is empty")
 	case ev.ScheduledTime == "":
 		return nil, errors.New("schedule: scheduled_time is empty")
 	case ev.Agent == "" || ev.Owner == "" || ev.Input == "":
@@ -274,12 +287,17 @@ func (s Schedule) Handle(ctx context.Context, ev ScheduleEvent) (map[string]stri
 			return nil, fmt.Errorf("schedule: limits: %w", err)
 		}
 	}
+	// The ARN, when given, names the schedule across groups.
+	id := ev.ScheduleName
+	if ev.ScheduleARN != "" {
+		id = ev.ScheduleARN
+	}
 	session := ev.SessionID
 	if session == "" {
 		session = "sched-" + ev.ScheduleName
 	}
 	r := run.Run{ID: run.NewID("run"), SessionID: session, Owner: ev.Owner, Agent: ev.Agent,
-		ClientKey: "schedule:" + ev.ScheduleName + "@" + ev.ScheduledTime, Request: ev.Input,
+		ClientKey: "schedule:" + id + "@" + ev.ScheduledTime, Request: ev.Input,
 		InputPolicy: run.InputQueue, Limits: lim.WithDefaults()}
 	stored, _, err := s.Store.CreateRun(ctx, r)
 	if err != nil {
