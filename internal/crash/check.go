@@ -33,7 +33,9 @@ type Verdict struct {
 	Violations   []string
 }
 
-func (v *Verdict) fail(format string, a ...any) { v.Violations = append(v.Violations, fmt.Sprintf(format, a...)) }
+func (v *Verdict) fail(format string, a ...any) {
+	v.Violations = append(v.Violations, fmt.Sprintf(format, a...))
+}
 
 // Check applies the invariants every scenario keeps:
 //

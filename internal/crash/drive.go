@@ -22,6 +22,9 @@ type driveState struct {
 	runID    string
 	approved bool // an approval decision was accepted (or found already taken)
 	kills    int  // SIGKILLs of keel dev seen (fault points and the suite's own)
+	// randomKills are the kills the suite made at a random moment.
+	randomKills int
+	timerFired  bool // the current incarnation's kill timer fired
 	// stopAtKills > 0: return after that many kills, leaving keel dev
 	// dead (the two-writer scenarios take over from there).
 	stopAtKills int
@@ -64,7 +67,7 @@ func (n *node) drive(ctx context.Context, st *driveState) error {
 		if n.starts < len(n.sc.Incarnations) {
 			in = n.sc.Incarnations[n.starts]
 		}
-		killTimer = nil
+		killTimer, st.timerFired = nil, false
 		err := n.startKeel(ctx, in.Fault)
 		if err != nil && !errors.Is(err, errExited) {
 			return err
@@ -92,6 +95,9 @@ func (n *node) drive(ctx context.Context, st *driveState) error {
 				return fmt.Errorf("%s exited without being killed: %v (log %s)", n.keel.name, n.keel.err, n.keel.log)
 			}
 			st.kills++
+			if st.timerFired {
+				st.randomKills++
+			}
 			// Whatever it started (a task child) goes down with it, as
 			// on a machine that lost power.
 			n.keel.signalGroup(syscall.SIGKILL)
@@ -107,7 +113,7 @@ func (n *node) drive(ctx context.Context, st *driveState) error {
 			lastOK = time.Now()
 			continue
 		case <-killTimer:
-			killTimer = nil
+			killTimer, st.timerFired = nil, true
 			n.keel.signalGroup(syscall.SIGKILL)
 			continue
 		case <-tick.C:

@@ -73,9 +73,13 @@ func Matrix(ctx context.Context, cfg Config, opt MatrixOptions) []Result {
 	var mu sync.Mutex
 	var rows []orderedResult
 	play := func(order int, sc *Scenario) Result {
-		sem <- struct{}{}
+		if !sc.idle {
+			sem <- struct{}{}
+		}
 		r := Play(ctx, cfg, sc)
-		<-sem
+		if !sc.idle {
+			<-sem
+		}
 		if cfg.Progress != nil {
 			mu.Lock()
 			fmt.Fprintf(cfg.Progress, "  %-46s %s\n", r.Name, summary(r))
@@ -95,7 +99,7 @@ func Matrix(ctx context.Context, cfg Config, opt MatrixOptions) []Result {
 	// The long task rows first: they wait on a heartbeat timeout.
 	var special []*Scenario
 	if opt.Task {
-		special = append(special, TaskScenario(harness.FaultLeaseHandover+":1"), TaskScenario(harness.FaultAfterDispatch))
+		special = append(special, TaskScenario(harness.FaultAwaitApproval), TaskScenario(harness.FaultAfterDispatch))
 	}
 	special = append(special, TwoWritersBusy(), StaleWriterFenced(), CancelInFlight(), ProviderTimeout())
 	if sc, err := StreamCut(); err != nil {
@@ -171,11 +175,14 @@ type orderedResult struct {
 // TaskScenario spills analyze_documents and publish_report to the
 // long-running task child and kills that child (KEEL_TASK_FAULTPOINT) at
 // fault; keel dev itself lives on, notices the lost task by its missing
-// heartbeat and steps the run again, reconciling first.
+// heartbeat and steps the run again, reconciling first. Every task child
+// is armed, so fault must be a point the run passes once in all its
+// tasks (await_approval, after_dispatch): one hit on every task start
+// (lease_handover:1) would kill each new task in turn.
 func TaskScenario(fault string) *Scenario {
 	return &Scenario{Name: "task " + fault + " (child task)", Contract: "lookup",
 		Env:    []string{"KEEL_SPILL_TOOLS=analyze_documents,publish_report", "KEEL_TASK_FAULTPOINT=" + fault},
-		Expect: Expect{Approval: true, Kills: 1}}
+		Expect: Expect{Approval: true, Kills: 1}, idle: true}
 }
 
 // CancelInFlight cancels the run while analyze_documents is held in flight
@@ -267,7 +274,7 @@ func stamp(t time.Time) string {
 // out, Keel cannot know, and the run must end needs_human with exactly one
 // request at the destination — never a second one.
 func ProviderTimeout() *Scenario {
-	return &Scenario{Name: "provider times out, cannot confirm", Contract: "none", Hang: true, PublishTimeout: time.Second,
+	return &Scenario{Name: ProviderTimeoutName, Contract: "none", Hang: true, PublishTimeout: time.Second,
 		Expect: Expect{Statuses: allowed(run.StatusNeedsHuman), Approval: true},
 		check: func(ev Evidence, res *Result) {
 			if len(ev.Pubs) != 1 {
@@ -336,3 +343,6 @@ func opStatuses(ops []run.Operation) []string {
 	}
 	return s
 }
+
+// ProviderTimeoutName names the uncertain-provider row.
+const ProviderTimeoutName = "provider times out, cannot confirm"

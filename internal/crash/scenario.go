@@ -32,6 +32,9 @@ type Config struct {
 	Parallel int
 	// Progress, when set, gets one line per finished scenario.
 	Progress io.Writer
+	// ScenarioTimeout is a hang guard per scenario (default 8m; the task
+	// rows wait over two minutes for a heartbeat timeout).
+	ScenarioTimeout time.Duration
 }
 
 // ErrDynamo is returned for -store dynamo until keel dev can run on it.
@@ -68,6 +71,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Parallel <= 0 {
 		c.Parallel = 3
+	}
+	if c.ScenarioTimeout <= 0 {
+		c.ScenarioTimeout = 8 * time.Minute
 	}
 	return nil
 }
@@ -109,6 +115,10 @@ type Scenario struct {
 	Incarnations []Incarnation
 	Expect       Expect
 
+	// idle: the scenario spends most of its time waiting (for a
+	// heartbeat timeout), so the matrix plays it outside its bound.
+	idle bool
+
 	// play runs the scenario (nil: the standard drive).
 	play func(ctx context.Context, n *node, st *driveState, res *Result) (Evidence, error)
 	// onTick runs at every driver tick while keel dev serves.
@@ -124,6 +134,8 @@ type Result struct {
 	// Kills are the SIGKILLs that happened: keel dev deaths and deaths of
 	// its long-running task child.
 	Kills int
+	// RandomKills are those of Kills the suite made at a random moment.
+	RandomKills int
 	Verdict
 	Notes   []string
 	Dir     string
@@ -144,6 +156,11 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 	start := time.Now()
 	res := Result{Name: sc.Name}
+	if cfg.ScenarioTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.ScenarioTimeout)
+		defer cancel()
+	}
 	dir, err := os.MkdirTemp(cfg.Dir, unsafeName.ReplaceAllString(sc.Name, "_")+"-")
 	if err != nil {
 		res.fail("scratch dir: %v", err)
@@ -174,6 +191,7 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 	}()
 	res.RunID = st.runID
 	res.Kills += st.kills + taskKills(dir)
+	res.RandomKills = st.randomKills
 	if err != nil {
 		res.Status = "?"
 		res.fail("scenario could not be played: %v", err)
