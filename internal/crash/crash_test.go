@@ -39,8 +39,10 @@ func TestCrashSuite(t *testing.T) {
 	keel := build(t, bin, "keel", "github.com/keelrun/keel/cmd/keel")
 	pub := build(t, bin, "pubserver", "github.com/keelrun/keel/examples/research/cmd/pubserver")
 	broken := build(t, bin, "keel-broken", "github.com/keelrun/keel/cmd/keel", "keel_skip_reconcile")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard
-	defer cancel()
+	// A hang guard. Cleanup, not defer: the parallel subtests run after
+	// this function returns.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
 	config := func(t *testing.T, keelBin string) Config {
 		cfg := Config{Keel: keelBin, PubServer: pub, Dir: t.TempDir(), Parallel: 3}
 		if err := cfg.Validate(); err != nil {

@@ -237,12 +237,3 @@ func readPublications(path string) ([]research.Publication, error) {
 	}
 	return pubs, sc.Err()
 }
-
-// countLines counts lines of path containing substr (0 when it is absent).
-func countLines(path, substr string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(b), substr)
-}

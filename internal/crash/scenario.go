@@ -67,7 +67,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Dir == "" {
-		return errors.New("Dir is required")
+		return errors.New("crash: Config.Dir is required")
 	}
 	if c.Parallel <= 0 {
 		c.Parallel = 3

@@ -75,7 +75,7 @@ func run() int {
 		crash.PrintMatrix(os.Stdout, rows)
 		failed := crash.Failed(rows)
 		fmt.Printf("%d rows, %d failed, %s\n", len(rows), failed, time.Since(start).Round(time.Second))
-		if failed > 0 || len(rows) == 0 {
+		if ctx.Err() == nil && (failed > 0 || len(rows) == 0) {
 			return 1
 		}
 	case "soak":
@@ -86,9 +86,13 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "crash soak: %d runs on %s, %d at once, seed %d (scratch %s)\n", *n, cfg.Store, cfg.Parallel, s, *dir)
 		sum := crash.Soak(ctx, cfg, crash.SoakOptions{N: *n, Seed: s})
 		crash.PrintSoak(os.Stdout, sum)
-		if sum.Violations > 0 || sum.Runs < *n {
+		if ctx.Err() == nil && (sum.Violations > 0 || sum.Runs < *n) {
 			return 1
 		}
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "crash: interrupted; the runs cut short are reported as failed")
+		return 130
 	}
 	if !*keep {
 		_ = os.Remove(*dir) // empty when everything passed
