@@ -7,7 +7,7 @@ export GOFLAGS := -buildvcs=false
 
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: all build fmt lint vet staticcheck test test-race test-go demo dev bench tools
+.PHONY: all build fmt lint vet staticcheck test test-race test-go bench tools
 
 all: build
 
@@ -80,6 +80,21 @@ localstack-e2e:
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
 		$(GO) test -count=1 -timeout 15m -v -run 'TestConformance|TestRequestsPerCall|TestCheckpointSpillsToS3|TestForeignObjectIsCorrupt' \
 		./internal/store/dynamo/ ./internal/artifact/s3/
+
+# demo: the research agent end to end on the embedded default, with a crash
+# at the worst moment and the recovery (README's first command).
+.PHONY: demo dev
+demo:
+	@mkdir -p bin
+	$(GO) build -o bin/keel ./cmd/keel
+	$(GO) build -o bin/pubserver ./examples/research/cmd/pubserver
+	$(GO) build -o bin/demo ./internal/cmd/demo
+	./bin/demo -keel bin/keel -pubserver bin/pubserver
+
+# dev: keel dev on .keel/ (Ctrl-C to stop).
+dev:
+	$(GO) build -o bin/keel ./cmd/keel
+	./bin/keel dev
 
 # crash: Keel's crash suite (internal/crash). Every hit of every fault point,
 # the destination-contract variants, two writers, a stale writer, cancel in

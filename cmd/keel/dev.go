@@ -9,10 +9,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/keelrun/keel/internal/awswire"
 	"github.com/keelrun/keel/internal/devserver"
 	"github.com/keelrun/keel/internal/faults"
 	"github.com/keelrun/keel/internal/longtask"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/provider"
 	"github.com/keelrun/keel/internal/setup"
 )
 
@@ -101,8 +104,22 @@ func taskCommand() command {
 	}
 }
 
-// backends are the optional parts this binary carries.
-func backends() setup.Backends { return setup.Backends{} }
+// backends are the optional parts this binary carries: the model
+// providers (keys and settings from the environment; Bedrock with the
+// default AWS configuration).
+func backends() setup.Backends {
+	return setup.Backends{NewModel: func(ctx context.Context, spec string) (model.Model, error) {
+		deps := provider.Deps{Getenv: os.Getenv}
+		if strings.HasPrefix(spec, "bedrock:") {
+			cfg, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("AWS configuration for bedrock: %w", err)
+			}
+			deps.AWS = &cfg
+		}
+		return provider.New(ctx, spec, deps)
+	}}
+}
 
 func newLogger(c *cli) *slog.Logger {
 	level := slog.LevelInfo

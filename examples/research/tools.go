@@ -217,7 +217,11 @@ func (d Draft) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		fmt.Fprintf(&sb, "%s.\n\n_Source: %s_\n\n", strings.TrimSuffix(first, "."), n)
 	}
 	content := []byte(sb.String())
-	key := artifact.Key{RunID: call.RunID, CheckpointID: "draft", Name: "report-" + run.HashBytes(content)[:12] + ".md"}
+	cp := call.CheckpointID
+	if cp == "" {
+		cp = "start"
+	}
+	key := artifact.Key{RunID: call.RunID, CheckpointID: cp, Name: "report-" + run.HashBytes(content)[:12] + ".md"}
 	info, err := d.Artifacts.Put(ctx, key, content)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("store report: %w", err)

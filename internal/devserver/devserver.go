@@ -165,7 +165,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			Stdout: os.Stderr, Stderr: os.Stderr, Logger: log}
 	}
 	step := handlers.Step{Harness: h, Budget: func(context.Context) time.Duration { return cfg.StepBudget }}
-	fin := handlers.Finalize{Harness: h}
+	fin := handlers.Finalize{Harness: h, Records: s.parts.Store, Artifacts: s.parts.Artifacts, Logger: log}
 	var taskRunner states.TaskRunner
 	if s.tasks != nil {
 		taskRunner = s.tasks

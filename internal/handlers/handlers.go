@@ -14,12 +14,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/telemetry"
 )
 
 // StepInput is the Step task's payload.
@@ -159,10 +162,19 @@ type StatesError struct {
 type FinalizeOutput struct {
 	Status run.Status `json:"status"`
 	Failed bool       `json:"failed"`
+	// DebugBundle is the artifact path of the debug bundle, when written.
+	DebugBundle string `json:"debug_bundle,omitempty"`
 }
 
-// Finalize records the final status of a run the state machine is done with.
-type Finalize struct{ Harness Stepper }
+// Finalize records the final status of a run the state machine is done
+// with, and for a run that failed or needs a person writes the debug bundle
+// (package telemetry) when Records and Artifacts are set.
+type Finalize struct {
+	Harness   Stepper
+	Records   telemetry.Records
+	Artifacts artifact.Store
+	Logger    *slog.Logger
+}
 
 // Handle implements the Finalize task.
 func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput, error) {
@@ -183,7 +195,19 @@ func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput,
 	if err != nil {
 		return FinalizeOutput{}, err
 	}
-	return FinalizeOutput{Status: r.Status, Failed: r.Status == run.StatusFailed}, nil
+	out := FinalizeOutput{Status: r.Status, Failed: r.Status == run.StatusFailed}
+	if (r.Status == run.StatusFailed || r.Status == run.StatusNeedsHuman) && f.Records != nil && f.Artifacts != nil {
+		info, err := telemetry.Write(ctx, f.Records, f.Artifacts, in.RunID)
+		if err != nil && !errors.Is(err, artifact.ErrExists) {
+			// The run's records are intact; only their summary is missing.
+			if f.Logger != nil {
+				f.Logger.Warn("debug bundle not written", "run_id", in.RunID, "err", err)
+			}
+		} else {
+			out.DebugBundle = info.Key.Path()
+		}
+	}
+	return out, nil
 }
 
 // Executions starts state machine executions.

@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/artifact"
+	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/handlers"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/sqlite"
+	"github.com/keelrun/keel/internal/telemetry"
 )
 
 type sent struct {
@@ -151,16 +154,33 @@ func TestFinalizeRecordsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _, _ := st.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "o", Agent: "a", Request: "x", InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()})
-	out, err := (handlers.Finalize{Harness: hs}).Handle(ctx, handlers.FinalizeInput{RunID: r.ID, Error: &handlers.StatesError{Error: "States.Timeout", Cause: "approval timed out"}})
+	arts, err := artfs.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	fin := handlers.Finalize{Harness: hs, Records: st, Artifacts: arts}
+	out, err := fin.Handle(ctx, handlers.FinalizeInput{RunID: r.ID, Error: &handlers.StatesError{Error: "States.Timeout", Cause: "approval timed out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := artifact.ParsePath(out.DebugBundle)
+	if err != nil {
+		t.Fatalf("bundle path %q: %v", out.DebugBundle, err)
+	}
+	data, _, err := arts.Get(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b telemetry.Bundle
+	if err := json.Unmarshal(data, &b); err != nil || b.Run.Status != run.StatusFailed || len(b.Events) < 2 {
+		t.Fatalf("bundle: %v, %+v", err, b.Run)
 	}
 	got, _ := st.GetRun(ctx, r.ID)
 	if !out.Failed || got.Status != run.StatusFailed || !strings.Contains(got.Error, "States.Timeout") {
 		t.Fatalf("%+v, run %s %q", out, got.Status, got.Error)
 	}
 	// Finalizing again changes nothing.
-	again, err := (handlers.Finalize{Harness: hs}).Handle(ctx, handlers.FinalizeInput{RunID: r.ID, Error: &handlers.StatesError{Error: "Other"}})
+	again, err := fin.Handle(ctx, handlers.FinalizeInput{RunID: r.ID, Error: &handlers.StatesError{Error: "Other"}})
 	if err != nil || !again.Failed {
 		t.Fatal(again, err)
 	}

@@ -58,6 +58,15 @@ func (p *pending) empty() bool {
 		p.patch == (store.RunPatch{}) && p.used == (store.Amounts{}) && p.released == (store.Amounts{})
 }
 
+// closing reports the event types that end a turn or a run.
+func closing(t run.EventType) bool {
+	switch t {
+	case run.EventTurnCompleted, run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled, run.EventRunNeedsHuman:
+		return true
+	}
+	return false
+}
+
 type checkpointState struct {
 	Messages []model.Message `json:"messages"`
 }
@@ -252,7 +261,17 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		}
 		c.Checkpoint = cp
 		patch.CheckpointID = cp.ID
-		s.addEvent(run.Event{Type: run.EventCheckpointWritten, Data: jsonObj("checkpoint_id", cp.ID, "seq", cp.Seq, "bytes", cp.Size, "messages", len(newMsgs))})
+		ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: jsonObj("checkpoint_id", cp.ID, "seq", cp.Seq, "bytes", cp.Size, "messages", len(newMsgs))}
+		// The checkpoint is part of the step: it goes before the events
+		// that end the turn or the run, so they stay the log's last word.
+		at := len(s.pend.events)
+		for i, e := range s.pend.events {
+			if closing(e.Type) {
+				at = i
+				break
+			}
+		}
+		s.pend.events = append(s.pend.events[:at], append([]run.Event{ev}, s.pend.events[at:]...)...)
 	}
 	c.Events = append(s.pend.events, c.Events...)
 	for _, id := range s.pend.itemIDs {
@@ -758,7 +777,7 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 			}
 			outs[i].reserved = true
 			outs[i].started = run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: s.h.opt.Clock(), Data: jsonObj("tool", it.Tool, "concurrent", true)}
-			outs[i].res, outs[i].err = s.invoke(ctx, it)
+			outs[i].res, outs[i].err = s.invoke(ctx, it, true)
 		}()
 	}
 	wg.Wait()
@@ -785,7 +804,7 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 
 func (s *step) execReadonly(ctx context.Context, it run.PlanItem) {
 	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
-	res, err := s.invoke(ctx, it)
+	res, err := s.invoke(ctx, it, false)
 	s.toolDone(it, res, err)
 }
 
@@ -799,12 +818,16 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error) {
 	s.finishItem(it, run.PlanCompleted, res, false)
 }
 
-// invoke runs a tool, forwarding progress as tool_progress events.
-func (s *step) invoke(ctx context.Context, it run.PlanItem) (tool.Result, error) {
+// invoke runs a tool, forwarding progress as tool_progress events. A tool
+// running alone has its progress committed under the lease with whatever
+// the step has pending, so the log reads in order (tool_started before its
+// progress) and a fenced worker cannot report progress; calls running
+// concurrently append progress on their own.
+func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (tool.Result, error) {
 	t, _ := s.agent.Tools.Get(it.Tool)
 	var mu sync.Mutex
 	lastPct := int64(-1)
-	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, Args: it.Args, Progress: func(done, total int64, note string) {
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(done, total int64, note string) {
 		if total <= 0 {
 			return
 		}
@@ -818,10 +841,18 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem) (tool.Result, error)
 		if !report {
 			return
 		}
-		// Progress is advisory: it is appended outside the step commit and
-		// a failure to record it does not fail the tool.
-		_, err := s.h.opt.Store.AppendEvents(ctx, s.run.ID, []run.Event{{Type: run.EventToolProgress, PlanItemID: it.ID,
-			Time: s.h.opt.Clock(), Data: jsonObj("tool", it.Tool, "done", done, "total", total, "note", note)}})
+		ev := run.Event{Type: run.EventToolProgress, PlanItemID: it.ID, Time: s.h.opt.Clock(),
+			Data: jsonObj("tool", it.Tool, "done", done, "total", total, "note", note)}
+		// Progress is advisory: a failure to record it does not fail the tool.
+		var err error
+		if concurrent {
+			_, err = s.h.opt.Store.AppendEvents(ctx, s.run.ID, []run.Event{ev})
+		} else {
+			mu.Lock()
+			s.addEvent(ev)
+			err = s.flush(ctx, store.Commit{})
+			mu.Unlock()
+		}
 		if err != nil {
 			s.log.Warn("tool progress not recorded", "err", err)
 		}
@@ -837,7 +868,7 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		d, err := s.exceeded(ctx, "max_tool_calls", lim)
 		return d, true, err
 	}
-	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, Args: it.Args, Progress: func(int64, int64, string) {}}
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(int64, int64, string) {}}
 	intent, err := t.Intent(ctx, call)
 	if err != nil {
 		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", false)})

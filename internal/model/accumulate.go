@@ -107,9 +107,15 @@ func (a *Accumulator) Response() (Response, error) {
 		if args == "" {
 			args = "{}"
 		}
+		// A JSON object is self-delimiting: if the arguments parse as one,
+		// no fragment is missing. "null" unmarshals into a map without
+		// error, hence the explicit check for an object.
 		var obj map[string]any
 		if err := json.Unmarshal([]byte(args), &obj); err != nil {
 			return Response{}, fmt.Errorf("%w: tool call %q arguments: %v", ErrIncomplete, pc.name, err)
+		}
+		if obj == nil {
+			return Response{}, fmt.Errorf("%w: tool call %q arguments are not a JSON object", ErrIncomplete, pc.name)
 		}
 		if pc.id == "" || pc.name == "" {
 			return Response{}, fmt.Errorf("%w: tool call %d without id or name", ErrIncomplete, i)

@@ -1,11 +1,3 @@
-// Package model is the seam between the harness and language models.
-//
-// Providers (anthropic, openai, bedrock, scripted) implement [Streamer]: one
-// streamed call, as a sequence of [Chunk]s. The transport layer wraps a
-// Streamer into a [Model] that returns only complete responses: a stream that
-// ends before its final chunk is a failed call, its fragment dropped, and a
-// tool call is returned only when its JSON arguments are complete and parse.
-// The harness sees nothing else.
 package model
 
 import (
@@ -58,7 +50,8 @@ type ToolSpec struct {
 
 // Request is one model call.
 type Request struct {
-	// RunID and Endpoint key the per-run, per-endpoint 429 counters.
+	// RunID keys the per-run 429 counter; the per-endpoint counter is keyed
+	// by the transport's endpoint (see TransportOptions.Endpoint).
 	RunID     string
 	System    string
 	Messages  []Message
@@ -66,7 +59,10 @@ type Request struct {
 	MaxTokens int
 }
 
-// Usage counts tokens of one call.
+// Usage counts tokens of one call. InputTokens are the uncached input
+// tokens: providers that report cached tokens inside their input count
+// (OpenAI's prompt_tokens) are normalised so that the four fields are
+// disjoint and a price table can add them up.
 type Usage struct {
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
@@ -94,11 +90,39 @@ type Response struct {
 
 // Attempt is one failed try of a call.
 type Attempt struct {
-	Kind       string        `json:"kind"` // "stream_cut", "stall", "rate_limited", "server_error", "connection"
+	Kind       string        `json:"kind"` // one of the Attempt* kinds below
 	Status     int           `json:"status,omitempty"`
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 	Error      string        `json:"error"`
+	// Endpoint is the transport's endpoint key (provider:model), so that a
+	// rate_limited attempt can be counted per endpoint in the event log.
+	Endpoint string `json:"endpoint,omitempty"`
 }
+
+// Attempt kinds. Every kind but AttemptClientError is retried.
+const (
+	AttemptStreamCut   = "stream_cut"   // the stream ended or broke before its final event
+	AttemptStall       = "stall"        // no chunk within the idle timeout
+	AttemptMalformed   = "malformed"    // an event that did not decode
+	AttemptRateLimited = "rate_limited" // HTTP 429 (or the provider's throttling error)
+	AttemptServerError = "server_error" // HTTP 5xx (or the provider's overloaded error)
+	AttemptConnection  = "connection"   // the request never got an answer: reset, refused, EOF
+	AttemptClientError = "client_error" // any other 4xx, or a request the provider refused: not retried
+)
+
+// Stop reasons, normalised across providers (the Anthropic vocabulary).
+// A provider's reason with no equivalent is passed through unchanged.
+const (
+	StopEndTurn       = "end_turn"
+	StopToolUse       = "tool_use"
+	StopMaxTokens     = "max_tokens"
+	StopSequence      = "stop_sequence"
+	StopContentFilter = "content_filter"
+)
+
+// DefaultMaxTokens is the output limit a provider sends when
+// Request.MaxTokens is zero; the transport reserves it in the token limiter.
+const DefaultMaxTokens = 4096
 
 // Model is what the harness calls.
 type Model interface {
@@ -152,6 +176,10 @@ type Streamer interface {
 // call whose arguments never completed: the whole call failed.
 var ErrIncomplete = errors.New("model stream incomplete")
 
+// ErrMalformed marks a streamed event that did not decode. Providers wrap
+// their decoding errors with it; the transport retries the whole call.
+var ErrMalformed = errors.New("model stream event malformed")
+
 // StatusError is an HTTP-level failure from a provider.
 type StatusError struct {
 	Provider   string
@@ -169,8 +197,30 @@ func (e *StatusError) Error() string {
 type RateLimitedError struct {
 	RetryAfter time.Duration
 	Attempts   []Attempt
+	// Endpoint is the transport's endpoint key.
+	Endpoint string
+	// Limiter is true when the process's own token-rate limiter, not the
+	// provider, asked for the wait (no request was sent).
+	Limiter bool
 }
 
 func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("model rate limited: retry after %s", e.RetryAfter)
 }
+
+// CallError is a call that failed for good: a non-retryable error, or the
+// last of MaxAttempts retryable ones. Attempts lists every failed attempt,
+// the last one included; Err is the last attempt's error (a *StatusError for
+// an HTTP failure, ErrIncomplete for a cut stream, a context error when the
+// caller gave up).
+type CallError struct {
+	Provider string
+	Attempts []Attempt
+	Err      error
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("%s model call failed after %d attempt(s): %v", e.Provider, len(e.Attempts), e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }

@@ -139,8 +139,9 @@ type Backends struct {
 	// NewModel builds a provider model from a spec such as
 	// "anthropic:claude-sonnet-4-5"; nil allows only the scripted model.
 	NewModel func(ctx context.Context, spec string) (model.Model, error)
-	// WrapScripted wraps the scripted streamer (the transport, in
-	// production); nil uses model.Direct.
+	// WrapScripted wraps the scripted streamer; nil puts it behind the
+	// same transport as the real providers (whole-call retry, idle
+	// timeout, 429 handling), so scripted faults meet the real rules.
 	WrapScripted func(s model.Streamer) model.Model
 	// Clock for the store; nil is time.Now.
 	SQLiteOptions sqlite.Options
@@ -243,7 +244,9 @@ func (c Config) publisher() research.Publisher {
 func (c Config) model(ctx context.Context, b Backends) (model.Model, error) {
 	base := b.WrapScripted
 	if base == nil {
-		base = model.Direct
+		base = func(s model.Streamer) model.Model {
+			return model.NewTransport(s, model.TransportOptions{Provider: "scripted", Model: "scripted"})
+		}
 	}
 	wrap := base
 	if b.Faults != nil {

@@ -42,7 +42,10 @@ type Info struct {
 type Call struct {
 	RunID      string
 	PlanItemID string
-	Args       json.RawMessage
+	// CheckpointID is the checkpoint the run resumed from for this call:
+	// artifacts a tool writes are keyed under it.
+	CheckpointID string
+	Args         json.RawMessage
 	// Progress reports done of total units; the harness records it as a
 	// tool_progress event. Safe to call from any goroutine; may be nil-safe no-op.
 	Progress func(done, total int64, note string)
