@@ -43,7 +43,8 @@ func (v *Verdict) fail(format string, a ...any) {
 //     at most one when it ended needs_human (the destination could not
 //     confirm), none when nothing was to be published; never two;
 //   - the approval is recorded once (one approval_granted event, one
-//     approved approval);
+//     approved approval), and every operation's args hash is the approved
+//     one: what was dispatched is what the person saw;
 //   - every operation's final status is the destination's truth: succeeded
 //     exactly when the destination holds a publication with that operation
 //     id (and Keel's external id is that publication), failed only when it
@@ -86,6 +87,18 @@ func Check(ev Evidence, x Expect) Verdict {
 	}
 	if x.Approval && (granted != 1 || approved != 1) {
 		v.fail("approval recorded %d times (approval_granted events) with %d approved approvals, want once", granted, approved)
+	}
+	if x.Approval {
+		// What was dispatched is exactly what the person approved.
+		for _, op := range ev.Ops {
+			ok := false
+			for _, a := range ev.Approvals {
+				ok = ok || (a.Status == run.ApprovalApproved && a.ArgsHash == op.ArgsHash)
+			}
+			if !ok {
+				v.fail("operation %s dispatched args %s that no approved approval covers", op.ID, op.ArgsHash)
+			}
+		}
 	}
 	if !x.Approval && granted > 0 {
 		v.fail("%d approval_granted events where no approval was to be given", granted)

@@ -26,8 +26,8 @@ func good() Evidence {
 		Run:       api.Run{Status: run.StatusCompleted},
 		Events:    evs,
 		LogDone:   true,
-		Approvals: []api.Approval{{ApprovalID: "apr_1", Status: run.ApprovalApproved}},
-		Ops:       []run.Operation{{ID: "op_1", Status: run.OpSucceeded, ExternalID: "pub_1"}},
+		Approvals: []api.Approval{{ApprovalID: "apr_1", Status: run.ApprovalApproved, ArgsHash: "h1"}},
+		Ops:       []run.Operation{{ID: "op_1", Status: run.OpSucceeded, ExternalID: "pub_1", ArgsHash: "h1"}},
 		Pubs:      []research.Publication{{ID: "pub_1", OperationID: "op_1"}},
 	}
 }
@@ -75,6 +75,7 @@ func TestCheck(t *testing.T) {
 		{name: "outcome before intent", mutate: func(e *Evidence) {
 			e.Events[3].Type, e.Events[4].Type = run.EventOpSucceeded, run.EventOpIntent
 		}, want: "before its op_intent"},
+		{name: "dispatched args are not the approved ones", mutate: func(e *Evidence) { e.Ops[0].ArgsHash = "h2" }, want: "no approved approval covers"},
 		{name: "approval recorded twice", mutate: func(e *Evidence) { e.Events[1].Type = run.EventApprovalGranted }, want: "approval recorded 2 times"},
 		{name: "status not allowed", mutate: func(e *Evidence) { e.Run.Status = run.StatusFailed }, want: "run ended failed"},
 		{name: "needs_human, destination has it", mutate: func(e *Evidence) { needsHuman(e, 1) }, expect: allowNH, want: ""},

@@ -44,13 +44,13 @@ type SoakSummary struct {
 }
 
 // hits is one more than how often a research run reaches each point in
-// one keel dev lifetime (the matrix enumerates them: 2 lease hand-overs, 5
-// model streams, 7 step commits); a drawn nth past the last hit leaves
-// that incarnation alive, which the soak wants too.
+// one keel dev lifetime (the matrix enumerates them; today 2 lease
+// hand-overs, 5 model streams, 12 step commits); a drawn nth past the last
+// hit leaves that incarnation alive, which the soak wants too.
 var hits = map[string]int{
 	harness.FaultLeaseHandover: 3,
 	harness.FaultInModelStream: 6,
-	harness.FaultInStepCommit:  8,
+	harness.FaultInStepCommit:  13,
 	harness.FaultAwaitApproval: 1,
 	harness.FaultAfterDecision: 1,
 	harness.FaultBeforeIntent:  1,
