@@ -135,3 +135,28 @@ deploy: cdk-bootstraps $(CDK_CLI)
 test-cdk:
 	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 15m .
 
+
+# crash: Keel's crash suite (internal/crash). Every hit of every fault point,
+# the destination-contract variants, two writers, a stale writer, cancel in
+# flight, an uncertain provider, a model stream cut, and faults in the
+# long-running task child: real SIGKILLs of `keel dev` (child processes),
+# restart, then the invariants. One row per scenario; exit 1 on a violation.
+# CRASH_FLAGS passes more flags (e.g. -store dynamo, -only REGEXP, -task=false).
+# soak: N randomized runs (random fault points and random-delay kills), each
+# with its own keel dev data dir and publication server, PARALLEL at once.
+N ?= 100
+PARALLEL ?= 3
+CRASH_FLAGS ?=
+
+.PHONY: crash soak crash-bins
+crash-bins:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/keel ./cmd/keel
+	$(GO) build -o $(BIN)/pubserver ./examples/research/cmd/pubserver
+	$(GO) build -o $(BIN)/crash ./internal/cmd/crash
+
+crash: crash-bins
+	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) $(CRASH_FLAGS) matrix
+
+soak: crash-bins
+	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(N) $(CRASH_FLAGS) soak

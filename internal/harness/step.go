@@ -956,6 +956,9 @@ func (s *step) needsHuman(ctx context.Context, it run.PlanItem, op run.Operation
 
 // reconcileAll settles every pending operation before the run does anything.
 func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
+	if skipReconcile {
+		return Decision{}, false, nil
+	}
 	pendingOps, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, true)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}

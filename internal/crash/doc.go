@@ -1,0 +1,36 @@
+// Package crash is Keel's crash-point and fault suite: it proves, by
+// killing real processes, that Keel never performs an external effect
+// twice, never loses an approval, and always ends with the external world
+// and its own records agreeing.
+//
+// Every scenario runs in a world of its own: a publication server (the
+// external destination, a separate process that fsyncs every effect it
+// receives to a log) and successive incarnations of `keel dev` on one data
+// directory. An incarnation is armed with KEEL_FAULTPOINT (it SIGKILLs
+// itself there) or killed by the suite with SIGKILL to its process group
+// at a random moment; the suite then starts a fresh one on the same
+// directory, approves the exact action when the run asks, and lets the run
+// end. Nothing is simulated inside the runtime: the kills are real, the
+// store is the SQLite file, the destination is HTTP.
+//
+// After each run the suite reads Keel's records through the HTTP API
+// (run, events, approvals) and, once keel dev has stopped, the operations
+// and plan items from a copy of the SQLite file (the API does not show
+// operations), and checks the invariants documented on Check against the
+// destination's own log.
+//
+// Matrix plays every hit of every fault point, contract variants, and the
+// scenarios beyond fault points (two workers on one run, a stale worker
+// fenced, cancellation of an in-flight call, a provider that times out and
+// cannot confirm, a model stream cut inside a tool call's arguments, faults
+// inside the long-running task child). Soak plays N randomized runs.
+//
+// The suite can fail: built with `-tags keel_skip_reconcile`, keel skips
+// reconciliation, and the after_dispatch row reports a duplicate
+// publication (TestBrokenBuildIsCaught).
+//
+// Contracts: Play ends every process it started before it returns, and
+// keeps a failing scenario's directory (logs, data, the destination's log)
+// for inspection. No assertion depends on wall-clock time; time bounds are
+// hang guards only.
+package crash

@@ -1,0 +1,194 @@
+package crash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/run"
+)
+
+// maxStarts bounds the incarnations of keel dev in one scenario: a run
+// that needs more is not recovering.
+const maxStarts = 12
+
+// driveState is what the driver knows of the run it drives.
+type driveState struct {
+	key      string // the create request's idempotency key
+	runID    string
+	approved bool // an approval decision was accepted (or found already taken)
+	kills    int  // SIGKILLs of keel dev seen (fault points and the suite's own)
+	// randomKills are the kills the suite made at a random moment.
+	randomKills int
+	timerFired  bool // the current incarnation's kill timer fired
+	// stopAtKills > 0: return after that many kills, leaving keel dev
+	// dead (the two-writer scenarios take over from there).
+	stopAtKills int
+	cursor      int64     // events already shown to the scenario's onTick
+	armedAt     time.Time // when the scenario's trigger was seen
+	cancelled   bool
+}
+
+// terminal: statuses after which the suite stops driving. needs_human is
+// where a run waits for a person; the suite is not one.
+func terminal(s run.Status) bool {
+	return s == run.StatusCompleted || s == run.StatusFailed || s == run.StatusCancelled || s == run.StatusNeedsHuman
+}
+
+// transientError is a failed call to a keel dev that may be dying or
+// restarting; the driver tries again at the next tick.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// classify keeps API refusals (4xx) as errors and makes everything else
+// (connection refused, 5xx while an incarnation dies) transient.
+func classify(what string, err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return &transientError{fmt.Errorf("%s: %w", what, err)}
+}
+
+// drive runs keel dev incarnations until the run ends: it creates the run
+// (keyed, so a create lost in a crash is repeated safely), approves the
+// exact action when asked, restarts keel dev each time it dies, and arms
+// each incarnation as the scenario says.
+func (n *node) drive(ctx context.Context, st *driveState) error {
+	var killTimer <-chan time.Time
+	start := func() error {
+		var in Incarnation
+		if n.starts < len(n.sc.Incarnations) {
+			in = n.sc.Incarnations[n.starts]
+		}
+		killTimer, st.timerFired = nil, false
+		err := n.startKeel(ctx, in.Fault)
+		if err != nil && !errors.Is(err, errExited) {
+			return err
+		}
+		if err == nil && in.KillAfter > 0 {
+			killTimer = time.After(in.KillAfter)
+		}
+		return nil
+	}
+	if n.keel == nil || n.keel.done() {
+		if err := start(); err != nil {
+			return err
+		}
+	}
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	lastOK := time.Now()
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("run %q did not end (last error: %v): %w", st.runID, lastErr, ctx.Err())
+		case <-n.keel.exited:
+			if !n.keel.sigkilled() {
+				return fmt.Errorf("%s exited without being killed: %v (log %s)", n.keel.name, n.keel.err, n.keel.log)
+			}
+			st.kills++
+			if st.timerFired {
+				st.randomKills++
+			}
+			// Whatever it started (a task child) goes down with it, as
+			// on a machine that lost power.
+			n.keel.signalGroup(syscall.SIGKILL)
+			if st.stopAtKills > 0 && st.kills >= st.stopAtKills {
+				return nil
+			}
+			if n.starts >= maxStarts {
+				return fmt.Errorf("run %q: keel dev started %d times without the run ending", st.runID, n.starts)
+			}
+			if err := start(); err != nil {
+				return err
+			}
+			lastOK = time.Now()
+			continue
+		case <-killTimer:
+			killTimer, st.timerFired = nil, true
+			n.keel.signalGroup(syscall.SIGKILL)
+			continue
+		case <-tick.C:
+		}
+		if n.c == nil {
+			continue
+		}
+		done, err := n.tick(ctx, st)
+		var te *transientError
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+		case errors.As(err, &te):
+			lastErr = err
+			// A hang guard, not a measurement: a live keel dev that
+			// answers nothing for this long is broken.
+			if !n.keel.done() && time.Since(lastOK) > time.Minute {
+				return fmt.Errorf("keel dev alive but failing for a minute: %w", err)
+			}
+		default:
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if st.runID == "" {
+		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: research.AgentName,
+			Input: "Write a short report on durable agents and publish it."}, st.key)
+		if err != nil {
+			return false, classify("create run", err)
+		}
+		st.runID = r.RunID
+	}
+	if n.sc.onTick != nil {
+		if err := n.sc.onTick(cctx, n, st); err != nil {
+			return false, err
+		}
+	}
+	r, err := n.c.GetRun(cctx, st.runID)
+	if err != nil {
+		return false, classify("get run", err)
+	}
+	if terminal(r.Status) {
+		return true, nil
+	}
+	if r.Status == run.StatusAwaitingApproval && !st.approved {
+		return false, n.approve(cctx, st)
+	}
+	return false, nil
+}
+
+// approve approves the exact action shown (its args hash). A decision
+// already taken is repeated the same way: that is how a caller whose
+// answer was lost in a crash makes sure the run was woken.
+func (n *node) approve(ctx context.Context, st *driveState) error {
+	aps, err := n.c.ListApprovals(ctx, st.runID)
+	if err != nil {
+		return classify("list approvals", err)
+	}
+	for _, a := range aps {
+		if a.Status != run.ApprovalPending && a.Status != run.ApprovalApproved {
+			continue
+		}
+		_, err := n.c.Decide(ctx, st.runID, a.ApprovalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: a.ArgsHash})
+		var ae *api.Error
+		if err != nil && !(errors.As(err, &ae) && ae.Code == api.CodeApprovalNotPending) {
+			return classify("approve", err)
+		}
+		st.approved = true
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package crash
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store/sqlite"
+)
+
+// node is one scenario's world: a publication server (the external
+// destination, its own process and log) and the successive incarnations of
+// `keel dev` on one data directory.
+type node struct {
+	cfg    Config
+	sc     *Scenario
+	dir    string
+	data   string
+	pubLog string
+	pub    *proc
+	pubURL string
+	keel   *proc
+	c      *client.Client
+	starts int
+}
+
+func newNode(cfg Config, sc *Scenario, dir string) *node {
+	return &node{cfg: cfg, sc: sc, dir: dir, data: filepath.Join(dir, "keel-data"), pubLog: filepath.Join(dir, "publications.jsonl")}
+}
+
+// contractFlags are the pubserver flags that make the destination keep
+// exactly the promises KEEL_PUBLISH_CONTRACT declares.
+func contractFlags(contract string) ([]string, error) {
+	switch contract {
+	case "full":
+		return nil, nil
+	case "idempotent":
+		return []string{"-no-lookup"}, nil
+	case "lookup":
+		return []string{"-no-idempotency"}, nil
+	case "none":
+		return []string{"-no-lookup", "-no-idempotency"}, nil
+	}
+	return nil, fmt.Errorf("unknown contract %q: want full, idempotent, lookup or none", contract)
+}
+
+func (n *node) startPub(ctx context.Context) error {
+	flags, err := contractFlags(n.sc.Contract)
+	if err != nil {
+		return err
+	}
+	urlFile := filepath.Join(n.dir, "pub.url")
+	args := append([]string{"-log", n.pubLog, "-url-file", urlFile}, flags...)
+	if n.sc.Hang {
+		args = append(args, "-hang")
+	}
+	p, err := startProc("pubserver", n.cfg.PubServer, args, nil, filepath.Join(n.dir, "pubserver.log"))
+	if err != nil {
+		return err
+	}
+	n.pub = p
+	n.pubURL, err = waitFile(ctx, urlFile, p)
+	return err
+}
+
+// keelEnv is the environment of every keel process of the scenario.
+func (n *node) keelEnv() []string {
+	env := []string{"KEEL_PUBLISH=" + n.pubURL, "KEEL_PUBLISH_CONTRACT=" + n.sc.Contract}
+	if n.sc.PublishTimeout > 0 {
+		env = append(env, "KEEL_PUBLISH_TIMEOUT="+n.sc.PublishTimeout.String())
+	}
+	return append(env, n.sc.Env...)
+}
+
+// startKeel starts the next incarnation of keel dev and waits until it
+// serves. When it dies before that (a fault point reached while resuming),
+// the error wraps errExited and n.keel is the dead process.
+func (n *node) startKeel(ctx context.Context, fault string) error {
+	n.starts++
+	n.c = nil
+	urlFile := filepath.Join(n.data, "url")
+	if err := os.Remove(urlFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	env := n.keelEnv()
+	if fault != "" {
+		env = append(env, "KEEL_FAULTPOINT="+fault)
+	}
+	p, err := startProc(fmt.Sprintf("keel dev #%d", n.starts), n.cfg.Keel,
+		[]string{"dev", "--addr", "127.0.0.1:0", "--data-dir", n.data}, env,
+		filepath.Join(n.dir, fmt.Sprintf("keel-dev-%d.log", n.starts)))
+	if err != nil {
+		return err
+	}
+	n.keel = p
+	u, err := waitFile(ctx, urlFile, p)
+	if err != nil {
+		return err
+	}
+	tok, err := os.ReadFile(filepath.Join(n.data, "token"))
+	if err != nil {
+		return err
+	}
+	// A client of its own: connections to a killed incarnation are not
+	// reused for the next one.
+	n.c, err = client.New(u, strings.TrimSpace(string(tok)), &http.Client{Transport: &http.Transport{}})
+	return err
+}
+
+// close ends every process of the node.
+func (n *node) close() {
+	n.keel.kill()
+	n.pub.stop()
+}
+
+// Evidence is what the suite reads after a run ended: Keel's records
+// through the HTTP API, the operations and plan items from the SQLite file
+// (the API does not show operations), and the destination's own log.
+type Evidence struct {
+	Run       api.Run
+	Events    []api.Event
+	LogDone   bool // the API says the log is complete (terminal run, end reached)
+	Approvals []api.Approval
+	Ops       []run.Operation
+	Items     []run.PlanItem
+	Pubs      []research.Publication
+}
+
+// collectAPI reads the run's records through the API of the live keel dev.
+func (n *node) collectAPI(ctx context.Context, runID string, ev *Evidence) error {
+	var err error
+	if ev.Run, err = n.c.GetRun(ctx, runID); err != nil {
+		return fmt.Errorf("get run: %w", err)
+	}
+	for after := int64(0); ; {
+		page, err := n.c.Events(ctx, runID, after, 500)
+		if err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		ev.Events = append(ev.Events, page.Events...)
+		ev.LogDone = page.Done
+		if len(page.Events) == 0 {
+			break
+		}
+		after = page.Events[len(page.Events)-1].Seq
+	}
+	if ev.Approvals, err = n.c.ListApprovals(ctx, runID); err != nil {
+		return fmt.Errorf("approvals: %w", err)
+	}
+	return nil
+}
+
+// collectFiles reads what only the files show, once every keel process
+// has stopped: the operations and plan items (from a copy of the SQLite
+// file, so the evidence itself is never written) and the publications.
+func (n *node) collectFiles(ctx context.Context, runID string, ev *Evidence) error {
+	var err error
+	if ev.Pubs, err = readPublications(n.pubLog); err != nil {
+		return err
+	}
+	snap := filepath.Join(n.dir, "snapshot")
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		if err := copyFile(filepath.Join(n.data, "keel.db"+suffix), filepath.Join(snap, "keel.db"+suffix)); err != nil {
+			if suffix != "" && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(snap, "keel.db"), sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if ev.Ops, err = st.ListOperations(ctx, runID, false); err != nil {
+		return fmt.Errorf("operations: %w", err)
+	}
+	if ev.Items, err = st.ListPlanItems(ctx, runID); err != nil {
+		return fmt.Errorf("plan items: %w", err)
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// readPublications reads the destination's fsync'd log of every effect.
+func readPublications(path string) ([]research.Publication, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var pubs []research.Publication
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var p research.Publication
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			return nil, fmt.Errorf("publication log %s: %w", path, err)
+		}
+		pubs = append(pubs, p)
+	}
+	return pubs, sc.Err()
+}

@@ -1,0 +1,269 @@
+package crash
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/run"
+)
+
+// Config names the binaries under test and how to run scenarios.
+type Config struct {
+	Keel      string // the keel binary (keel dev, keel step, keel task)
+	PubServer string // the publication server binary
+	// Dir is the scratch root; each scenario gets a directory under it,
+	// removed when it passes unless Keep.
+	Dir  string
+	Keep bool
+	// Store is the backend under test: "sqlite" (default) or "dynamo".
+	Store string
+	// Parallel bounds the scenarios played at once (default 3).
+	Parallel int
+	// Progress, when set, gets one line per finished scenario.
+	Progress io.Writer
+	// ScenarioTimeout is a hang guard per scenario (default 8m; the task
+	// rows wait over two minutes for a heartbeat timeout).
+	ScenarioTimeout time.Duration
+}
+
+// ErrDynamo is returned for -store dynamo until keel dev can run on it.
+var ErrDynamo = errors.New("dynamo backend needs AWS_ENDPOINT_URL and keel dev --store dynamo")
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Store == "" {
+		c.Store = "sqlite"
+	}
+	switch c.Store {
+	case "sqlite":
+	case "dynamo":
+		if os.Getenv("AWS_ENDPOINT_URL") == "" {
+			return fmt.Errorf("-store dynamo: %w (AWS_ENDPOINT_URL is not set)", ErrDynamo)
+		}
+		out, _ := exec.Command(c.Keel, "dev", "--help").CombinedOutput()
+		if !strings.Contains(string(out), "-store") {
+			return fmt.Errorf("-store dynamo: %w (%s has no --store flag)", ErrDynamo, c.Keel)
+		}
+		// The suite reads operations from the SQLite file; reading them
+		// from a DynamoDB table is not written yet.
+		return fmt.Errorf("-store dynamo: %w (the suite cannot read operations from DynamoDB yet)", ErrDynamo)
+	default:
+		return fmt.Errorf("-store %q: want sqlite or dynamo", c.Store)
+	}
+	for _, b := range []string{c.Keel, c.PubServer} {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Errorf("binary: %w", err)
+		}
+	}
+	if c.Dir == "" {
+		return errors.New("crash: Config.Dir is required")
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = 3
+	}
+	if c.ScenarioTimeout <= 0 {
+		c.ScenarioTimeout = 8 * time.Minute
+	}
+	return nil
+}
+
+// Incarnation arms one keel dev process of a scenario.
+type Incarnation struct {
+	// Fault is its KEEL_FAULTPOINT (name[:nth]); empty: none.
+	Fault string
+	// KillAfter > 0: the suite SIGKILLs its process group this long after
+	// it serves (a kill at a random moment).
+	KillAfter time.Duration
+}
+
+func (in Incarnation) String() string {
+	switch {
+	case in.Fault != "":
+		return in.Fault
+	case in.KillAfter > 0:
+		return "kill@" + in.KillAfter.Round(time.Millisecond).String()
+	}
+	return "-"
+}
+
+// Scenario is one row of the suite.
+type Scenario struct {
+	Name string
+	// Contract is what the destination promises, and what Keel is told it
+	// promises: full, idempotent, lookup or none.
+	Contract string
+	// Hang: the destination records a POST and never answers it.
+	Hang           bool
+	PublishTimeout time.Duration
+	// Env is added to every keel process (spill, tool delay, task faults).
+	Env []string
+	// Script replaces the research agent's model script.
+	Script []byte
+	// Incarnations arm the successive keel dev processes; those past the
+	// end run without faults until the run ends.
+	Incarnations []Incarnation
+	Expect       Expect
+
+	// idle: the scenario spends most of its time waiting (for a
+	// heartbeat timeout), so the matrix plays it outside its bound.
+	idle bool
+
+	// play runs the scenario (nil: the standard drive).
+	play func(ctx context.Context, n *node, st *driveState, res *Result) (Evidence, error)
+	// onTick runs at every driver tick while keel dev serves.
+	onTick func(ctx context.Context, n *node, st *driveState) error
+	// check adds the scenario's own invariants.
+	check func(ev Evidence, res *Result)
+}
+
+// Result is one played scenario.
+type Result struct {
+	Name  string
+	RunID string
+	// Kills are the SIGKILLs that happened: keel dev deaths and deaths of
+	// its long-running task child.
+	Kills int
+	// RandomKills are those of Kills the suite made at a random moment.
+	RandomKills int
+	Verdict
+	Notes   []string
+	Dir     string
+	Elapsed time.Duration
+}
+
+// Pass reports whether every invariant held.
+func (r Result) Pass() bool { return len(r.Violations) == 0 }
+
+func (r *Result) fail(format string, a ...any) {
+	r.Violations = append(r.Violations, fmt.Sprintf(format, a...))
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// Play runs one scenario in its own directory and checks it. Every
+// process it starts is ended before it returns.
+func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
+	start := time.Now()
+	res := Result{Name: sc.Name}
+	if cfg.ScenarioTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.ScenarioTimeout)
+		defer cancel()
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, unsafeName.ReplaceAllString(sc.Name, "_")+"-")
+	if err != nil {
+		res.fail("scratch dir: %v", err)
+		return res
+	}
+	res.Dir = dir
+	n := newNode(cfg, sc, dir)
+	st := &driveState{key: "crash-" + randHex(8)}
+	ev, err := func() (Evidence, error) {
+		defer n.close()
+		if sc.Script != nil {
+			path := filepath.Join(dir, "script.json")
+			if err := os.WriteFile(path, sc.Script, 0o644); err != nil {
+				return Evidence{}, err
+			}
+			n.sc = withEnv(sc, "KEEL_MODEL=scripted:"+path)
+		}
+		if err := n.startPub(ctx); err != nil {
+			return Evidence{}, err
+		}
+		if sc.play != nil {
+			return sc.play(ctx, n, st, &res)
+		}
+		if err := n.drive(ctx, st); err != nil {
+			return Evidence{}, err
+		}
+		return n.finish(ctx, st)
+	}()
+	res.RunID = st.runID
+	res.Kills += st.kills + taskKills(dir)
+	res.RandomKills = st.randomKills
+	if err != nil {
+		res.Status = "?"
+		res.fail("scenario could not be played: %v", err)
+	} else {
+		v := Check(ev, sc.Expect)
+		v.Violations = append(res.Violations, v.Violations...)
+		res.Verdict = v
+		if sc.check != nil {
+			sc.check(ev, &res)
+		}
+	}
+	if res.Kills < sc.Expect.Kills {
+		res.fail("fault point not reached: %d kills, want %d", res.Kills, sc.Expect.Kills)
+	}
+	res.Elapsed = time.Since(start)
+	if res.Pass() && !cfg.Keep {
+		_ = os.RemoveAll(dir)
+		res.Dir = ""
+	}
+	return res
+}
+
+func withEnv(sc *Scenario, kv ...string) *Scenario {
+	c := *sc
+	c.Env = append(append([]string(nil), sc.Env...), kv...)
+	return &c
+}
+
+// finish reads the evidence: the API while keel dev serves, then the
+// files once it has stopped.
+func (n *node) finish(ctx context.Context, st *driveState) (Evidence, error) {
+	var ev Evidence
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := n.collectAPI(cctx, st.runID, &ev); err != nil {
+		return ev, err
+	}
+	n.keel.stop()
+	return ev, n.collectFiles(ctx, st.runID, &ev)
+}
+
+// taskKills counts long-running task children keel dev saw die by
+// SIGKILL (their fault point) in the scenario's keel dev logs.
+func taskKills(dir string) int {
+	logs, _ := filepath.Glob(filepath.Join(dir, "keel-dev-*.log"))
+	n := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "local task exited") && strings.Contains(line, "signal: killed") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// eventData decodes an event's data object.
+func eventData(raw json.RawMessage) map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// allowed lists the statuses a scenario may end in.
+func allowed(s ...run.Status) []run.Status { return s }
