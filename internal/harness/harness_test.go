@@ -14,6 +14,7 @@ import (
 
 	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/ops"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -489,6 +490,40 @@ func TestCancelMidRun(t *testing.T) {
 	}
 	if got := e.getRun(r.ID).Status; got != run.StatusCancelled {
 		t.Fatal(got)
+	}
+}
+
+// cancelDuring is a model that receives a cancel while it answers.
+type cancelDuring struct {
+	model.Model
+	e     *env
+	runID string
+}
+
+func (c cancelDuring) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	if _, _, err := c.e.store.RequestCancel(ctx, c.runID, "bob"); err != nil {
+		return model.Response{}, err
+	}
+	return c.Model.Generate(ctx, req)
+}
+
+func TestCancelDuringModelCall(t *testing.T) {
+	e := newEnv(t)
+	ec := &echo{}
+	agents := e.agent("a", `{"turns":[{"tool_calls":[{"name":"echo","args":{"text":"x"}}]}]}`, ec)
+	r := e.createRun("a", "s1", nil)
+	a := agents["a"]
+	a.Model = cancelDuring{Model: a.Model, e: e, runID: r.ID}
+	agents["a"] = a
+	h := e.harness(nil, agents, nil)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextCancelled {
+		t.Fatalf("%+v", d)
+	}
+	if n := ec.calls.Load(); n != 0 {
+		t.Fatalf("%d tool calls started after a cancel that arrived during the model call", n)
+	}
+	if count(e.checkGapless(r.ID), run.EventToolStarted) != 0 {
+		t.Fatal("tool_started after the cancel")
 	}
 }
 

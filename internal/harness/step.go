@@ -585,8 +585,9 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 			return Decision{Next: NextSpill}, true, nil
 		}
-		if i > 0 {
-			// Cancellation stops new calls, also between the calls of one answer.
+		{
+			// Cancellation stops new calls: a cancel that arrived during
+			// the model call or between the calls of one answer is seen here.
 			fresh, err := s.h.opt.Store.GetRun(ctx, s.run.ID)
 			if err != nil {
 				return Decision{}, true, &RetryableError{Err: err}
