@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
@@ -50,6 +51,10 @@ func devCommand() command {
 			if err != nil {
 				return usagef("%v", err)
 			}
+			budget, leaseTTL, err := devDurations(c.getenv)
+			if err != nil {
+				return err
+			}
 			self, err := os.Executable()
 			if err != nil {
 				return err
@@ -61,7 +66,7 @@ func devCommand() command {
 			}
 			b.Faults = fp
 			srv, err := devserver.Start(ctx, devserver.Config{DataDir: *dataDir, Addr: *addr, Token: *tok, Setup: cfg,
-				Backends: b, TaskCommand: []string{self, "task"}, Faults: fp, Logger: log})
+				Backends: b, TaskCommand: []string{self, "task"}, StepBudget: budget, LeaseTTL: leaseTTL, Faults: fp, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -206,6 +211,31 @@ func devStores(getenv func(string) string, st, arts string) (func(string) string
 		}
 		return getenv(k)
 	}, nil
+}
+
+// devDurations reads KEEL_STEP_BUDGET (how long one Step may run) and
+// KEEL_LEASE_TTL (how long its lease outlives that budget); unset means
+// the defaults (60s and 30s). Their sum is how long a run's lease outlives
+// a keel dev that crashed on DynamoDB, where a restart does not end it.
+func devDurations(getenv func(string) string) (budget, leaseTTL time.Duration, err error) {
+	read := func(k string) (time.Duration, error) {
+		v := getenv(k)
+		if v == "" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, usagef("%s=%q: want a positive duration such as 2s", k, v)
+		}
+		return d, nil
+	}
+	if budget, err = read("KEEL_STEP_BUDGET"); err != nil {
+		return 0, 0, err
+	}
+	if leaseTTL, err = read("KEEL_LEASE_TTL"); err != nil {
+		return 0, 0, err
+	}
+	return budget, leaseTTL, nil
 }
 
 func newLogger(c *cli) *slog.Logger {

@@ -13,8 +13,9 @@
 // by an earlier incarnation belong to a dead process and are ended at start,
 // so recovery after a crash does not wait for them to expire (on SQLite
 // only: a shared DynamoDB table may hold leases of live workers elsewhere,
-// so there a crashed keel dev's leases run out their TTL). Restarting
-// resumes every execution where it stopped: waits keep their end times,
+// so there a crashed keel dev's leases run out their TTL: Config.StepBudget
+// plus Config.LeaseTTL, 90s by default, less where the caller sets them
+// shorter, as the crash suite does). Restarting resumes every execution where it stopped: waits keep their end times,
 // task tokens stay valid, and an in-flight step is run again (the harness
 // reconciles before it does anything).
 package devserver
@@ -73,8 +74,13 @@ type Config struct {
 	TaskCommand []string
 	// StepBudget bounds one Step (default 60s).
 	StepBudget time.Duration
-	Faults     harness.FaultPoints
-	Logger     *slog.Logger
+	// LeaseTTL is how long a Step's lease outlives its budget (the
+	// harness's default when zero). On a shared store (DynamoDB) a crashed
+	// keel dev's lease is not ended at restart, so budget+LeaseTTL is how
+	// long the next incarnation waits before it can step the run.
+	LeaseTTL time.Duration
+	Faults   harness.FaultPoints
+	Logger   *slog.Logger
 }
 
 // Server is a running dev server.
@@ -139,7 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// elsewhere, so none is ended; a lease of a crashed keel dev expires
 	// (its TTL) and the Step retries until then.
 	h, err := harness.New(harness.Options{Store: s.parts.Store, Artifacts: s.parts.Artifacts, Agents: s.parts.Agents,
-		Owner: owner, CanSpill: len(cfg.TaskCommand) > 0, Faults: cfg.Faults, Logger: log})
+		Owner: owner, LeaseTTL: cfg.LeaseTTL, CanSpill: len(cfg.TaskCommand) > 0, Faults: cfg.Faults, Logger: log})
 	if err != nil {
 		return fail(err)
 	}
