@@ -141,11 +141,15 @@ test-cdk:
 # flight, an uncertain provider, a model stream cut, and faults in the
 # long-running task child: real SIGKILLs of `keel dev` (child processes),
 # restart, then the invariants. One row per scenario; exit 1 on a violation.
-# CRASH_FLAGS passes more flags (e.g. -store dynamo, -only REGEXP, -task=false).
+# STORE=dynamo runs them on the DynamoDB store and S3 artifacts (a table and
+# a bucket per scenario) at AWS_ENDPOINT_URL when set (LocalStack), else on
+# minidyn and gofakes3 served by the suite's own process.
+# CRASH_FLAGS passes more flags (e.g. -only REGEXP, -task=false, -keep).
 # soak: N randomized runs (random fault points and random-delay kills), each
 # with its own keel dev data dir and publication server, PARALLEL at once.
 N ?= 100
 PARALLEL ?= 3
+STORE ?= sqlite
 CRASH_FLAGS ?=
 
 .PHONY: crash soak crash-bins
@@ -156,7 +160,7 @@ crash-bins:
 	$(GO) build -o $(BIN)/crash ./internal/cmd/crash
 
 crash: crash-bins
-	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) $(CRASH_FLAGS) matrix
+	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -store $(STORE) $(CRASH_FLAGS) matrix
 
 soak: crash-bins
-	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(N) $(CRASH_FLAGS) soak
+	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(N) -store $(STORE) $(CRASH_FLAGS) soak

@@ -31,7 +31,20 @@ type driveState struct {
 	cursor      int64     // events already shown to the scenario's onTick
 	armedAt     time.Time // when the scenario's trigger was seen
 	cancelled   bool
+	// decidedAt is when the decision was accepted, or when the current
+	// incarnation started if later: from then on the run must leave
+	// awaiting_approval.
+	decidedAt time.Time
 }
+
+// resumeGuard bounds how long an approved run may stay awaiting_approval
+// under one keel dev. A hang guard, not a measurement: waking the wait is
+// synchronous in the decision request, and the longest legitimate delay
+// (a dead incarnation's lease on DynamoDB, then the Step's retry backoff)
+// is seconds. A run past it has lost its wakeup: the decision is recorded
+// and nothing will ever resume the run. Rows that wait on a task
+// heartbeat (idle) are not guarded.
+const resumeGuard = time.Minute
 
 // terminal: statuses after which the suite stops driving. needs_human is
 // where a run waits for a person; the suite is not one.
@@ -68,6 +81,9 @@ func (n *node) drive(ctx context.Context, st *driveState) error {
 			in = n.sc.Incarnations[n.starts]
 		}
 		killTimer, st.timerFired = nil, false
+		if st.approved {
+			st.decidedAt = time.Now()
+		}
 		err := n.startKeel(ctx, in.Fault)
 		if err != nil && !errors.Is(err, errExited) {
 			return err
@@ -168,6 +184,10 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	if r.Status == run.StatusAwaitingApproval && !st.approved {
 		return false, n.approve(cctx, st)
 	}
+	if r.Status == run.StatusAwaitingApproval && !n.sc.idle && time.Since(st.decidedAt) > resumeGuard {
+		return false, fmt.Errorf("LOST WAKEUP: the approval was decided (the API accepted it) %s ago and the run is still awaiting_approval",
+			time.Since(st.decidedAt).Round(time.Second))
+	}
 	return false, nil
 }
 
@@ -188,7 +208,9 @@ func (n *node) approve(ctx context.Context, st *driveState) error {
 		if err != nil && !(errors.As(err, &ae) && ae.Code == api.CodeApprovalNotPending) {
 			return classify("approve", err)
 		}
-		st.approved = true
+		if !st.approved {
+			st.approved, st.decidedAt = true, time.Now()
+		}
 	}
 	return nil
 }

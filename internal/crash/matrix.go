@@ -59,6 +59,9 @@ type MatrixOptions struct {
 	// local executor notices a lost task only by its missing heartbeat,
 	// so each takes over two minutes.
 	Task bool
+	// MaxNth > 0 plays at most that many hits of each point (1: every
+	// point once); 0 enumerates them all.
+	MaxNth int
 }
 
 // Matrix plays every hit of every fault point (point:1, point:2, … until
@@ -115,7 +118,11 @@ func Matrix(ctx context.Context, cfg Config, opt MatrixOptions) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for nth := 1; nth <= maxNth; nth++ {
+			last := maxNth
+			if opt.MaxNth > 0 {
+				last = min(opt.MaxNth, maxNth)
+			}
+			for nth := 1; nth <= last; nth++ {
 				sc := FaultScenario(p, nth, "lookup")
 				if nth > 1 {
 					// Past the first hit, "not reached" ends the

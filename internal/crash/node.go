@@ -16,17 +16,21 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store/dynamo"
 	"github.com/keelrun/keel/internal/store/sqlite"
 )
 
 // node is one scenario's world: a publication server (the external
 // destination, its own process and log) and the successive incarnations of
-// `keel dev` on one data directory.
+// `keel dev` on one data directory, with their store: the SQLite file in
+// it, or (Store "dynamo") a DynamoDB table and an S3 bucket of their own.
 type node struct {
 	cfg    Config
 	sc     *Scenario
 	dir    string
 	data   string
+	table  string // dynamo only
+	bucket string // dynamo only
 	pubLog string
 	pub    *proc
 	pubURL string
@@ -80,6 +84,11 @@ func (n *node) keelEnv() []string {
 	if n.sc.PublishTimeout > 0 {
 		env = append(env, "KEEL_PUBLISH_TIMEOUT="+n.sc.PublishTimeout.String())
 	}
+	if n.table != "" {
+		env = append(env, n.cfg.AWS.env...)
+		env = append(env, "KEEL_STORE=dynamo:"+n.table, "KEEL_ARTIFACTS=s3:"+n.bucket,
+			"KEEL_STEP_BUDGET="+dynamoStepBudget.String(), "KEEL_LEASE_TTL="+dynamoLeaseTTL.String())
+	}
 	return append(env, n.sc.Env...)
 }
 
@@ -125,8 +134,8 @@ func (n *node) close() {
 }
 
 // Evidence is what the suite reads after a run ended: Keel's records
-// through the HTTP API, the operations and plan items from the SQLite file
-// (the API does not show operations), and the destination's own log.
+// through the HTTP API, the operations and plan items from the store (the
+// API does not show operations), and the destination's own log.
 type Evidence struct {
 	Run       api.Run
 	Events    []api.Event
@@ -161,27 +170,17 @@ func (n *node) collectAPI(ctx context.Context, runID string, ev *Evidence) error
 	return nil
 }
 
-// collectFiles reads what only the files show, once every keel process
-// has stopped: the operations and plan items (from a copy of the SQLite
-// file, so the evidence itself is never written) and the publications.
-func (n *node) collectFiles(ctx context.Context, runID string, ev *Evidence) error {
+// collectRecords reads what the API does not show, once every keel
+// process has stopped: the operations and plan items, through the store
+// (internal/store/sqlite on a copy of the SQLite file, so the evidence
+// itself is never written; internal/store/dynamo on the scenario's table),
+// and the publications from the destination's log.
+func (n *node) collectRecords(ctx context.Context, runID string, ev *Evidence) error {
 	var err error
 	if ev.Pubs, err = readPublications(n.pubLog); err != nil {
 		return err
 	}
-	snap := filepath.Join(n.dir, "snapshot")
-	if err := os.MkdirAll(snap, 0o755); err != nil {
-		return err
-	}
-	for _, suffix := range []string{"", "-wal"} {
-		if err := copyFile(filepath.Join(n.data, "keel.db"+suffix), filepath.Join(snap, "keel.db"+suffix)); err != nil {
-			if suffix != "" && errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return fmt.Errorf("snapshot: %w", err)
-		}
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(snap, "keel.db"), sqlite.Options{})
+	st, err := n.records(ctx)
 	if err != nil {
 		return err
 	}
@@ -193,6 +192,40 @@ func (n *node) collectFiles(ctx context.Context, runID string, ev *Evidence) err
 		return fmt.Errorf("plan items: %w", err)
 	}
 	return nil
+}
+
+// recordReader is what the suite reads from a store.
+type recordReader interface {
+	GetRun(ctx context.Context, id string) (run.Run, error)
+	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
+	ListPlanItems(ctx context.Context, runID string) ([]run.PlanItem, error)
+	Close() error
+}
+
+var (
+	_ recordReader = (*sqlite.Store)(nil)
+	_ recordReader = (*dynamo.Store)(nil)
+)
+
+// records opens the scenario's store for reading: the table on DynamoDB,
+// a snapshot of the SQLite file otherwise.
+func (n *node) records(ctx context.Context) (recordReader, error) {
+	if n.table != "" {
+		return n.cfg.AWS.store(n.table)
+	}
+	snap := filepath.Join(n.dir, "snapshot")
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		return nil, err
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		if err := copyFile(filepath.Join(n.data, "keel.db"+suffix), filepath.Join(snap, "keel.db"+suffix)); err != nil {
+			if suffix != "" && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	return sqlite.Open(ctx, filepath.Join(snap, "keel.db"), sqlite.Options{})
 }
 
 func copyFile(from, to string) error {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,8 +25,12 @@ type Config struct {
 	// removed when it passes unless Keep.
 	Dir  string
 	Keep bool
-	// Store is the backend under test: "sqlite" (default) or "dynamo".
+	// Store is the backend under test: "sqlite" (default) or "dynamo"
+	// (DynamoDB store and S3 artifacts at AWS, a table and a bucket per
+	// scenario).
 	Store string
+	// AWS is the endpoint of the dynamo scenarios (required with "dynamo").
+	AWS *AWS
 	// Parallel bounds the scenarios played at once (default 3).
 	Parallel int
 	// Progress, when set, gets one line per finished scenario.
@@ -37,8 +40,8 @@ type Config struct {
 	ScenarioTimeout time.Duration
 }
 
-// ErrDynamo is returned for -store dynamo until keel dev can run on it.
-var ErrDynamo = errors.New("dynamo backend needs AWS_ENDPOINT_URL and keel dev --store dynamo")
+// ErrNoAWS: the dynamo backend was asked for without an endpoint.
+var ErrNoAWS = errors.New("-store dynamo needs an AWS endpoint (StartLocalAWS, or ExternalAWS for LocalStack)")
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
@@ -48,16 +51,9 @@ func (c *Config) Validate() error {
 	switch c.Store {
 	case "sqlite":
 	case "dynamo":
-		if os.Getenv("AWS_ENDPOINT_URL") == "" {
-			return fmt.Errorf("-store dynamo: %w (AWS_ENDPOINT_URL is not set)", ErrDynamo)
+		if c.AWS == nil {
+			return ErrNoAWS
 		}
-		out, _ := exec.Command(c.Keel, "dev", "--help").CombinedOutput()
-		if !strings.Contains(string(out), "-store") {
-			return fmt.Errorf("-store dynamo: %w (%s has no --store flag)", ErrDynamo, c.Keel)
-		}
-		// The suite reads operations from the SQLite file; reading them
-		// from a DynamoDB table is not written yet.
-		return fmt.Errorf("-store dynamo: %w (the suite cannot read operations from DynamoDB yet)", ErrDynamo)
 	default:
 		return fmt.Errorf("-store %q: want sqlite or dynamo", c.Store)
 	}
@@ -181,6 +177,13 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 		if err := n.startPub(ctx); err != nil {
 			return Evidence{}, err
 		}
+		if cfg.Store == "dynamo" {
+			table, bucket, err := cfg.AWS.newWorld(ctx)
+			if err != nil {
+				return Evidence{}, err
+			}
+			n.table, n.bucket = table, bucket
+		}
 		if sc.play != nil {
 			return sc.play(ctx, n, st, &res)
 		}
@@ -210,6 +213,14 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 	if res.Pass() && !cfg.Keep {
 		_ = os.RemoveAll(dir)
 		res.Dir = ""
+		if n.table != "" {
+			// A hang guard of its own: the scenario's may be spent.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			_ = cfg.AWS.dropWorld(dctx, n.table, n.bucket)
+			cancel()
+		}
+	} else if n.table != "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("table and bucket %s kept at %s", n.table, cfg.AWS.URL))
 	}
 	return res
 }
@@ -230,7 +241,7 @@ func (n *node) finish(ctx context.Context, st *driveState) (Evidence, error) {
 		return ev, err
 	}
 	n.keel.stop()
-	return ev, n.collectFiles(ctx, st.runID, &ev)
+	return ev, n.collectRecords(ctx, st.runID, &ev)
 }
 
 // taskKills counts long-running task children keel dev saw die by

@@ -27,8 +27,11 @@ const (
 func TwoWritersBusy() *Scenario { return writers(TwoWritersName, false) }
 
 // StaleWriterFenced: as TwoWritersBusy, but A's lease ends while A is
-// stuck (the store call keel dev makes at start for a dead predecessor,
-// standing for the TTL running out). B takes the run, reconciles A's
+// stuck. On SQLite the suite ends it with the store call keel dev makes at
+// start for a dead predecessor, standing for the TTL running out; on
+// DynamoDB, which has no such call, A's lease runs out its TTL for real
+// (A steps with a one-second budget and keel step's default lease TTL,
+// and its request outlasts both). B takes the run, reconciles A's
 // publication by lookup and finishes it; when A's request finally times
 // out, A's write is fenced and A stops. One publication.
 func StaleWriterFenced() *Scenario { return writers(StaleWriterName, true) }
@@ -53,13 +56,17 @@ func playWriters(ctx context.Context, n *node, st *driveState, res *Result, stal
 	if st.kills != 1 {
 		return Evidence{}, fmt.Errorf("keel dev did not die at %s", harness.FaultAfterDecision)
 	}
-	// The dead keel dev's lease ends, as a restarted keel dev ends it.
-	if err := expireLeases(ctx, n.data); err != nil {
+	// The dead keel dev's lease ends.
+	if err := n.leaseEnds(ctx, st.runID); err != nil {
 		return Evidence{}, err
 	}
-	// A's owner has keel dev's prefix so that, in the stale case, its
-	// lease can be ended the same way.
-	a, err := n.startStep(ctx, "A", st.runID, "keel-dev/writer-A")
+	// A's owner has keel dev's prefix so that, in the stale case on
+	// SQLite, its lease can be ended the same way.
+	budgetA, envA := 30*time.Second, []string(nil)
+	if stale && n.table != "" {
+		budgetA, envA = time.Second, []string{"KEEL_PUBLISH_TIMEOUT=" + staleHold.String()}
+	}
+	a, err := n.startStep(ctx, "A", st.runID, "keel-dev/writer-A", budgetA, envA...)
 	if err != nil {
 		return Evidence{}, err
 	}
@@ -68,11 +75,14 @@ func playWriters(ctx context.Context, n *node, st *driveState, res *Result, stal
 		return Evidence{}, fmt.Errorf("worker A never reached the destination: %w", err)
 	}
 	if stale {
-		if err := expireLeases(ctx, n.data); err != nil {
+		if err := n.leaseEnds(ctx, st.runID); err != nil {
 			return Evidence{}, err
 		}
+		if a.done() {
+			return Evidence{}, fmt.Errorf("worker A ended before its lease did (%s): the stale case needs it stuck", writerOutcome(a))
+		}
 	}
-	b, err := n.startStep(ctx, "B", st.runID, "crash-writer-B")
+	b, err := n.startStep(ctx, "B", st.runID, "crash-writer-B", 30*time.Second)
 	if err != nil {
 		return Evidence{}, err
 	}
@@ -104,11 +114,16 @@ func playWriters(ctx context.Context, n *node, st *driveState, res *Result, stal
 	return n.finish(ctx, st)
 }
 
+// staleHold is how long the stale worker's request hangs on DynamoDB:
+// longer than its lease (a one-second budget plus keel step's 30s lease
+// TTL) and the other worker's whole step.
+const staleHold = 50 * time.Second
+
 // startStep runs `keel step RUN_ID` on the scenario's store, as a worker
-// of its own.
-func (n *node) startStep(ctx context.Context, name, runID, owner string) (*proc, error) {
-	env := append(n.keelEnv(), "KEEL_OWNER="+owner)
-	return startProc("keel step "+name, n.cfg.Keel, []string{"step", runID, "--budget", "30s", "--data-dir", n.data},
+// of its own, with env added to the scenario's.
+func (n *node) startStep(ctx context.Context, name, runID, owner string, budget time.Duration, env ...string) (*proc, error) {
+	env = append(append(n.keelEnv(), "KEEL_OWNER="+owner), env...)
+	return startProc("keel step "+name, n.cfg.Keel, []string{"step", runID, "--budget", budget.String(), "--data-dir", n.data},
 		env, filepath.Join(n.dir, "step-"+name+".log"))
 }
 
@@ -144,6 +159,36 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// leaseEnds returns once the run's lease has ended. On SQLite the suite
+// ends the leases of keel dev owners, exactly as a starting keel dev does
+// for its dead predecessor; on DynamoDB, where keel dev does not, it waits
+// for the lease to run out its TTL, as a worker elsewhere would.
+func (n *node) leaseEnds(ctx context.Context, runID string) error {
+	if n.table == "" {
+		return expireLeases(ctx, n.data)
+	}
+	st, err := n.records(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for {
+		r, err := st.GetRun(ctx, runID)
+		if err != nil {
+			return err
+		}
+		left := time.Until(r.Lease.Expiry)
+		if r.Lease.Owner == "" || left < 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the lease of %s to end: %w", r.Lease.Owner, ctx.Err())
+		case <-time.After(left + 5*time.Millisecond):
+		}
+	}
 }
 
 // expireLeases ends the leases of keel dev owners, exactly as a starting

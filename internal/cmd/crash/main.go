@@ -17,6 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/keelrun/keel/internal/crash"
 )
 
@@ -27,7 +31,7 @@ func main() {
 func run() int {
 	keel := flag.String("keel", "bin/keel", "keel binary under test")
 	pub := flag.String("pubserver", "bin/pubserver", "publication server binary")
-	store := flag.String("store", "sqlite", "store backend: sqlite or dynamo")
+	store := flag.String("store", "sqlite", "store backend: sqlite, or dynamo (DynamoDB and S3: at AWS_ENDPOINT_URL when set, e.g. LocalStack, else served in-process by minidyn and gofakes3)")
 	parallel := flag.Int("parallel", 3, "scenarios played at once")
 	n := flag.Int("n", 100, "soak: number of runs")
 	seed := flag.Uint64("seed", 0, "soak: random seed (0: from the clock)")
@@ -60,17 +64,28 @@ func run() int {
 		}
 		*dir = d
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	cfg := crash.Config{Keel: *keel, PubServer: *pub, Dir: *dir, Keep: *keep, Store: *store, Parallel: *parallel, Progress: os.Stderr}
+	where := cfg.Store
+	if cfg.Store == "dynamo" {
+		a, err := awsEndpoint(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crash:", err)
+			return 1
+		}
+		defer a.Close()
+		cfg.AWS = a
+		where = "dynamo (DynamoDB and S3 at " + a.URL + ")"
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "crash:", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	start := time.Now()
 	switch flag.Arg(0) {
 	case "matrix":
-		fmt.Fprintf(os.Stderr, "crash matrix: %s on %s, %d at once (scratch %s)\n", *keel, cfg.Store, cfg.Parallel, *dir)
+		fmt.Fprintf(os.Stderr, "crash matrix: %s on %s, %d at once (scratch %s)\n", *keel, where, cfg.Parallel, *dir)
 		rows := crash.Matrix(ctx, cfg, crash.MatrixOptions{Only: onlyRE, Task: *task})
 		crash.PrintMatrix(os.Stdout, rows)
 		failed := crash.Failed(rows)
@@ -83,7 +98,7 @@ func run() int {
 		if s == 0 {
 			s = uint64(time.Now().UnixNano())
 		}
-		fmt.Fprintf(os.Stderr, "crash soak: %d runs on %s, %d at once, seed %d (scratch %s)\n", *n, cfg.Store, cfg.Parallel, s, *dir)
+		fmt.Fprintf(os.Stderr, "crash soak: %d runs on %s, %d at once, seed %d (scratch %s)\n", *n, where, cfg.Parallel, s, *dir)
 		sum := crash.Soak(ctx, cfg, crash.SoakOptions{N: *n, Seed: s})
 		crash.PrintSoak(os.Stdout, sum)
 		if ctx.Err() == nil && (sum.Violations > 0 || sum.Runs < *n) {
@@ -98,4 +113,29 @@ func run() int {
 		_ = os.Remove(*dir) // empty when everything passed
 	}
 	return 0
+}
+
+// awsEndpoint is the DynamoDB and S3 endpoint of -store dynamo: the one at
+// AWS_ENDPOINT_URL (LocalStack) with the usual AWS configuration, or one
+// served by this process, which outlives every keel process it kills.
+func awsEndpoint(ctx context.Context) (*crash.AWS, error) {
+	endpoint := os.Getenv("AWS_ENDPOINT_URL")
+	if endpoint == "" {
+		return crash.StartLocalAWS()
+	}
+	var opts []func(*config.LoadOptions) error
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		// LocalStack takes any credentials; the keel processes get the
+		// same ones.
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration for %s: %w", endpoint, err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	cfg.BaseEndpoint = aws.String(endpoint)
+	return crash.ExternalAWS(cfg, endpoint), nil
 }
