@@ -11,13 +11,21 @@
 // at a random moment; the suite then starts a fresh one on the same
 // directory, approves the exact action when the run asks, and lets the run
 // end. Nothing is simulated inside the runtime: the kills are real, the
-// store is the SQLite file, the destination is HTTP.
+// store is the SQLite file (or a DynamoDB table), the destination is HTTP.
+//
+// With Config.Store "dynamo" every scenario runs keel dev on the DynamoDB
+// store and S3 artifacts, a table and a bucket of its own, at an endpoint
+// that outlives the processes the suite kills (Config.AWS: served by the
+// suite's process, StartLocalAWS, or the caller's, ExternalAWS). keel dev
+// gets a short step budget and lease TTL there: a restart does not end a
+// dead incarnation's lease on a shared table, it runs out.
 //
 // After each run the suite reads Keel's records through the HTTP API
 // (run, events, approvals) and, once keel dev has stopped, the operations
-// and plan items from a copy of the SQLite file (the API does not show
-// operations), and checks the invariants documented on Check against the
-// destination's own log.
+// and plan items through the store (a copy of the SQLite file, or the
+// table; the API does not show operations), and checks the invariants
+// documented on Check against the destination's own log. They are the
+// same for both stores.
 //
 // Matrix plays every hit of every fault point, contract variants, and the
 // scenarios beyond fault points (two workers on one run, a stale worker
