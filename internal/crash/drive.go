@@ -69,6 +69,17 @@ func classify(what string, err error) error {
 	return &transientError{fmt.Errorf("%s: %w", what, err)}
 }
 
+// classify is the package classify, except that any error is transient
+// once this node's keel dev has died: its port may already serve another
+// scenario's keel dev (which then answers 401 to our token), and the
+// answer is no evidence about this run.
+func (n *node) classify(what string, err error) error {
+	if n.keel != nil && n.keel.done() {
+		return &transientError{fmt.Errorf("%s (keel dev exited): %w", what, err)}
+	}
+	return classify(what, err)
+}
+
 // drive runs keel dev incarnations until the run ends: it creates the run
 // (keyed, so a create lost in a crash is repeated safely), approves the
 // exact action when asked, restarts keel dev each time it dies, and arms
@@ -165,7 +176,7 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: research.AgentName,
 			Input: "Write a short report on durable agents and publish it."}, st.key)
 		if err != nil {
-			return false, classify("create run", err)
+			return false, n.classify("create run", err)
 		}
 		st.runID = r.RunID
 	}
@@ -176,7 +187,7 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	}
 	r, err := n.c.GetRun(cctx, st.runID)
 	if err != nil {
-		return false, classify("get run", err)
+		return false, n.classify("get run", err)
 	}
 	if terminal(r.Status) {
 		return true, nil
@@ -197,7 +208,7 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 func (n *node) approve(ctx context.Context, st *driveState) error {
 	aps, err := n.c.ListApprovals(ctx, st.runID)
 	if err != nil {
-		return classify("list approvals", err)
+		return n.classify("list approvals", err)
 	}
 	for _, a := range aps {
 		if a.Status != run.ApprovalPending && a.Status != run.ApprovalApproved {
@@ -206,7 +217,7 @@ func (n *node) approve(ctx context.Context, st *driveState) error {
 		_, err := n.c.Decide(ctx, st.runID, a.ApprovalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: a.ArgsHash})
 		var ae *api.Error
 		if err != nil && !(errors.As(err, &ae) && ae.Code == api.CodeApprovalNotPending) {
-			return classify("approve", err)
+			return n.classify("approve", err)
 		}
 		if !st.approved {
 			st.approved, st.decidedAt = true, time.Now()

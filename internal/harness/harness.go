@@ -26,6 +26,7 @@ type Store interface {
 	Reserve(ctx context.Context, runID string, r store.Amounts) (run.Budget, error)
 	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
 	store.Checkpoints
+	store.Signals
 }
 
 // Agent is what a run executes: a model, a system prompt and tools.

@@ -314,17 +314,17 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		return d, err
 	}
 	for {
-		fresh, err := s.h.opt.Store.GetRun(ctx, s.run.ID)
+		// One cheap read per iteration sees a cancel request or a lost
+		// lease; budget reservations need no refresh, since only this
+		// step's own concurrent calls reserve while it holds the lease.
+		sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
 		if err != nil {
 			return Decision{}, &RetryableError{Err: err}
 		}
-		if fresh.Lease.Token != s.token {
+		if sig.LeaseToken != s.token {
 			return Decision{}, &FencedError{RunID: s.run.ID}
 		}
-		s.run.CancelRequested = fresh.CancelRequested
-		s.run.Budget.TokensReserved = fresh.Budget.TokensReserved
-		s.run.Budget.ToolCallsReserved = fresh.Budget.ToolCallsReserved
-		s.run.Budget.SpendReservedMicroUSD = fresh.Budget.SpendReservedMicroUSD
+		s.run.CancelRequested = sig.CancelRequested
 		if s.run.CancelRequested {
 			return s.cancel(ctx)
 		}
@@ -588,11 +588,11 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		{
 			// Cancellation stops new calls: a cancel that arrived during
 			// the model call or between the calls of one answer is seen here.
-			fresh, err := s.h.opt.Store.GetRun(ctx, s.run.ID)
+			sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
 			if err != nil {
 				return Decision{}, true, &RetryableError{Err: err}
 			}
-			if fresh.CancelRequested {
+			if sig.CancelRequested {
 				s.run.CancelRequested = true
 				d, err := s.cancel(ctx)
 				return d, true, err

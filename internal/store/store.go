@@ -232,6 +232,21 @@ type Checkpoints interface {
 	ListPlanItems(ctx context.Context, runID string) ([]run.PlanItem, error)
 }
 
+// Signals is the cheap read a running step makes between its writes, to
+// see a cancel request (and a lost lease) without reading the whole run.
+type Signals interface {
+	// RunSignals reads the run's cancel flag, lease token and status in one
+	// consistent read of the run row. ErrNotFound for an unknown run.
+	RunSignals(ctx context.Context, runID string) (RunSignals, error)
+}
+
+// RunSignals is what RunSignals reads.
+type RunSignals struct {
+	CancelRequested bool
+	LeaseToken      int64
+	Status          run.Status
+}
+
 // Store is every capability; backends implement it, consumers take the
 // smaller interfaces they use.
 type Store interface {
@@ -244,5 +259,6 @@ type Store interface {
 	Budgets
 	Control
 	Checkpoints
+	Signals
 	Close() error
 }

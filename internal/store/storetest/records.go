@@ -519,3 +519,27 @@ func testReopen(t *testing.T, e *env) {
 	_, err = s2.AcquireLease(e.ctx, r.ID, "worker-2", time.Minute)
 	wantErr(t, err, store.ErrLeaseHeld)
 }
+
+func testSignals(t *testing.T, e *env) {
+	r, tok := e.leased()
+	sig, err := e.s.RunSignals(e.ctx, r.ID)
+	must(t, err)
+	if sig.CancelRequested || sig.LeaseToken != tok || sig.Status != run.StatusCreated {
+		t.Fatalf("signals of a fresh leased run: %+v (token %d)", sig, tok)
+	}
+	_, _, err = e.s.RequestCancel(e.ctx, r.ID, "carol")
+	must(t, err)
+	r2, err := e.s.AcquireLease(e.ctx, r.ID, "worker-2", time.Minute)
+	if err == nil {
+		tok = r2.Lease.Token
+	}
+	sig, err = e.s.RunSignals(e.ctx, r.ID)
+	must(t, err)
+	if !sig.CancelRequested || sig.LeaseToken != tok {
+		t.Fatalf("signals after cancel: %+v (token %d)", sig, tok)
+	}
+	_, err = e.s.RunSignals(e.ctx, "run_does_not_exist")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = e.s.RunSignals(e.ctx, "")
+	wantErr(t, err, store.ErrInvalid)
+}

@@ -77,6 +77,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"Cancel", testCancel},
 		{"Inputs", testInputs},
 		{"Checkpoints", testCheckpoints},
+		{"Signals", testSignals},
 		{"Reopen", testReopen},
 		{"BadInput", testBadInput},
 	}

@@ -1,0 +1,30 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/keelrun/keel/internal/store"
+)
+
+// RunSignals implements store.Signals with a three-column read, the
+// cheapest way to see a cancel request between a step's writes.
+func (s *Store) RunSignals(ctx context.Context, runID string) (store.RunSignals, error) {
+	if err := store.ValidateID("run id", runID); err != nil {
+		return store.RunSignals{}, err
+	}
+	var sig store.RunSignals
+	var cancel int
+	err := s.r.QueryRowContext(ctx, `SELECT cancel_requested, lease_token, status FROM runs WHERE id = ?`, runID).
+		Scan(&cancel, &sig.LeaseToken, &sig.Status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.RunSignals{}, fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RunSignals{}, fmt.Errorf("sqlite: run signals %q: %w", runID, err)
+	}
+	sig.CancelRequested = cancel != 0
+	return sig, nil
+}
