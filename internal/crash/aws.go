@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -146,8 +147,15 @@ func (a *AWS) store(table string) (*dynamo.Store, error) {
 // DynamoDB puts on every response and minidyn does not: the SDK checks the
 // body against it when present, and logs a checksum mismatch against 0
 // when it is missing.
+//
+// It serves one DynamoDB request at a time: minidyn's server reads its
+// table map outside its lock (getTable) while CreateTable and DeleteTable
+// write it, a data race once scenarios create tables while others run
+// (the race detector reports it). minidyn holds one global lock for
+// nearly every operation anyway, so this costs no concurrency.
 type awsRouter struct {
 	ddb, s3 http.Handler
+	ddbMu   sync.Mutex
 }
 
 func (rt *awsRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -156,7 +164,9 @@ func (rt *awsRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := httptest.NewRecorder()
+	rt.ddbMu.Lock()
 	rt.ddb.ServeHTTP(rec, r)
+	rt.ddbMu.Unlock()
 	body := rec.Body.Bytes()
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
