@@ -84,9 +84,18 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 				if d.Reason != "" {
 					u.set = append(u.set, e.name("reason")+" = "+e.value(sv(d.Reason)))
 				}
+				// The token read is the one returned: a token attached
+				// meanwhile fails the write, and the retry reads it.
+				var tok string
+				if a.TaskToken != "" {
+					tok = e.name("task_token") + " = " + e.value(sv(a.TaskToken))
+				} else {
+					tok = "attribute_not_exists(" + e.name("task_token") + ") OR " + e.name("task_token") + " = " + e.value(sv(""))
+				}
 				items := []types.TransactWriteItem{s.updateChild(d.RunID, approvalSK(a.ID), e, u, and([]string{
 					e.name("status") + " = " + e.value(sv(string(run.ApprovalPending))),
 					e.name("args_hash") + " = " + e.value(sv(d.ArgsHash)),
+					tok,
 				}))}
 				if d.Approve && a.Mode == run.ModeConfirmOnce {
 					// A grant that exists is kept (first approval wins), without
