@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -38,6 +39,9 @@ func devCommand() command {
 			}
 			if len(rest) > 0 {
 				return usagef("unexpected argument %q", rest[0])
+			}
+			if _, _, err := net.SplitHostPort(*addr); err != nil {
+				return usagef("--addr %q: want HOST:PORT (port 0 picks a free one)", *addr)
 			}
 			getenv, err := devStores(c.getenv, *storeKind, *artsKind)
 			if err != nil {

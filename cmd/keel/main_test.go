@@ -398,6 +398,9 @@ func TestErrors(t *testing.T) {
 	}{
 		{"no command", nil, exitUsage, "usage: keel"},
 		{"unknown command", []string{"launch"}, exitUsage, `unknown command "launch"`},
+		{"dev with a bad address", []string{"dev", "--addr", "nope", "--data-dir", t.TempDir()}, exitUsage, `--addr "nope"`},
+		{"dev with a bad store", []string{"dev", "--store", "postgres", "--data-dir", t.TempDir()}, exitUsage, "--store"},
+		{"step without a run", []string{"step"}, exitUsage, "RUN_ID"},
 		{"unknown flag", []string{"runs", "--colour"}, exitUsage, "-colour"},
 		{"show without id", []string{"show"}, exitUsage, "missing argument RUN_ID"},
 		{"show two ids", []string{"show", "a", "b"}, exitUsage, `unexpected argument "b"`},
