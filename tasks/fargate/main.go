@@ -13,8 +13,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-
 	"github.com/keelrun/keel/internal/entry"
 )
 
@@ -27,15 +25,7 @@ func main() {
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	go func() { <-sig; log.Info("keel-task: stop requested"); close(stop) }()
 
-	env, err := entry.FromEnv(os.Getenv, "fargate")
-	if err != nil {
-		fail(err)
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fail(err)
-	}
-	deps, err := entry.AWSDeps(env, awsCfg, log)
+	deps, _, err := entry.Load(ctx, os.Getenv, "fargate")
 	if err != nil {
 		fail(err)
 	}
