@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/researchtest"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
@@ -40,23 +41,26 @@ func TestResearchRunOnEachProvider(t *testing.T) {
 		spec  string
 		wire  wire
 		fault string // what the cut of the draft turn looks like on this wire
+		set   func(url string) provider.Settings
 		deps  func(url string) provider.Deps
 		keys  []string // secrets that must appear in no event
 	}{
 		{
 			name: "anthropic", spec: "anthropic:claude-sonnet-4-5", wire: anthropicWire,
 			fault: "connection reset inside input_json_delta fragments",
-			deps: func(url string) provider.Deps {
-				return provider.Deps{Getenv: env(map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "ANTHROPIC_BASE_URL": url})}
+			set: func(url string) provider.Settings {
+				return provider.Settings{AnthropicAPIKey: anthropicKey, AnthropicBaseURL: url}
 			},
+			deps: func(string) provider.Deps { return provider.Deps{} },
 			keys: []string{anthropicKey},
 		},
 		{
 			name: "openai", spec: "openai:gpt-4.1", wire: openaiWire,
 			fault: "stream ends cleanly inside tool_calls arguments, no finish_reason, usage or [DONE]",
-			deps: func(url string) provider.Deps {
-				return provider.Deps{Getenv: env(map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": url + "/v1/"})}
+			set: func(url string) provider.Settings {
+				return provider.Settings{OpenAIAPIKey: openaiKey, OpenAIBaseURL: url + "/v1/"}
 			},
+			deps: func(string) provider.Deps { return provider.Deps{} },
 			keys: []string{openaiKey},
 		},
 		{
@@ -68,8 +72,9 @@ func TestResearchRunOnEachProvider(t *testing.T) {
 					Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(bedrockAccessKey, bedrockSecret, "")),
 					BaseEndpoint: aws.String(url),
 				}
-				return provider.Deps{Getenv: env(nil), AWS: &cfg}
+				return provider.Deps{AWS: &cfg}
 			},
+			set:  func(string) provider.Settings { return provider.Settings{} },
 			keys: []string{bedrockSecret},
 		},
 	}
@@ -87,7 +92,7 @@ func TestResearchRunOnEachProvider(t *testing.T) {
 				// Long enough that a slow -race run never stalls.
 				IdleTimeout: 30 * time.Second,
 			}
-			m, err := provider.New(ctx, tc.spec, deps)
+			m, err := provider.New(ctx, tc.spec, tc.set(srv.srv.URL), deps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +108,7 @@ func TestResearchRunOnEachProvider(t *testing.T) {
 				t.Fatal(err)
 			}
 			pub := research.DirPublisher{Dir: filepath.Join(dir, "published")}
-			agent, err := research.NewAgent(m, nil, arts, pub)
+			agent, err := researchtest.Agent(m, arts, pub)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,8 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keelrun/keel/internal/ops"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel"
 )
 
 // DirPublisher publishes a report as {dir}/{operation_id}.md. Creation is
@@ -29,40 +28,41 @@ type DirPublisher struct{ Dir string }
 // Name implements Publisher.
 func (d DirPublisher) Name() string { return "dir:" + d.Dir }
 
-// Contract implements Publisher.
-func (d DirPublisher) Contract() ops.Contract { return ops.Contract{Idempotent: true, Lookup: true} }
+// Promises implements Publisher: creation is exclusive by operation id,
+// and a publication can be looked up by it.
+func (d DirPublisher) Promises() keel.Promise { return keel.IdempotentByKey | keel.LookupByKey }
 
 // Publish implements Publisher.
-func (d DirPublisher) Publish(ctx context.Context, opID, sha string, content []byte) (ops.Outcome, error) {
+func (d DirPublisher) Publish(ctx context.Context, opID, sha string, content []byte) (keel.Outcome, error) {
 	name, err := cleanName(opID)
 	if err != nil {
-		return ops.Outcome{}, &ops.Rejected{Reason: err.Error()}
+		return keel.Outcome{}, keel.Reject("%s", err.Error())
 	}
 	if err := os.MkdirAll(d.Dir, 0o755); err != nil {
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	final := filepath.Join(d.Dir, name+".md")
 	tmp, err := os.CreateTemp(d.Dir, ".tmp-*")
 	if err != nil {
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(content); err != nil {
 		tmp.Close()
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	if err := tmp.Close(); err != nil {
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	if err := os.Link(tmp.Name(), final); err != nil && !errors.Is(err, os.ErrExist) {
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	if err := syncDir(d.Dir); err != nil {
-		return ops.Outcome{}, err
+		return keel.Outcome{}, err
 	}
 	out, found, err := d.Find(ctx, opID)
 	if err == nil && !found {
@@ -72,20 +72,20 @@ func (d DirPublisher) Publish(ctx context.Context, opID, sha string, content []b
 }
 
 // Find implements Publisher.
-func (d DirPublisher) Find(_ context.Context, opID string) (ops.Outcome, bool, error) {
+func (d DirPublisher) Find(_ context.Context, opID string) (keel.Outcome, bool, error) {
 	name, err := cleanName(opID)
 	if err != nil {
-		return ops.Outcome{}, false, err
+		return keel.Outcome{}, false, err
 	}
 	b, err := os.ReadFile(filepath.Join(d.Dir, name+".md"))
 	if errors.Is(err, os.ErrNotExist) {
-		return ops.Outcome{}, false, nil
+		return keel.Outcome{}, false, nil
 	}
 	if err != nil {
-		return ops.Outcome{}, false, err
+		return keel.Outcome{}, false, err
 	}
-	res, _ := json.Marshal(map[string]any{"path": filepath.Join(d.Dir, name+".md"), "sha256": run.HashBytes(b)})
-	return ops.Outcome{ExternalID: name, Result: res}, true, nil
+	res, _ := json.Marshal(map[string]any{"path": filepath.Join(d.Dir, name+".md"), "sha256": sha256Hex(b)})
+	return keel.Outcome{ExternalID: name, Result: res}, true, nil
 }
 
 // Count returns how many publications the directory holds.
@@ -117,9 +117,16 @@ type HTTPPublisher struct {
 // Name implements Publisher.
 func (h HTTPPublisher) Name() string { return "http:" + h.Base }
 
-// Contract implements Publisher.
-func (h HTTPPublisher) Contract() ops.Contract {
-	return ops.Contract{Idempotent: !h.NotIdempotent, Lookup: !h.NoLookup}
+// Promises implements Publisher.
+func (h HTTPPublisher) Promises() keel.Promise {
+	var p keel.Promise
+	if !h.NotIdempotent {
+		p |= keel.IdempotentByKey
+	}
+	if !h.NoLookup {
+		p |= keel.LookupByKey
+	}
+	return p
 }
 
 func (h HTTPPublisher) client() *http.Client {
@@ -130,11 +137,11 @@ func (h HTTPPublisher) client() *http.Client {
 }
 
 // Publish implements Publisher.
-func (h HTTPPublisher) Publish(ctx context.Context, opID, sha string, content []byte) (ops.Outcome, error) {
+func (h HTTPPublisher) Publish(ctx context.Context, opID, sha string, content []byte) (keel.Outcome, error) {
 	body, _ := json.Marshal(map[string]string{"operation_id": opID, "sha256": sha, "content": string(content)})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(h.Base, "/")+"/publications", bytes.NewReader(body))
 	if err != nil {
-		return ops.Outcome{}, &ops.Rejected{Reason: err.Error()}
+		return keel.Outcome{}, keel.Reject("%s", err.Error())
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if !h.NotIdempotent {
@@ -142,36 +149,36 @@ func (h HTTPPublisher) Publish(ctx context.Context, opID, sha string, content []
 	}
 	resp, err := h.client().Do(req)
 	if err != nil {
-		return ops.Outcome{}, fmt.Errorf("publish %s: %w", opID, err)
+		return keel.Outcome{}, fmt.Errorf("publish %s: %w", opID, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return ops.Outcome{}, fmt.Errorf("publish %s: reading response: %w", opID, err)
+		return keel.Outcome{}, fmt.Errorf("publish %s: reading response: %w", opID, err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated:
 		var p Publication
 		if err := json.Unmarshal(b, &p); err != nil {
-			return ops.Outcome{}, fmt.Errorf("publish %s: response: %w", opID, err)
+			return keel.Outcome{}, fmt.Errorf("publish %s: response: %w", opID, err)
 		}
-		return ops.Outcome{ExternalID: p.ID, Result: b}, nil
+		return keel.Outcome{ExternalID: p.ID, Result: b}, nil
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
-		return ops.Outcome{}, &ops.Rejected{Reason: fmt.Sprintf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))}
+		return keel.Outcome{}, keel.Reject("status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	default:
-		return ops.Outcome{}, fmt.Errorf("publish %s: status %d", opID, resp.StatusCode)
+		return keel.Outcome{}, fmt.Errorf("publish %s: status %d", opID, resp.StatusCode)
 	}
 }
 
 // Find implements Publisher.
-func (h HTTPPublisher) Find(ctx context.Context, opID string) (ops.Outcome, bool, error) {
+func (h HTTPPublisher) Find(ctx context.Context, opID string) (keel.Outcome, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(h.Base, "/")+"/publications/"+url.PathEscape(opID), nil)
 	if err != nil {
-		return ops.Outcome{}, false, err
+		return keel.Outcome{}, false, err
 	}
 	resp, err := h.client().Do(req)
 	if err != nil {
-		return ops.Outcome{}, false, err
+		return keel.Outcome{}, false, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -179,13 +186,13 @@ func (h HTTPPublisher) Find(ctx context.Context, opID string) (ops.Outcome, bool
 	case http.StatusOK:
 		var p Publication
 		if err := json.Unmarshal(b, &p); err != nil {
-			return ops.Outcome{}, false, err
+			return keel.Outcome{}, false, err
 		}
-		return ops.Outcome{ExternalID: p.ID, Result: b}, true, nil
+		return keel.Outcome{ExternalID: p.ID, Result: b}, true, nil
 	case http.StatusNotFound:
-		return ops.Outcome{}, false, nil
+		return keel.Outcome{}, false, nil
 	default:
-		return ops.Outcome{}, false, fmt.Errorf("lookup %s: status %d", opID, resp.StatusCode)
+		return keel.Outcome{}, false, fmt.Errorf("lookup %s: status %d", opID, resp.StatusCode)
 	}
 }
 
@@ -288,7 +295,7 @@ func (s *PublicationServer) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"body must be {operation_id, sha256, content}"}`, http.StatusBadRequest)
 		return
 	}
-	if run.HashBytes([]byte(in.Content)) != in.SHA256 {
+	if sha256Hex([]byte(in.Content)) != in.SHA256 {
 		http.Error(w, `{"error":"sha256 does not match content"}`, http.StatusUnprocessableEntity)
 		return
 	}
@@ -301,7 +308,7 @@ func (s *PublicationServer) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p := Publication{ID: run.NewID("pub"), OperationID: in.OperationID, SHA256: in.SHA256, Bytes: len(in.Content), At: time.Now().UTC()}
+	p := Publication{ID: newID("pub"), OperationID: in.OperationID, SHA256: in.SHA256, Bytes: len(in.Content), At: time.Now().UTC()}
 	if err := s.appendLog(p); err != nil {
 		s.mu.Unlock()
 		http.Error(w, `{"error":"log write failed"}`, http.StatusInternalServerError)

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/keelrun/keel"
 	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/researchtest"
+	"github.com/keelrun/keel/internal/artifact"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/ops"
 	"github.com/keelrun/keel/internal/run"
@@ -68,8 +70,8 @@ func TestPublishersKeepTheirContract(t *testing.T) {
 			if err != nil || !found || out.ExternalID != ids[0] {
 				t.Fatalf("find: %+v %v %v", out, found, err)
 			}
-			if !p.Contract().Idempotent || !p.Contract().Lookup {
-				t.Fatalf("contract %v", p.Contract())
+			if p.Promises() != keel.IdempotentByKey|keel.LookupByKey {
+				t.Fatalf("promises %v", p.Promises())
 			}
 		})
 	}
@@ -112,6 +114,21 @@ func TestPublicationServerModes(t *testing.T) {
 	}
 }
 
+// tools builds the research tools on the runtime's internals (as the
+// harness sees them), by name.
+func tools(t *testing.T, arts artifact.Store, to research.Publisher) map[string]tool.Tool {
+	t.Helper()
+	ts, err := researchtest.Tools(arts, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]tool.Tool{}
+	for _, x := range ts {
+		m[x.Info().Name] = x
+	}
+	return m
+}
+
 func TestPublishRevalidatesTheApprovedHash(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -119,43 +136,40 @@ func TestPublishRevalidatesTheApprovedHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	draft := research.Draft{Corpus: research.SampleCorpus(), Artifacts: arts}
-	res, err := draft.Run(ctx, tool.Call{RunID: "run_1", CheckpointID: "cp_1", Args: json.RawMessage(`{"title":"T"}`)})
+	to := research.DirPublisher{Dir: filepath.Join(dir, "pub")}
+	ts := tools(t, arts, to)
+	res, err := ts["draft_report"].Run(ctx, tool.Call{RunID: "run_1", CheckpointID: "cp_1", Args: json.RawMessage(`{"title":"T"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		ArtifactKey string `json:"artifact_key"`
-		SHA256      string `json:"sha256"`
-	}
+	var d research.PublishArgs
 	_ = json.Unmarshal(res.Data, &d)
 	if !strings.HasPrefix(d.ArtifactKey, "runs/run_1/checkpoints/cp_1/report-") {
 		t.Fatalf("key %s", d.ArtifactKey)
 	}
-	pub := research.Publish{Artifacts: arts, To: research.DirPublisher{Dir: filepath.Join(dir, "pub")}}
+	pub := ts["publish_report"].(tool.Effectful)
 	good, _ := json.Marshal(d)
-	if _, err := pub.Intent(ctx, tool.Call{Args: good}); err != nil {
-		t.Fatal(err)
+	if in, err := pub.Intent(ctx, tool.Call{Args: good}); err != nil || in.ArtifactHash != d.SHA256 {
+		t.Fatalf("intent %+v, %v", in, err)
 	}
 	d.SHA256 = strings.Repeat("0", 64)
 	bad, _ := json.Marshal(d)
 	if _, err := pub.Intent(ctx, tool.Call{Args: bad}); err == nil {
 		t.Fatal("intent accepted a hash that is not the artifact's")
 	}
-	h, _ := run.ArgsHash(good)
-	op := run.Operation{ID: "op_1", IdempotencyKey: "op_1", Args: good, ArgsHash: h, ArtifactHash: strings.Repeat("1", 64)}
+	h, _ := run.ArgsHash(bad)
+	op := run.Operation{ID: "op_1", IdempotencyKey: "op_1", Args: bad, ArgsHash: h, ArtifactHash: d.SHA256}
 	if _, err := pub.Dispatch(ctx, op); !errors.As(err, new(*ops.Rejected)) {
-		t.Fatalf("dispatch with another recorded artifact hash: %v", err)
+		t.Fatalf("dispatch of a report whose content is not the approved hash: %v", err)
 	}
-	if n, _ := (research.DirPublisher{Dir: filepath.Join(dir, "pub")}).Count(); n != 0 {
+	if n, _ := to.Count(); n != 0 {
 		t.Fatal("published despite the mismatch")
 	}
-	_ = os.Remove(dir)
 }
 
 func TestAnalyzeReportsProgress(t *testing.T) {
 	var got []int64
-	a := research.Analyze{Corpus: research.SampleCorpus()}
+	a := tools(t, nil, research.DirPublisher{Dir: t.TempDir()})["analyze_documents"]
 	args := json.RawMessage(`{"documents":["01-durable-state.md","02-side-effects.md"]}`)
 	res, err := a.Run(context.Background(), tool.Call{Args: args, Progress: func(done, total int64, _ string) { got = append(got, done*100/total) }})
 	if err != nil {

@@ -3,7 +3,6 @@ package research
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -11,10 +10,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/ops"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel"
 )
 
 //go:embed corpus/*.md
@@ -67,48 +63,53 @@ func title(text, fallback string) string {
 	return fallback
 }
 
-// Collect is collect_documents: it lists the documents of its corpus that
-// match a query. Read-only.
-type Collect struct{ Corpus fs.FS }
-
-// Info implements tool.Tool.
-func (c Collect) Info() tool.Info {
-	return tool.Info{Name: "collect_documents", Mode: run.ModeSafeReadonly,
-		Description: "List the documents of the research corpus, optionally only those mentioning a query.",
-		Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","maxLength":200}},"additionalProperties":false}`)}
+// CollectArgs are collect_documents' arguments.
+type CollectArgs struct {
+	Query string `json:"query,omitempty" jsonschema:"maxLength=200,description=Only documents mentioning this text (case-insensitive)"`
 }
 
-// Run implements tool.Tool.
-func (c Collect) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var args struct {
-		Query string `json:"query"`
-	}
-	if err := json.Unmarshal(call.Args, &args); err != nil {
-		return tool.Result{}, err
-	}
-	docs, names, err := readDocs(c.Corpus)
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("read corpus: %w", err)
-	}
-	var found []document
-	for _, n := range names {
-		if args.Query != "" && !strings.Contains(strings.ToLower(docs[n]), strings.ToLower(args.Query)) {
-			continue
+// Collection is what collect_documents finds.
+type Collection struct {
+	Count     int        `json:"count"`
+	Documents []document `json:"documents"`
+}
+
+// Collect is collect_documents: it lists the documents of corpus that
+// match a query.
+func Collect(corpus fs.FS) func(context.Context, CollectArgs) (Collection, error) {
+	return func(ctx context.Context, args CollectArgs) (Collection, error) {
+		docs, names, err := readDocs(corpus)
+		if err != nil {
+			return Collection{}, fmt.Errorf("read corpus: %w", err)
 		}
-		found = append(found, document{Name: n, Title: title(docs[n], n), Words: len(strings.Fields(docs[n]))})
+		out := Collection{Documents: []document{}}
+		for _, n := range names {
+			if args.Query != "" && !strings.Contains(strings.ToLower(docs[n]), strings.ToLower(args.Query)) {
+				continue
+			}
+			out.Documents = append(out.Documents, document{Name: n, Title: title(docs[n], n), Words: len(strings.Fields(docs[n]))})
+		}
+		out.Count = len(out.Documents)
+		return out, nil
 	}
-	b, _ := json.Marshal(map[string]any{"count": len(found), "documents": found})
-	return tool.Result{Content: string(b), Data: b}, nil
 }
 
-// Analyze is analyze_documents: word counts and keywords, with progress.
-type Analyze struct{ Corpus fs.FS }
+// AnalyzeArgs are analyze_documents' arguments.
+type AnalyzeArgs struct {
+	Documents []string `json:"documents" jsonschema:"minItems=1,maxItems=1000,description=Names of the documents to analyze"`
+}
 
-// Info implements tool.Tool.
-func (a Analyze) Info() tool.Info {
-	return tool.Info{Name: "analyze_documents", Mode: run.ModeSafeReadonly,
-		Description: "Analyze named documents: words and the most frequent keywords. Reports progress.",
-		Schema:      json.RawMessage(`{"type":"object","properties":{"documents":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":1000}},"required":["documents"],"additionalProperties":false}`)}
+// Keyword is one frequent word.
+type Keyword struct {
+	Word  string `json:"word"`
+	Count int    `json:"count"`
+}
+
+// Analysis is what analyze_documents finds.
+type Analysis struct {
+	Documents int       `json:"documents"`
+	Words     int       `json:"words"`
+	Keywords  []Keyword `json:"keywords"`
 }
 
 var stopWords = map[string]bool{"the": true, "a": true, "an": true, "and": true, "or": true, "of": true, "to": true, "in": true,
@@ -116,220 +117,163 @@ var stopWords = map[string]bool{"the": true, "a": true, "an": true, "and": true,
 	"not": true, "no": true, "from": true, "what": true, "so": true, "are": true, "can": true, "only": true, "when": true,
 	"their": true, "every": true, "after": true, "before": true, "never": true, "instead": true, "while": true, "this": true, "may": true}
 
-// Run implements tool.Tool.
-func (a Analyze) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var args struct {
-		Documents []string `json:"documents"`
-	}
-	if err := json.Unmarshal(call.Args, &args); err != nil {
-		return tool.Result{}, err
-	}
-	docs, _, err := readDocs(a.Corpus)
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("read corpus: %w", err)
-	}
-	freq := map[string]int{}
-	words := 0
-	total := int64(len(args.Documents))
-	for i, n := range args.Documents {
-		if err := ctx.Err(); err != nil {
-			return tool.Result{}, err
+// Analyze is analyze_documents: word counts and keywords, reporting
+// progress per document.
+func Analyze(corpus fs.FS) func(context.Context, AnalyzeArgs) (Analysis, error) {
+	return func(ctx context.Context, args AnalyzeArgs) (Analysis, error) {
+		docs, _, err := readDocs(corpus)
+		if err != nil {
+			return Analysis{}, fmt.Errorf("read corpus: %w", err)
 		}
-		text, ok := docs[n]
-		if !ok {
-			return tool.Result{}, fmt.Errorf("no document %q in the corpus", n)
-		}
-		for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) {
-			words++
-			if len(w) > 3 && !stopWords[w] {
-				freq[w]++
+		freq := map[string]int{}
+		words := 0
+		total := int64(len(args.Documents))
+		for i, n := range args.Documents {
+			if err := ctx.Err(); err != nil {
+				return Analysis{}, err
 			}
+			text, ok := docs[n]
+			if !ok {
+				return Analysis{}, fmt.Errorf("no document %q in the corpus", n)
+			}
+			for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) {
+				words++
+				if len(w) > 3 && !stopWords[w] {
+					freq[w]++
+				}
+			}
+			keel.ReportProgress(ctx, int64(i+1), total, n)
 		}
-		if call.Progress != nil {
-			call.Progress(int64(i+1), total, n)
+		kws := []Keyword{}
+		for w, c := range freq {
+			kws = append(kws, Keyword{w, c})
 		}
-	}
-	type kw struct {
-		Word  string `json:"word"`
-		Count int    `json:"count"`
-	}
-	var kws []kw
-	for w, c := range freq {
-		kws = append(kws, kw{w, c})
-	}
-	sort.Slice(kws, func(i, j int) bool {
-		if kws[i].Count != kws[j].Count {
-			return kws[i].Count > kws[j].Count
+		sort.Slice(kws, func(i, j int) bool {
+			if kws[i].Count != kws[j].Count {
+				return kws[i].Count > kws[j].Count
+			}
+			return kws[i].Word < kws[j].Word
+		})
+		if len(kws) > 8 {
+			kws = kws[:8]
 		}
-		return kws[i].Word < kws[j].Word
-	})
-	if len(kws) > 8 {
-		kws = kws[:8]
+		return Analysis{Documents: len(args.Documents), Words: words, Keywords: kws}, nil
 	}
-	b, _ := json.Marshal(map[string]any{"documents": len(args.Documents), "words": words, "keywords": kws})
-	return tool.Result{Content: string(b), Data: b}, nil
 }
 
-// Draft is draft_report: it writes the report as an artifact and returns
-// its key and hash. Writing a content-addressed artifact twice is harmless,
-// so it needs no approval.
+// DraftArgs are draft_report's arguments.
+type DraftArgs struct {
+	Title     string   `json:"title" jsonschema:"minLength=1,maxLength=200"`
+	Documents []string `json:"documents,omitempty" jsonschema:"description=Documents to cover (default: all)"`
+}
+
+// Draft is what draft_report saved.
 type Draft struct {
-	Corpus    fs.FS
-	Artifacts artifact.Store
+	ArtifactKey string `json:"artifact_key"`
+	SHA256      string `json:"sha256"`
+	Bytes       int64  `json:"bytes"`
 }
 
-// Info implements tool.Tool.
-func (d Draft) Info() tool.Info {
-	return tool.Info{Name: "draft_report", Mode: run.ModeSafeReadonly,
-		Description: "Draft the research report from the corpus as a markdown artifact; returns its key and sha256.",
-		Schema:      json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"documents":{"type":"array","items":{"type":"string"}}},"required":["title"],"additionalProperties":false}`)}
-}
-
-// Run implements tool.Tool.
-func (d Draft) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var args struct {
-		Title     string   `json:"title"`
-		Documents []string `json:"documents"`
-	}
-	if err := json.Unmarshal(call.Args, &args); err != nil {
-		return tool.Result{}, err
-	}
-	docs, names, err := readDocs(d.Corpus)
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("read corpus: %w", err)
-	}
-	if len(args.Documents) > 0 {
-		names = args.Documents
-	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "# %s\n\n", args.Title)
-	for _, n := range names {
-		text, ok := docs[n]
-		if !ok {
-			return tool.Result{}, fmt.Errorf("no document %q in the corpus", n)
+// DraftReport is draft_report: it writes the report as an artifact and
+// returns its key and hash. Saving a content-addressed artifact twice is
+// harmless, so it is read-only for Keel's purposes: no approval.
+func DraftReport(corpus fs.FS) func(context.Context, DraftArgs) (Draft, error) {
+	return func(ctx context.Context, args DraftArgs) (Draft, error) {
+		docs, names, err := readDocs(corpus)
+		if err != nil {
+			return Draft{}, fmt.Errorf("read corpus: %w", err)
 		}
-		fmt.Fprintf(&sb, "## %s\n\n", title(text, n))
-		body := strings.TrimSpace(text)
-		if i := strings.Index(body, "\n"); i >= 0 {
-			body = strings.TrimSpace(body[i:])
+		if len(args.Documents) > 0 {
+			names = args.Documents
 		}
-		first, _, _ := strings.Cut(strings.Join(strings.Fields(body), " "), ". ")
-		fmt.Fprintf(&sb, "%s.\n\n_Source: %s_\n\n", strings.TrimSuffix(first, "."), n)
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "# %s\n\n", args.Title)
+		for _, n := range names {
+			text, ok := docs[n]
+			if !ok {
+				return Draft{}, fmt.Errorf("no document %q in the corpus", n)
+			}
+			fmt.Fprintf(&sb, "## %s\n\n", title(text, n))
+			body := strings.TrimSpace(text)
+			if i := strings.Index(body, "\n"); i >= 0 {
+				body = strings.TrimSpace(body[i:])
+			}
+			first, _, _ := strings.Cut(strings.Join(strings.Fields(body), " "), ". ")
+			fmt.Fprintf(&sb, "%s.\n\n_Source: %s_\n\n", strings.TrimSuffix(first, "."), n)
+		}
+		content := []byte(sb.String())
+		a, err := keel.SaveArtifact(ctx, "report-"+sha256Hex(content)[:12]+".md", content)
+		if err != nil {
+			return Draft{}, fmt.Errorf("store report: %w", err)
+		}
+		return Draft{ArtifactKey: a.Path, SHA256: a.SHA256, Bytes: a.Size}, nil
 	}
-	content := []byte(sb.String())
-	cp := call.CheckpointID
-	if cp == "" {
-		cp = "start"
-	}
-	key := artifact.Key{RunID: call.RunID, CheckpointID: cp, Name: "report-" + run.HashBytes(content)[:12] + ".md"}
-	info, err := d.Artifacts.Put(ctx, key, content)
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("store report: %w", err)
-	}
-	b, _ := json.Marshal(map[string]any{"artifact_key": info.Key.Path(), "sha256": info.SHA256, "bytes": info.Size})
-	return tool.Result{Content: string(b), Data: b}, nil
 }
 
 // Publisher is a destination for reports.
 type Publisher interface {
 	Name() string
-	Contract() ops.Contract
+	Promises() keel.Promise
 	// Publish makes the report public under operationID; a repeat with the
-	// same id is a no-op where the contract says Idempotent.
-	Publish(ctx context.Context, operationID, sha256 string, content []byte) (ops.Outcome, error)
+	// same id is a no-op where Promises has IdempotentByKey.
+	Publish(ctx context.Context, operationID, sha256 string, content []byte) (keel.Outcome, error)
 	// Find reports whether a publication for operationID exists.
-	Find(ctx context.Context, operationID string) (ops.Outcome, bool, error)
+	Find(ctx context.Context, operationID string) (keel.Outcome, bool, error)
 }
 
-// Publish is publish_report: mutating, an external effect. It publishes the
-// approved artifact by hash and re-validates the hash before dispatch.
-type Publish struct {
-	Artifacts artifact.Store
-	To        Publisher
+// PublishArgs are publish_report's arguments: the approved report.
+type PublishArgs struct {
+	ArtifactKey string `json:"artifact_key" jsonschema:"minLength=1"`
+	SHA256      string `json:"sha256" jsonschema:"pattern=^[0-9a-f]{64}$"`
 }
 
-var _ tool.Effectful = Publish{}
-
-type publishArgs struct {
-	ArtifactKey string `json:"artifact_key"`
-	SHA256      string `json:"sha256"`
-}
-
-// Info implements tool.Tool.
-func (p Publish) Info() tool.Info {
-	return tool.Info{Name: "publish_report", Mode: run.ModeMutating,
-		Description: "Publish a drafted report, identified by its artifact key and sha256. Needs approval of the exact hash.",
-		Schema:      json.RawMessage(`{"type":"object","properties":{"artifact_key":{"type":"string","minLength":1},"sha256":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["artifact_key","sha256"],"additionalProperties":false}`)}
-}
-
-// Run is never called for an effectful tool.
-func (p Publish) Run(context.Context, tool.Call) (tool.Result, error) {
-	return tool.Result{}, fmt.Errorf("publish_report runs through the operation protocol")
-}
-
-func (p Publish) content(ctx context.Context, args json.RawMessage) (publishArgs, []byte, error) {
-	var a publishArgs
-	if err := json.Unmarshal(args, &a); err != nil {
-		return a, nil, err
-	}
-	k, err := artifact.ParsePath(a.ArtifactKey)
+// report reads the artifact the arguments name and checks it has their
+// hash: what is published is exactly what was approved.
+func report(ctx context.Context, a PublishArgs) ([]byte, error) {
+	b, info, err := keel.LoadArtifact(ctx, a.ArtifactKey)
 	if err != nil {
-		return a, nil, err
-	}
-	b, info, err := p.Artifacts.Get(ctx, k)
-	if err != nil {
-		return a, nil, fmt.Errorf("read report: %w", err)
+		return nil, fmt.Errorf("read report: %w", err)
 	}
 	if info.SHA256 != a.SHA256 {
-		return a, nil, fmt.Errorf("report %s has sha256 %s, not the approved %s", a.ArtifactKey, info.SHA256, a.SHA256)
+		return nil, fmt.Errorf("report %s has sha256 %s, not the approved %s", a.ArtifactKey, info.SHA256, a.SHA256)
 	}
-	return a, b, nil
+	return b, nil
 }
 
-// Intent implements tool.Effectful: the report must exist with the hash
-// the call names.
-func (p Publish) Intent(ctx context.Context, call tool.Call) (tool.Intent, error) {
-	a, _, err := p.content(ctx, call.Args)
-	if err != nil {
-		return tool.Intent{}, err
+// Publish is publish_report's effect on to: the report is re-read and its
+// hash checked before it is recorded (Prepare) and again at dispatch.
+func Publish(to Publisher) keel.EffectSpec[PublishArgs] {
+	spec := keel.EffectSpec[PublishArgs]{
+		Destination: to.Name(),
+		Promises:    to.Promises(),
+		Prepare: func(ctx context.Context, a PublishArgs) (string, error) {
+			if _, err := report(ctx, a); err != nil {
+				return "", err
+			}
+			return a.SHA256, nil
+		},
+		Dispatch: func(ctx context.Context, opID string, a PublishArgs) (keel.Outcome, error) {
+			content, err := report(ctx, a)
+			if err != nil {
+				return keel.Outcome{}, keel.Reject("%v", err)
+			}
+			return to.Publish(ctx, opID, a.SHA256, content)
+		},
 	}
-	return tool.Intent{ArtifactHash: a.SHA256}, nil
-}
-
-// Name implements ops.Destination.
-func (p Publish) Name() string { return p.To.Name() }
-
-// Contract implements ops.Destination.
-func (p Publish) Contract() ops.Contract { return p.To.Contract() }
-
-// Dispatch implements ops.Destination. The hash is checked again against
-// the operation's recorded artifact hash: what is published is exactly what
-// was approved.
-func (p Publish) Dispatch(ctx context.Context, op run.Operation) (ops.Outcome, error) {
-	a, content, err := p.content(ctx, op.Args)
-	if err != nil {
-		return ops.Outcome{}, &ops.Rejected{Reason: err.Error()}
+	if to.Promises()&keel.LookupByKey != 0 {
+		spec.Lookup = to.Find
 	}
-	if a.SHA256 != op.ArtifactHash {
-		return ops.Outcome{}, &ops.Rejected{Reason: "artifact hash changed since the intent was recorded"}
-	}
-	return p.To.Publish(ctx, op.IdempotencyKey, op.ArtifactHash, content)
-}
-
-// Lookup implements ops.Destination.
-func (p Publish) Lookup(ctx context.Context, op run.Operation) (ops.Outcome, bool, error) {
-	return p.To.Find(ctx, op.IdempotencyKey)
-}
-
-// Describe implements tool.Effectful.
-func (p Publish) Describe(op run.Operation) tool.Result {
-	b, _ := json.Marshal(map[string]any{"published": true, "publication_id": op.ExternalID, "operation_id": op.ID, "sha256": op.ArtifactHash})
-	return tool.Result{Content: string(b), Data: b}
+	return spec
 }
 
 // Tools returns the four tools of the research agent.
-func Tools(corpus fs.FS, arts artifact.Store, to Publisher) []tool.Tool {
-	return []tool.Tool{Collect{Corpus: corpus}, Analyze{Corpus: corpus}, Draft{Corpus: corpus, Artifacts: arts}, Publish{Artifacts: arts, To: to}}
+func Tools(corpus fs.FS, to Publisher) []keel.Tool {
+	return []keel.Tool{
+		keel.ReadOnly("collect_documents", "List the documents of the research corpus, optionally only those mentioning a query.", Collect(corpus)),
+		keel.ReadOnly("analyze_documents", "Analyze named documents: words and the most frequent keywords. Reports progress.", Analyze(corpus)),
+		keel.ReadOnly("draft_report", "Draft the research report from the corpus as a markdown artifact; returns its key and sha256.", DraftReport(corpus)),
+		keel.Effect("publish_report", "Publish a drafted report, identified by its artifact key and sha256. Needs approval of the exact hash.", Publish(to)),
+	}
 }
 
 // cleanName keeps a publication file name inside its directory.

@@ -189,7 +189,7 @@ func (s *agentServer) check(req seenReq) error {
 	if !req.Streamed {
 		return fmt.Errorf("not a streamed request")
 	}
-	if req.System != research.System {
+	if req.System != research.Instructions {
 		return fmt.Errorf("system prompt %q", req.System)
 	}
 	tools := slices.Sorted(slices.Values(req.Tools))

@@ -56,16 +56,59 @@ type Authenticator interface {
 	Principal(r *http.Request) (string, error)
 }
 
-// Agents says which agent names a run may ask for.
+// Agents says which agent names a run may ask for, and the defaults of
+// each agent's runs.
 type Agents interface {
-	Known(name string) bool
+	Agent(name string) (AgentDefaults, bool)
 }
 
-// AgentSet is an [Agents] backed by a set of names.
-type AgentSet map[string]bool
+// AgentSet is an [Agents] backed by a map from name to defaults.
+type AgentSet map[string]AgentDefaults
 
-// Known reports whether name is in the set.
-func (s AgentSet) Known(name string) bool { return s[name] }
+// Agent returns the defaults of the named agent, if it is in the set.
+func (s AgentSet) Agent(name string) (AgentDefaults, bool) {
+	d, ok := s[name]
+	return d, ok
+}
+
+// AgentDefaults are what an agent declares for its runs: limits and an
+// input policy used where the run's creator names none.
+type AgentDefaults struct {
+	// Limits fill the fields a new run leaves zero; Keel's own defaults
+	// (run.DefaultLimits) fill what is still zero.
+	Limits run.Limits
+	// Timeout, when set, makes a run's deadline its creation time plus
+	// Timeout, unless the run names its own deadline.
+	Timeout time.Duration
+	// InputPolicy is used when the run names none (empty: queue).
+	InputPolicy run.InputPolicy
+}
+
+// Apply fills l and p from the defaults, then from Keel's, as of now.
+func (d AgentDefaults) Apply(l run.Limits, p run.InputPolicy, now time.Time) (run.Limits, run.InputPolicy) {
+	if l.MaxSteps == 0 {
+		l.MaxSteps = d.Limits.MaxSteps
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = d.Limits.MaxToolCalls
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = d.Limits.MaxTokens
+	}
+	if l.MaxSpendMicroUSD == 0 {
+		l.MaxSpendMicroUSD = d.Limits.MaxSpendMicroUSD
+	}
+	if l.Deadline.IsZero() && d.Timeout > 0 {
+		l.Deadline = now.Add(d.Timeout).UTC()
+	}
+	if p == "" {
+		p = d.InputPolicy
+	}
+	if p == "" {
+		p = run.InputQueue
+	}
+	return l.WithDefaults(), p
+}
 
 // Deps are the dependencies of the handler. Store, Starter, Resumer, Auth
 // and Agents are required; the rest have defaults.

@@ -133,7 +133,7 @@ func newEnv(t *testing.T, wrap func(api.Store) api.Store) *env {
 	h, err := api.New(api.Deps{
 		Store: as, Starter: e.starter, Resumer: e.resumer, Artifacts: e.arts,
 		Auth:         api.Tokens{aliceToken: "alice", bobToken: "bob"},
-		Agents:       api.AgentSet{"research": true, "echo": true},
+		Agents:       api.AgentSet{"research": {}, "echo": {}},
 		Logger:       slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		PollInterval: 5 * time.Millisecond,
 		KeepAlive:    20 * time.Millisecond,

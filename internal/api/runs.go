@@ -82,7 +82,8 @@ func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, 
 	if req.Agent == "" {
 		return run.Limits{}, "", badField(CodeMissingField, "agent", "agent is required")
 	}
-	if !s.agents.Known(req.Agent) {
+	defaults, known := s.agents.Agent(req.Agent)
+	if !known {
 		return run.Limits{}, "", badField(CodeInvalidField, "agent", fmt.Sprintf("unknown agent %q", req.Agent))
 	}
 	if e := checkText("input", req.Input); e != nil {
@@ -98,10 +99,7 @@ func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, 
 			fmt.Sprintf("the Idempotency-Key header must be 1 to %d characters from A-Z a-z 0-9 . _ : -", maxIDLen))
 	}
 	policy := req.InputPolicy
-	if policy == "" {
-		policy = run.InputQueue
-	}
-	if !policy.Valid() {
+	if policy != "" && !policy.Valid() {
 		return run.Limits{}, "", badField(CodeInvalidField, "input_policy",
 			fmt.Sprintf("input_policy must be reject, queue, interrupt or rollback, not %q", policy))
 	}
@@ -127,7 +125,8 @@ func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, 
 			lim.Deadline = d.UTC()
 		}
 	}
-	return lim.WithDefaults(), policy, nil
+	lim, policy = defaults.Apply(lim, policy, s.now())
+	return lim, policy, nil
 }
 
 // createRun serves POST /v1/runs.

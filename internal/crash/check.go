@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/run"
 )
@@ -105,7 +104,7 @@ func Check(ev Evidence, x Expect) Verdict {
 	}
 
 	// Operations against the destination's truth.
-	byOp := map[string][]research.Publication{}
+	byOp := map[string][]Publication{}
 	for _, p := range ev.Pubs {
 		byOp[p.OperationID] = append(byOp[p.OperationID], p)
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/run"
 )
@@ -28,7 +27,7 @@ func good() Evidence {
 		LogDone:   true,
 		Approvals: []api.Approval{{ApprovalID: "apr_1", Status: run.ApprovalApproved, ArgsHash: "h1"}},
 		Ops:       []run.Operation{{ID: "op_1", Status: run.OpSucceeded, ExternalID: "pub_1", ArgsHash: "h1"}},
-		Pubs:      []research.Publication{{ID: "pub_1", OperationID: "op_1"}},
+		Pubs:      []Publication{{ID: "pub_1", OperationID: "op_1"}},
 	}
 }
 
@@ -41,7 +40,7 @@ func TestCheck(t *testing.T) {
 		e.Events[5].Type = run.EventRunNeedsHuman
 		e.Pubs = e.Pubs[:0]
 		for range pubs {
-			e.Pubs = append(e.Pubs, research.Publication{ID: "pub_x", OperationID: "op_1"})
+			e.Pubs = append(e.Pubs, Publication{ID: "pub_x", OperationID: "op_1"})
 		}
 	}
 	allowNH := Expect{Approval: true, Statuses: allowed(run.StatusCompleted, run.StatusNeedsHuman)}
@@ -54,7 +53,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "a run that kept every invariant", want: ""},
 		{name: "second publication", mutate: func(e *Evidence) {
-			e.Pubs = append(e.Pubs, research.Publication{ID: "pub_2", OperationID: "op_1"})
+			e.Pubs = append(e.Pubs, Publication{ID: "pub_2", OperationID: "op_1"})
 		}, want: "DUPLICATE", dups: 1},
 		{name: "succeeded without a publication", mutate: func(e *Evidence) { e.Pubs = nil }, want: "no publication for it"},
 		{name: "external id is another publication", mutate: func(e *Evidence) { e.Ops[0].ExternalID = "pub_9" }, want: "records external id"},

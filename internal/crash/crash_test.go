@@ -47,7 +47,7 @@ func TestCrashSuite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	config := func(t *testing.T, keelBin string) Config {
-		cfg := Config{Keel: keelBin, PubServer: pub, Dir: t.TempDir(), Parallel: 3}
+		cfg := Config{Keel: keelBin, PubServer: pub, Script: researchScript(t), Dir: t.TempDir(), Parallel: 3}
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestCrashSuite(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(a.Close)
-		cfg := Config{Keel: keel, PubServer: pub, Dir: t.TempDir(), Parallel: 2, Store: "dynamo", AWS: a}
+		cfg := Config{Keel: keel, PubServer: pub, Script: researchScript(t), Dir: t.TempDir(), Parallel: 2, Store: "dynamo", AWS: a}
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestCrashSuite(t *testing.T) {
 }
 
 func TestDynamoNeedsAnEndpoint(t *testing.T) {
-	cfg := Config{Keel: os.Args[0], PubServer: os.Args[0], Dir: t.TempDir(), Store: "dynamo"}
+	cfg := Config{Keel: os.Args[0], PubServer: os.Args[0], Script: researchScript(t), Dir: t.TempDir(), Store: "dynamo"}
 	if err := cfg.Validate(); !errors.Is(err, ErrNoAWS) {
 		t.Fatalf("Validate with -store dynamo and no endpoint = %v, want %v", err, ErrNoAWS)
 	}
@@ -188,4 +188,14 @@ func TestSoakScenarioIsRepeatable(t *testing.T) {
 			t.Errorf("200 soak runs never drew contract %s", c)
 		}
 	}
+}
+
+// researchScript is the research agent's script, read as data.
+func researchScript(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "research", "script.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

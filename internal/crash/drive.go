@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/run"
 )
@@ -173,7 +172,7 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if st.runID == "" {
-		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: research.AgentName,
+		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: AgentName,
 			Input: "Write a short report on durable agents and publish it."}, st.key)
 		if err != nil {
 			return false, n.classify("create run", err)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model/scripted"
 	"github.com/keelrun/keel/internal/run"
@@ -105,7 +104,7 @@ func Matrix(ctx context.Context, cfg Config, opt MatrixOptions) []Result {
 		special = append(special, TaskScenario(harness.FaultAwaitApproval), TaskScenario(harness.FaultAfterDispatch))
 	}
 	special = append(special, TwoWritersBusy(), StaleWriterFenced(), CancelInFlight(), ProviderTimeout())
-	if sc, err := StreamCut(); err != nil {
+	if sc, err := StreamCut(cfg.Script); err != nil {
 		add(next(), Result{Name: StreamCutName, Verdict: Verdict{Violations: []string{err.Error()}}})
 	} else {
 		special = append(special, sc)
@@ -296,9 +295,9 @@ func ProviderTimeout() *Scenario {
 // StreamCut cuts the model's stream inside the publish call's arguments
 // once: the fragment must never be dispatched; the whole call is retried
 // (by the transport, or by the state machine retrying the step).
-func StreamCut() (*Scenario, error) {
+func StreamCut(script []byte) (*Scenario, error) {
 	var s scripted.Script
-	if err := json.Unmarshal(research.Script, &s); err != nil {
+	if err := json.Unmarshal(script, &s); err != nil {
 		return nil, fmt.Errorf("the research script: %w", err)
 	}
 	if len(s.Turns) == 0 {

@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/run"
@@ -44,7 +44,7 @@ func newNode(cfg Config, sc *Scenario, dir string) *node {
 }
 
 // contractFlags are the pubserver flags that make the destination keep
-// exactly the promises KEEL_PUBLISH_CONTRACT declares.
+// exactly the promises RESEARCH_PUBLISH_CONTRACT declares.
 func contractFlags(contract string) ([]string, error) {
 	switch contract {
 	case "full":
@@ -80,9 +80,9 @@ func (n *node) startPub(ctx context.Context) error {
 
 // keelEnv is the environment of every keel process of the scenario.
 func (n *node) keelEnv() []string {
-	env := []string{"KEEL_PUBLISH=" + n.pubURL, "KEEL_PUBLISH_CONTRACT=" + n.sc.Contract}
+	env := []string{"RESEARCH_PUBLISH=" + n.pubURL, "RESEARCH_PUBLISH_CONTRACT=" + n.sc.Contract}
 	if n.sc.PublishTimeout > 0 {
-		env = append(env, "KEEL_PUBLISH_TIMEOUT="+n.sc.PublishTimeout.String())
+		env = append(env, "RESEARCH_PUBLISH_TIMEOUT="+n.sc.PublishTimeout.String())
 	}
 	if n.table != "" {
 		env = append(env, n.cfg.AWS.env...)
@@ -143,7 +143,7 @@ type Evidence struct {
 	Approvals []api.Approval
 	Ops       []run.Operation
 	Items     []run.PlanItem
-	Pubs      []research.Publication
+	Pubs      []Publication
 }
 
 // collectAPI reads the run's records through the API of the live keel dev.
@@ -246,7 +246,7 @@ func copyFile(from, to string) error {
 }
 
 // readPublications reads the destination's fsync'd log of every effect.
-func readPublications(path string) ([]research.Publication, error) {
+func readPublications(path string) ([]Publication, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -255,18 +255,33 @@ func readPublications(path string) ([]research.Publication, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var pubs []research.Publication
+	var pubs []Publication
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
 		}
-		var p research.Publication
+		var p Publication
 		if err := json.Unmarshal([]byte(line), &p); err != nil {
 			return nil, fmt.Errorf("publication log %s: %w", path, err)
 		}
 		pubs = append(pubs, p)
 	}
 	return pubs, sc.Err()
+}
+
+// AgentName is the agent the suite runs: the research example of the keel
+// binary under test.
+const AgentName = "research"
+
+// Publication is one line of the publication server's log (the
+// destination's own record of every effect it received). The suite reads
+// it as an independent observer, with its own copy of the format.
+type Publication struct {
+	ID          string    `json:"id"`
+	OperationID string    `json:"operation_id"`
+	SHA256      string    `json:"sha256"`
+	Bytes       int       `json:"bytes"`
+	At          time.Time `json:"at"`
 }

@@ -21,6 +21,11 @@ import (
 type Config struct {
 	Keel      string // the keel binary (keel dev, keel step, keel task)
 	PubServer string // the publication server binary
+	// Script is the scripted model the keel binary's research agent
+	// plays (examples/research/script.json): the stream-cut row adds its
+	// fault to it. The suite reads it as data, so that Keel's runtime
+	// packages depend on no example.
+	Script []byte
 	// Dir is the scratch root; each scenario gets a directory under it,
 	// removed when it passes unless Keep.
 	Dir  string
@@ -56,6 +61,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("-store %q: want sqlite or dynamo", c.Store)
+	}
+	if len(c.Script) == 0 {
+		return errors.New("no research script (-script examples/research/script.json)")
 	}
 	for _, b := range []string{c.Keel, c.PubServer} {
 		if _, err := os.Stat(b); err != nil {

@@ -64,7 +64,7 @@ func playWriters(ctx context.Context, n *node, st *driveState, res *Result, stal
 	// SQLite, its lease can be ended the same way.
 	budgetA, envA := 30*time.Second, []string(nil)
 	if stale && n.table != "" {
-		budgetA, envA = time.Second, []string{"KEEL_PUBLISH_TIMEOUT=" + staleHold.String()}
+		budgetA, envA = time.Second, []string{"RESEARCH_PUBLISH_TIMEOUT=" + staleHold.String()}
 	}
 	a, err := n.startStep(ctx, "A", st.runID, "keel-dev/writer-A", budgetA, envA...)
 	if err != nil {

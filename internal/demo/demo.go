@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	say("      %s (POST with Idempotency-Key; GET /publications/{operation_id} to look one up)", pubURL)
 
-	env := []string{"KEEL_PUBLISH=" + pubURL, "KEEL_DATA_DIR=" + dataDir}
+	env := []string{"RESEARCH_PUBLISH=" + pubURL, "KEEL_DATA_DIR=" + dataDir}
 	if cfg.Spill {
 		env = append(env, "KEEL_SPILL_TOOLS=analyze_documents")
 	}

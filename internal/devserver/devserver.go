@@ -3,9 +3,10 @@
 // API, for the SDK clients of the long-running task), the SQLite store and
 // the file artifact store, all under one data directory.
 //
-// The store and artifacts may instead be DynamoDB and S3 (Setup names
-// dynamo:TABLE / s3:BUCKET and Backends opens them, e.g. against LocalStack
-// through AWS_ENDPOINT_URL). Step Functions state stays local either way:
+// The runtime (store, artifacts, agents) is opened by internal/compose from
+// the one configuration; the store and artifacts may be DynamoDB and S3
+// (dynamo:TABLE / s3:BUCKET, e.g. against LocalStack through
+// AWS_ENDPOINT_URL). Step Functions state stays local either way:
 // in keel.db with SQLite, in DIR/sfn.db otherwise.
 //
 // The data directory is held exclusively (an flock on DIR/lock): a second
@@ -36,11 +37,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/handlers"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/setup"
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/roles"
 	"github.com/keelrun/keel/internal/states"
 	"github.com/keelrun/keel/stepfunctions"
 )
@@ -65,22 +64,19 @@ type Config struct {
 	Token string
 	// Principal the token authenticates as (default "dev").
 	Principal string
-	// Setup is the runtime configuration (store, artifacts, model, publisher).
-	Setup setup.Config
-	// Backends supplies the model providers and AWS backends, when built in.
-	Backends setup.Backends
+	// Runtime is the opened store, artifacts and agents (compose.Open);
+	// its Config.LeaseTTL is how long a Step's lease outlives its budget.
+	// On a shared store (DynamoDB) a crashed keel dev's lease is not ended
+	// at restart, so budget+LeaseTTL is how long the next incarnation
+	// waits before it can step the run. Start takes it over: Close closes
+	// it, and so does Start when it fails.
+	Runtime *compose.Runtime
 	// TaskCommand is the argv of the local long-running task (normally
 	// this binary with "task"); empty: runs never spill.
 	TaskCommand []string
 	// StepBudget bounds one Step (default 60s).
 	StepBudget time.Duration
-	// LeaseTTL is how long a Step's lease outlives its budget (the
-	// harness's default when zero). On a shared store (DynamoDB) a crashed
-	// keel dev's lease is not ended at restart, so budget+LeaseTTL is how
-	// long the next incarnation waits before it can step the run.
-	LeaseTTL time.Duration
-	Faults   harness.FaultPoints
-	Logger   *slog.Logger
+	Logger     *slog.Logger
 }
 
 // Server is a running dev server.
@@ -91,7 +87,7 @@ type Server struct {
 	http     *http.Server
 	exec     *states.Executor
 	tasks    *states.ExecTaskRunner
-	parts    *setup.Parts
+	rt       *compose.Runtime
 	sfnStore *states.Store // opened here (not on the run store's database)
 	lock     *os.File
 	serveErr chan error
@@ -118,7 +114,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	s := &Server{serveErr: make(chan error, 1)}
+	if cfg.Runtime == nil {
+		return nil, errors.New("devserver: no runtime")
+	}
+	s := &Server{serveErr: make(chan error, 1), rt: cfg.Runtime}
+	rt := cfg.Runtime
 	var err error
 	if s.lock, err = lockDir(cfg.DataDir); err != nil {
 		return nil, err
@@ -130,12 +130,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
 		return fail(err)
 	}
-	if s.parts, err = cfg.Setup.Open(ctx, cfg.Backends); err != nil {
-		return fail(err)
-	}
 	owner := fmt.Sprintf("%s%d-%s", ownerPrefix, os.Getpid(), randHex(4))
-	if s.parts.SQLite != nil {
-		if n, err := s.parts.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
+	if rt.SQLite != nil {
+		if n, err := rt.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
 			return fail(err)
 		} else if n > 0 {
 			log.Info("ended leases of a previous keel dev", "runs", n)
@@ -144,8 +141,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// else: a shared store (DynamoDB) may hold leases of live workers
 	// elsewhere, so none is ended; a lease of a crashed keel dev expires
 	// (its TTL) and the Step retries until then.
-	h, err := harness.New(harness.Options{Store: s.parts.Store, Artifacts: s.parts.Artifacts, Agents: s.parts.Agents,
-		Owner: owner, LeaseTTL: cfg.LeaseTTL, CanSpill: len(cfg.TaskCommand) > 0, Faults: cfg.Faults, Logger: log})
+	h, err := rt.Harness(owner, len(cfg.TaskCommand) > 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -159,8 +155,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// Step Functions state is always local: in keel.db beside the runs on
 	// SQLite, in its own sfn.db otherwise.
 	var sfnStore *states.Store
-	if s.parts.SQLite != nil {
-		sfnStore, err = states.NewStore(ctx, s.parts.SQLite.DB())
+	if rt.SQLite != nil {
+		sfnStore, err = states.NewStore(ctx, rt.SQLite.DB())
 	} else {
 		sfnStore, err = states.OpenStore(ctx, filepath.Join(cfg.DataDir, "sfn.db"))
 		s.sfnStore = sfnStore
@@ -181,15 +177,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if fp := os.Getenv("KEEL_TASK_FAULTPOINT"); fp != "" {
 			env = append(env, "KEEL_FAULTPOINT="+fp)
 		}
+		// The child builds its runtime from the same configuration: the
+		// store and artifacts as resolved here (flags included), the rest
+		// from the environment it inherits.
 		env = append(env,
-			"KEEL_STORE="+cfg.Setup.Store, "KEEL_ARTIFACTS="+cfg.Setup.Artifacts, "KEEL_MODEL="+cfg.Setup.Model,
-			"KEEL_PUBLISH="+cfg.Setup.Publish, "KEEL_PUBLISH_CONTRACT="+cfg.Setup.PublishContract,
+			"KEEL_STORE="+rt.Config.Store, "KEEL_ARTIFACTS="+rt.Config.Artifacts, "KEEL_DATA_DIR="+cfg.DataDir,
 			"KEEL_SFN_ENDPOINT="+s.URL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
+		if rt.Config.Model != "" {
+			env = append(env, "KEEL_MODEL="+rt.Config.Model)
+		}
 		s.tasks = &states.ExecTaskRunner{Command: cfg.TaskCommand[0], Args: cfg.TaskCommand[1:], Env: env,
 			Stdout: os.Stderr, Stderr: os.Stderr, Logger: log}
 	}
-	step := handlers.Step{Harness: h, Budget: func(context.Context) time.Duration { return cfg.StepBudget }}
-	fin := handlers.Finalize{Harness: h, Records: s.parts.Store, Artifacts: s.parts.Artifacts, Logger: log}
+	step := roles.Step{Harness: h, Budget: func(context.Context) time.Duration { return cfg.StepBudget }}
+	fin := rt.Finalizer(h)
 	var taskRunner states.TaskRunner
 	if s.tasks != nil {
 		taskRunner = s.tasks
@@ -197,7 +198,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// The approval handler answers through the executor it is registered
 	// with: tokens points at it once it exists.
 	tokens := &lateTokens{}
-	appr := handlers.Approval{Store: s.parts.Store, Tokens: tokens}
+	appr := roles.Approval{Store: rt.Store, Tokens: tokens}
 	s.exec, err = states.New(states.Config{Store: sfnStore, Tasks: taskRunner, Logger: log, Lambdas: map[string]states.LambdaFunc{
 		stepFn:     lambda(step.Handle),
 		approvalFn: lambda(appr.Handle),
@@ -223,11 +224,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	apiHandler, err := api.New(api.Deps{
-		Store: s.parts.Store, Artifacts: s.parts.Artifacts,
-		Starter: handlers.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
-		Resumer: handlers.Resumer{Tokens: s.exec},
+		Store: rt.Store, Artifacts: rt.Artifacts,
+		Starter: roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
+		Resumer: roles.Resumer{Tokens: s.exec},
 		Auth:    api.Tokens{s.Token: cfg.Principal},
-		Agents:  api.AgentSet{research.AgentName: true},
+		Agents:  rt.Catalog,
 		Logger:  log,
 	})
 	if err != nil {
@@ -282,8 +283,8 @@ func (s *Server) Close() error {
 		s.exec.Close()
 	}
 	var err error
-	if s.parts != nil {
-		err = s.parts.Close()
+	if s.rt != nil {
+		err = s.rt.Close()
 	}
 	if s.sfnStore != nil {
 		err = errors.Join(err, s.sfnStore.Close())

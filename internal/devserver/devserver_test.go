@@ -22,9 +22,12 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	miniserver "github.com/truora/minidyn/server"
 
-	"github.com/keelrun/keel/internal/awswire"
+	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/researchtest"
+	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
-	"github.com/keelrun/keel/internal/setup"
 	"github.com/keelrun/keel/internal/store/dynamo"
 )
 
@@ -61,13 +64,19 @@ func TestResearchRunOnDynamoAndS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	env := map[string]string{"KEEL_STORE": "dynamo:keel", "KEEL_ARTIFACTS": "s3:keel-artifacts"}
-	cfg, err := setup.FromEnv(func(k string) string { return env[k] }, dir)
+	env := map[string]string{"KEEL_STORE": "dynamo:keel", "KEEL_ARTIFACTS": "s3:keel-artifacts", "KEEL_DATA_DIR": dir}
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := devserver.Start(ctx, devserver.Config{DataDir: dir, Addr: "127.0.0.1:0", Setup: cfg,
-		Backends: awswire.Backends(awsCfg, awswire.Options{S3PathStyle: true})})
+	cfg.S3PathStyle = true
+	open := awsbackend.Backends(awsCfg, awsbackend.Options{S3PathStyle: true})
+	rt, err := compose.Open(ctx, cfg, researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")}),
+		compose.Backends{AWSStore: open.Store, AWSArtifacts: open.Artifacts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := devserver.Start(ctx, devserver.Config{DataDir: dir, Addr: "127.0.0.1:0", Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}

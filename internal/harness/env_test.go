@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/researchtest"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
@@ -98,7 +99,7 @@ func (e *env) researchAgents(to research.Publisher) harness.AgentMap {
 	if to == nil {
 		to = research.DirPublisher{Dir: e.pubDir}
 	}
-	a, err := research.NewAgent(e.scripted(string(research.Script)), nil, e.arts, to)
+	a, err := researchtest.Agent(e.scripted(string(research.Script)), e.arts, to)
 	if err != nil {
 		e.t.Fatal(err)
 	}

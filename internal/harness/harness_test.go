@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/ops"
@@ -69,7 +70,7 @@ func (n note) Run(context.Context, tool.Call) (tool.Result, error) {
 	return tool.Result{}, errors.New("effectful")
 }
 func (n note) Name() string           { return n.to.Name() }
-func (n note) Contract() ops.Contract { return n.to.Contract() }
+func (n note) Contract() ops.Contract { return researchtest.Contract(n.to) }
 func (n note) text(args json.RawMessage) string {
 	var a struct{ Text string }
 	_ = json.Unmarshal(args, &a)

@@ -31,6 +31,7 @@ func main() {
 func run() int {
 	keel := flag.String("keel", "bin/keel", "keel binary under test")
 	pub := flag.String("pubserver", "bin/pubserver", "publication server binary")
+	scriptPath := flag.String("script", "examples/research/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
 	store := flag.String("store", "sqlite", "store backend: sqlite, or dynamo (DynamoDB and S3: at AWS_ENDPOINT_URL when set, e.g. LocalStack, else served in-process by minidyn and gofakes3)")
 	parallel := flag.Int("parallel", 3, "scenarios played at once")
 	n := flag.Int("n", 100, "soak: number of runs")
@@ -66,7 +67,12 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := crash.Config{Keel: *keel, PubServer: *pub, Dir: *dir, Keep: *keep, Store: *store, Parallel: *parallel, Progress: os.Stderr}
+	script, err := os.ReadFile(*scriptPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crash: -script:", err)
+		os.Exit(2)
+	}
+	cfg := crash.Config{Keel: *keel, PubServer: *pub, Script: script, Dir: *dir, Keep: *keep, Store: *store, Parallel: *parallel, Progress: os.Stderr}
 	where := cfg.Store
 	if cfg.Store == "dynamo" {
 		a, err := awsEndpoint(ctx)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,27 +33,26 @@ var _ SecretGetter = (*secretsmanager.Client)(nil)
 // way, so that this package does not depend on it.
 type Factory func(ctx context.Context, arg string) (model.Model, error)
 
-// Deps are what New and FromEnv need from the process. Only Getenv is
-// required; each other field is needed only by the providers that use it.
+// Deps are the clients and shared state New takes from the process; its
+// configuration comes in Settings. Each field is needed only by the
+// providers that use it.
 type Deps struct {
-	// Getenv reads configuration (os.Getenv in production).
-	Getenv func(string) string
 	// HTTPClient is given to the Anthropic and OpenAI SDKs; nil: theirs.
 	HTTPClient *http.Client
 	// AWS is the loaded AWS configuration, required for bedrock.
 	AWS *aws.Config
-	// Secrets reads API keys named by KEEL_*_SECRET_ARN.
+	// Secrets reads the API keys named by Settings' secret ARNs.
 	Secrets SecretGetter
 	// Limiter is the process's token-rate limiter. When nil and
-	// KEEL_MODEL_TPM is set, New makes one for the Model it returns:
-	// share that Model, or pass one Limiter to every New.
+	// Settings.TokensPerMinute is positive, New makes one for the Model it
+	// returns: share that Model, or pass one Limiter to every New.
 	Limiter *model.TokenLimiter
 	// RateLimits are the process's 429 counters; nil: the Model's own.
 	RateLimits *model.RateLimitCounters
 	// Factories add providers by name ("scripted").
 	Factories map[string]Factory
 	// Transport is the base of the transport options (tests inject Sleep
-	// and Jitter here); the KEEL_MODEL_* settings override its fields.
+	// and Jitter here); the Settings that are set override its fields.
 	Transport model.TransportOptions
 	Logger    *slog.Logger
 }
@@ -77,24 +75,12 @@ func ParseSpec(s string) (Spec, error) {
 	return Spec{Provider: p, Model: m}, nil
 }
 
-// FromEnv builds the Model that KEEL_MODEL names.
-func FromEnv(ctx context.Context, deps Deps) (model.Model, error) {
-	if deps.Getenv == nil {
-		return nil, errors.New("provider: no Getenv")
-	}
-	spec := deps.Getenv("KEEL_MODEL")
-	if spec == "" {
-		return nil, errors.New("KEEL_MODEL is not set (anthropic:<model>, openai:<model>, bedrock:<model-id>, or a registered provider)")
-	}
-	return New(ctx, spec, deps)
-}
-
-// New builds the Model a spec names: a built-in provider wrapped in
-// model.NewTransport, or what a registered Factory returns (as is).
-func New(ctx context.Context, spec string, deps Deps) (model.Model, error) {
-	if deps.Getenv == nil {
-		return nil, errors.New("provider: no Getenv")
-	}
+// New builds the Model a spec names ("anthropic:claude-sonnet-4-5", the
+// value of KEEL_MODEL): a built-in provider configured by s and wrapped in
+// model.NewTransport, or what a registered Factory returns (as is; s is
+// not used). It does no I/O except reading a key from Secrets Manager
+// when the provider's secret ARN is set.
+func New(ctx context.Context, spec string, s Settings, deps Deps) (model.Model, error) {
 	// A registered provider may be named alone ("scripted"): its factory
 	// gets an empty argument.
 	if f, ok := deps.Factories[strings.TrimSpace(spec)]; ok {
@@ -107,36 +93,28 @@ func New(ctx context.Context, spec string, deps Deps) (model.Model, error) {
 	if f, ok := deps.Factories[sp.Provider]; ok {
 		return f(ctx, sp.Model)
 	}
-	opts, err := transportOptions(sp, deps)
-	if err != nil {
-		return nil, err
-	}
-	maxTokens, err := intEnv(deps.Getenv, "KEEL_MODEL_MAX_TOKENS")
-	if err != nil {
-		return nil, err
-	}
-	var s model.Streamer
+	var st model.Streamer
 	switch sp.Provider {
 	case anthropic.Name:
-		key, err := apiKey(ctx, deps, "ANTHROPIC_API_KEY", "KEEL_ANTHROPIC_SECRET_ARN")
+		key, err := apiKey(ctx, deps.Secrets, s.AnthropicAPIKey, s.AnthropicSecretARN, "ANTHROPIC_API_KEY", "KEEL_ANTHROPIC_SECRET_ARN")
 		if err != nil {
 			return nil, err
 		}
-		s, err = anthropic.New(anthropic.Config{
-			Model: sp.Model, APIKey: key, BaseURL: deps.Getenv("ANTHROPIC_BASE_URL"),
-			HTTPClient: deps.HTTPClient, MaxTokens: maxTokens,
+		st, err = anthropic.New(anthropic.Config{
+			Model: sp.Model, APIKey: key, BaseURL: s.AnthropicBaseURL,
+			HTTPClient: deps.HTTPClient, MaxTokens: s.MaxTokens,
 		})
 		if err != nil {
 			return nil, err
 		}
 	case openai.Name:
-		key, err := apiKey(ctx, deps, "OPENAI_API_KEY", "KEEL_OPENAI_SECRET_ARN")
+		key, err := apiKey(ctx, deps.Secrets, s.OpenAIAPIKey, s.OpenAISecretARN, "OPENAI_API_KEY", "KEEL_OPENAI_SECRET_ARN")
 		if err != nil {
 			return nil, err
 		}
-		s, err = openai.New(openai.Config{
-			Model: sp.Model, APIKey: key, BaseURL: deps.Getenv("OPENAI_BASE_URL"),
-			HTTPClient: deps.HTTPClient, MaxTokens: maxTokens,
+		st, err = openai.New(openai.Config{
+			Model: sp.Model, APIKey: key, BaseURL: s.OpenAIBaseURL,
+			HTTPClient: deps.HTTPClient, MaxTokens: s.MaxTokens,
 		})
 		if err != nil {
 			return nil, err
@@ -145,17 +123,17 @@ func New(ctx context.Context, spec string, deps Deps) (model.Model, error) {
 		if deps.AWS == nil {
 			return nil, errors.New("bedrock: no AWS configuration given")
 		}
-		s, err = bedrock.New(*deps.AWS, bedrock.Config{ModelID: sp.Model, MaxTokens: maxTokens})
+		st, err = bedrock.New(*deps.AWS, bedrock.Config{ModelID: sp.Model, MaxTokens: s.MaxTokens})
 		if err != nil {
 			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("model spec %q: unknown provider %q", spec, sp.Provider)
 	}
-	return model.NewTransport(s, opts), nil
+	return model.NewTransport(st, transportOptions(sp, s, deps)), nil
 }
 
-func transportOptions(sp Spec, deps Deps) (model.TransportOptions, error) {
+func transportOptions(sp Spec, s Settings, deps Deps) model.TransportOptions {
 	o := deps.Transport
 	o.Provider = sp.Provider
 	o.Model = sp.Model
@@ -171,59 +149,51 @@ func transportOptions(sp Spec, deps Deps) (model.TransportOptions, error) {
 	if deps.Logger != nil {
 		o.Logger = deps.Logger
 	}
-	var err error
-	if o.MaxAttempts, err = intEnvOr(deps.Getenv, "KEEL_MODEL_MAX_ATTEMPTS", o.MaxAttempts); err != nil {
-		return o, err
+	if s.MaxAttempts > 0 {
+		o.MaxAttempts = s.MaxAttempts
 	}
-	if o.IdleTimeout, err = durationEnvOr(deps.Getenv, "KEEL_MODEL_IDLE_TIMEOUT", o.IdleTimeout); err != nil {
-		return o, err
+	if s.IdleTimeout > 0 {
+		o.IdleTimeout = s.IdleTimeout
 	}
-	if o.MaxInlineWait, err = durationEnvOr(deps.Getenv, "KEEL_MODEL_MAX_INLINE_WAIT", o.MaxInlineWait); err != nil {
-		return o, err
+	if s.MaxInlineWait > 0 {
+		o.MaxInlineWait = s.MaxInlineWait
 	}
-	tpm, err := intEnv(deps.Getenv, "KEEL_MODEL_TPM")
-	if err != nil {
-		return o, err
-	}
-	if o.Limiter == nil && tpm > 0 {
-		o.Limiter = model.NewTokenLimiter(int64(tpm), time.Now)
+	if o.Limiter == nil && s.TokensPerMinute > 0 {
+		o.Limiter = model.NewTokenLimiter(int64(s.TokensPerMinute), time.Now)
 	}
 	if o.Prices == nil {
 		o.Prices = DefaultPrices()
 	}
-	if v := deps.Getenv("KEEL_MODEL_PRICES"); v != "" {
-		extra, err := model.ParsePriceTable([]byte(v))
-		if err != nil {
-			return o, fmt.Errorf("KEEL_MODEL_PRICES: %w", err)
-		}
+	if len(s.Prices) > 0 {
 		prices := maps.Clone(o.Prices)
-		maps.Copy(prices, extra)
+		maps.Copy(prices, s.Prices)
 		o.Prices = prices
 	}
-	return o, nil
+	return o
 }
 
-// apiKey reads a key from the secret named by arnVar when it is set, else
-// from envVar. Errors name the variable and the ARN, never the value.
-func apiKey(ctx context.Context, deps Deps, envVar, arnVar string) (string, error) {
-	if arn := deps.Getenv(arnVar); arn != "" {
-		if deps.Secrets == nil {
+// apiKey reads a key from the secret arn when it is set, else takes key.
+// keyVar and arnVar name the variables in errors, which carry the ARN but
+// never a key.
+func apiKey(ctx context.Context, secrets SecretGetter, key, arn, keyVar, arnVar string) (string, error) {
+	if arn != "" {
+		if secrets == nil {
 			return "", fmt.Errorf("%s is set but no Secrets Manager client was given", arnVar)
 		}
-		out, err := deps.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 		if err != nil {
 			return "", fmt.Errorf("%s: reading secret %s: %w", arnVar, arn, err)
 		}
-		key := secretKey(aws.ToString(out.SecretString), envVar)
-		if key == "" {
-			return "", fmt.Errorf("%s: secret %s holds no API key (a plain string, or JSON with \"api_key\" or %q)", arnVar, arn, envVar)
+		k := secretKey(aws.ToString(out.SecretString), keyVar)
+		if k == "" {
+			return "", fmt.Errorf("%s: secret %s holds no API key (a plain string, or JSON with \"api_key\" or %q)", arnVar, arn, keyVar)
 		}
+		return k, nil
+	}
+	if key != "" {
 		return key, nil
 	}
-	if key := deps.Getenv(envVar); key != "" {
-		return key, nil
-	}
-	return "", fmt.Errorf("no API key: set %s or %s", envVar, arnVar)
+	return "", fmt.Errorf("no API key: set %s or %s", keyVar, arnVar)
 }
 
 // secretKey takes the key out of a secret: a JSON object's "api_key" (or
@@ -241,34 +211,6 @@ func secretKey(s, envVar string) string {
 		return m[envVar]
 	}
 	return s
-}
-
-func intEnv(getenv func(string) string, name string) (int, error) {
-	return intEnvOr(getenv, name, 0)
-}
-
-func intEnvOr(getenv func(string) string, name string, def int) (int, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want a non-negative integer", name, v)
-	}
-	return n, nil
-}
-
-func durationEnvOr(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s=%q: want a duration such as 90s", name, v)
-	}
-	return d, nil
 }
 
 // DefaultPrices is a starting price table in micro-USD per million tokens,

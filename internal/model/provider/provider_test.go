@@ -87,7 +87,10 @@ var sseWire = func(dir, requestID string) modeltest.Wire {
 	return modeltest.Wire{ContentType: "text/event-stream", RequestIDHeader: requestID, Frames: modeltest.SSEFrames(dir)}
 }
 
-func TestFromEnvProviders(t *testing.T) {
+// TestNewProviders drives each built-in provider from its variables, the
+// way a process starts: ParseSettings of the environment, then New of the
+// spec the caller read from KEEL_MODEL.
+func TestNewProviders(t *testing.T) {
 	const arnA = "arn:aws:secretsmanager:us-east-1:123456789012:secret:keel/anthropic-AbCdEf"
 	const arnO = "arn:aws:secretsmanager:us-east-1:123456789012:secret:keel/openai-AbCdEf"
 	const keyA = "sk-ant-api03-SECRETVALUE-from-secrets-manager"
@@ -99,6 +102,7 @@ func TestFromEnvProviders(t *testing.T) {
 
 	tests := []struct {
 		name     string
+		spec     string
 		wire     modeltest.Wire
 		env      map[string]string
 		baseVar  string
@@ -106,20 +110,25 @@ func TestFromEnvProviders(t *testing.T) {
 		wantCost int64
 	}{
 		{
-			name: "anthropic, key from the environment", wire: sseWire("../anthropic/testdata", "request-id"),
-			env: map[string]string{"KEEL_MODEL": "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY": "sk-ant-env-key-0123456789"}, baseVar: "ANTHROPIC_BASE_URL",
+			name: "anthropic, key from the environment", spec: "anthropic:claude-sonnet-4-5", wire: sseWire("../anthropic/testdata", "request-id"),
+			env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-env-key-0123456789"}, baseVar: "ANTHROPIC_BASE_URL",
 			key: "sk-ant-env-key-0123456789",
 			// 25·$3 + 6·$15 + 10·$0.30 per million = 168 micro-USD.
 			wantCost: 168,
 		},
 		{
-			name: "anthropic, key from a JSON secret", wire: sseWire("../anthropic/testdata", "request-id"),
-			env: map[string]string{"KEEL_MODEL": "anthropic:claude-sonnet-4-5", "KEEL_ANTHROPIC_SECRET_ARN": arnA, "ANTHROPIC_API_KEY": "ignored-when-an-arn-is-set"}, baseVar: "ANTHROPIC_BASE_URL",
+			name: "anthropic, key from a JSON secret", spec: "anthropic:claude-sonnet-4-5", wire: sseWire("../anthropic/testdata", "request-id"),
+			env: map[string]string{"KEEL_ANTHROPIC_SECRET_ARN": arnA, "ANTHROPIC_API_KEY": "ignored-when-an-arn-is-set"}, baseVar: "ANTHROPIC_BASE_URL",
 			key: keyA, wantCost: 168,
 		},
 		{
-			name: "openai, key from a plain secret, prices from KEEL_MODEL_PRICES", wire: sseWire("../openai/testdata", "x-request-id"),
-			env: map[string]string{"KEEL_MODEL": "openai:gpt-4.1", "KEEL_OPENAI_SECRET_ARN": arnO, "KEEL_MODEL_PRICES": `{"gpt-4.1":{"input":1000000,"output":1000000,"cache_read":1000000}}`}, baseVar: "OPENAI_BASE_URL",
+			name: "anthropic, key from the stack's KEEL_MODEL_SECRET_ARN", spec: "anthropic:claude-sonnet-4-5", wire: sseWire("../anthropic/testdata", "request-id"),
+			env: map[string]string{"KEEL_MODEL_SECRET_ARN": arnA}, baseVar: "ANTHROPIC_BASE_URL",
+			key: keyA, wantCost: 168,
+		},
+		{
+			name: "openai, key from a plain secret, prices from KEEL_MODEL_PRICES", spec: "openai:gpt-4.1", wire: sseWire("../openai/testdata", "x-request-id"),
+			env: map[string]string{"KEEL_OPENAI_SECRET_ARN": arnO, "KEEL_MODEL_PRICES": `{"gpt-4.1":{"input":1000000,"output":1000000,"cache_read":1000000}}`}, baseVar: "OPENAI_BASE_URL",
 			key: keyO, wantCost: 41, // 41 tokens at $1 per million: 1 micro-USD each
 		},
 	}
@@ -132,7 +141,11 @@ func TestFromEnvProviders(t *testing.T) {
 			for k, v := range tc.env {
 				e[k] = v
 			}
-			m, err := provider.FromEnv(context.Background(), provider.Deps{Getenv: env(e), Secrets: sm})
+			s, err := provider.ParseSettings(env(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := provider.New(context.Background(), tc.spec, s, provider.Deps{Secrets: sm})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,20 +172,19 @@ func TestFromEnvProviders(t *testing.T) {
 	}
 }
 
-func TestFromEnvBedrock(t *testing.T) {
+func TestNewBedrock(t *testing.T) {
 	wire := modeltest.Wire{
 		ContentType:     "application/vnd.amazon.eventstream",
 		RequestIDHeader: "x-amzn-RequestId",
 		Frames:          func(string) ([][]byte, error) { return nil, nil },
 	}
 	// An answer with no events: the call must fail as a cut, which proves
-	// the spec reached the Bedrock provider over its wire.
+	// the spec reached the Bedrock provider over its wire. MaxAttempts 1:
+	// a retry would find no scripted reply and fail the test.
 	srv := modeltest.NewServer(t, wire, modeltest.Reply{Fixture: "empty"})
 	cfg := awsConfig(srv.URL)
-	m, err := provider.FromEnv(context.Background(), provider.Deps{
-		Getenv: env(map[string]string{"KEEL_MODEL": "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "KEEL_MODEL_MAX_ATTEMPTS": "1"}),
-		AWS:    &cfg,
-	})
+	m, err := provider.New(context.Background(), "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+		provider.Settings{MaxAttempts: 1}, provider.Deps{AWS: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,22 +204,19 @@ func (f fixedModel) Generate(context.Context, model.Request) (model.Response, er
 }
 
 func TestFactoryAndErrors(t *testing.T) {
-	deps := func(e map[string]string) provider.Deps {
-		return provider.Deps{
-			Getenv: env(e),
-			Factories: map[string]provider.Factory{
-				"scripted": func(_ context.Context, arg string) (model.Model, error) { return fixedModel{arg}, nil },
-			},
-		}
+	deps := provider.Deps{
+		Factories: map[string]provider.Factory{
+			"scripted": func(_ context.Context, arg string) (model.Model, error) { return fixedModel{arg}, nil },
+		},
 	}
-	m, err := provider.FromEnv(context.Background(), deps(map[string]string{"KEEL_MODEL": "scripted:testdata/run.json"}))
+	m, err := provider.New(context.Background(), "scripted:testdata/run.json", provider.Settings{}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp, _ := m.Generate(context.Background(), model.Request{}); resp.Text != "testdata/run.json" {
 		t.Fatalf("factory got %q", resp.Text)
 	}
-	m, err = provider.FromEnv(context.Background(), deps(map[string]string{"KEEL_MODEL": "scripted"}))
+	m, err = provider.New(context.Background(), "scripted", provider.Settings{}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,27 +224,27 @@ func TestFactoryAndErrors(t *testing.T) {
 		t.Fatalf("bare factory name got %q", resp.Text)
 	}
 
+	const key = "sk-0123456789"
 	tests := []struct {
 		name string
-		env  map[string]string
+		spec string
+		s    provider.Settings
 		want string
 	}{
-		{"unset", map[string]string{}, "KEEL_MODEL is not set"},
-		{"unknown provider", map[string]string{"KEEL_MODEL": "gemini:pro"}, `unknown provider "gemini"`},
-		{"no key", map[string]string{"KEEL_MODEL": "anthropic:claude-sonnet-4-5"}, "set ANTHROPIC_API_KEY or KEEL_ANTHROPIC_SECRET_ARN"},
-		{"arn without client", map[string]string{"KEEL_MODEL": "openai:gpt-4.1", "KEEL_OPENAI_SECRET_ARN": "arn:x"}, "no Secrets Manager client"},
-		{"bedrock without aws", map[string]string{"KEEL_MODEL": "bedrock:m"}, "no AWS configuration"},
-		{"bad idle timeout", map[string]string{"KEEL_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": "sk-0123456789", "KEEL_MODEL_IDLE_TIMEOUT": "soon"}, "KEEL_MODEL_IDLE_TIMEOUT"},
-		{"bad attempts", map[string]string{"KEEL_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": "sk-0123456789", "KEEL_MODEL_MAX_ATTEMPTS": "-1"}, "KEEL_MODEL_MAX_ATTEMPTS"},
-		{"bad prices", map[string]string{"KEEL_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": "sk-0123456789", "KEEL_MODEL_PRICES": "{"}, "KEEL_MODEL_PRICES"},
+		{"empty spec", "", provider.Settings{}, "want provider:model"},
+		{"unknown provider", "gemini:pro", provider.Settings{OpenAIAPIKey: key}, `unknown provider "gemini"`},
+		{"no key", "anthropic:claude-sonnet-4-5", provider.Settings{OpenAIAPIKey: key}, "set ANTHROPIC_API_KEY or KEEL_ANTHROPIC_SECRET_ARN"},
+		{"no openai key", "openai:gpt-4.1", provider.Settings{AnthropicAPIKey: key}, "set OPENAI_API_KEY or KEEL_OPENAI_SECRET_ARN"},
+		{"arn without client", "openai:gpt-4.1", provider.Settings{OpenAISecretARN: "arn:x", OpenAIAPIKey: key}, "no Secrets Manager client"},
+		{"bedrock without aws", "bedrock:m", provider.Settings{}, "no AWS configuration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := provider.FromEnv(context.Background(), deps(tc.env))
+			_, err := provider.New(context.Background(), tc.spec, tc.s, deps)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one saying %q", err, tc.want)
 			}
-			if strings.Contains(err.Error(), "sk-0123456789") {
+			if strings.Contains(err.Error(), key) {
 				t.Fatalf("error leaks the key: %v", err)
 			}
 		})
@@ -250,12 +259,14 @@ func TestSecretErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.arn, func(t *testing.T) {
-			_, err := provider.FromEnv(context.Background(), provider.Deps{
-				Getenv:  env(map[string]string{"KEEL_MODEL": "anthropic:claude-sonnet-4-5", "KEEL_ANTHROPIC_SECRET_ARN": tc.arn}),
-				Secrets: sm,
-			})
+			_, err := provider.New(context.Background(), "anthropic:claude-sonnet-4-5",
+				provider.Settings{AnthropicSecretARN: tc.arn, AnthropicAPIKey: "sk-ant-not-used-0123456789"},
+				provider.Deps{Secrets: sm})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.arn) {
 				t.Fatalf("err = %v, want one naming %s and %q", err, tc.arn, tc.want)
+			}
+			if strings.Contains(err.Error(), "sk-ant-not-used") {
+				t.Fatalf("error leaks the key: %v", err)
 			}
 		})
 	}
@@ -263,13 +274,14 @@ func TestSecretErrors(t *testing.T) {
 
 // The limiter from KEEL_MODEL_TPM is a real bound: a call larger than a
 // minute's tokens must wait, and a wait past MaxInlineWait is a durable one.
-func TestTPMFromEnv(t *testing.T) {
-	m, err := provider.FromEnv(context.Background(), provider.Deps{
-		Getenv: env(map[string]string{
-			"KEEL_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": "sk-0123456789",
-			"KEEL_MODEL_TPM": "600", "KEEL_MODEL_MAX_INLINE_WAIT": "1s",
-		}),
-	})
+func TestTPM(t *testing.T) {
+	s, err := provider.ParseSettings(env(map[string]string{
+		"OPENAI_API_KEY": "sk-0123456789", "KEEL_MODEL_TPM": "600", "KEEL_MODEL_MAX_INLINE_WAIT": "1s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := provider.New(context.Background(), "openai:gpt-4.1", s, provider.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +290,22 @@ func TestTPMFromEnv(t *testing.T) {
 	var rl *model.RateLimitedError
 	if !errors.As(err, &rl) || !rl.Limiter || rl.RetryAfter < 5*time.Minute {
 		t.Fatalf("err = %v, want a limiter wait of several minutes", err)
+	}
+}
+
+// A limiter the process gives in Deps is the one used: the Model makes
+// none of its own from TokensPerMinute.
+func TestDepsLimiterWins(t *testing.T) {
+	lim := model.NewTokenLimiter(1_000_000, time.Now)
+	m, err := provider.New(context.Background(), "openai:gpt-4.1",
+		provider.Settings{OpenAIAPIKey: "sk-0123456789", OpenAIBaseURL: "http://127.0.0.1:1", TokensPerMinute: 600, MaxInlineWait: time.Second, MaxAttempts: 1},
+		provider.Deps{Limiter: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}})
+	var rl *model.RateLimitedError
+	if errors.As(err, &rl) && rl.Limiter {
+		t.Fatalf("err = %v: the 600 TPM limiter was made although Deps gave one", err)
 	}
 }

@@ -1,0 +1,297 @@
+// Package cli is the command line of every Keel binary: the stock `keel`
+// and each program that calls keel.Main. It is the client of any Keel API
+// (run, approve, events, ...), the embedded server (`dev`), the operator's
+// `step`, the long-running task child (`task`), `init`, and — when
+// KEEL_ROLE is set — the role of a deployed function or task.
+//
+// Exit codes: 0 success; 1 failure (including a watched run that did not
+// complete, and an approval declined at the prompt); 2 usage error (a bad
+// flag or argument, or a request the API refused as malformed — the message
+// names the flag or argument); 3 not found; 4 conflict (the run is
+// finished, the approval was already decided or its action changed, the
+// input policy refuses input); 130 interrupted.
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/compose"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitNotFound    = 3
+	exitConflict    = 4
+	exitInterrupted = 130
+)
+
+// IO is what a process gives the command line.
+type IO struct {
+	Args   []string // without the program name
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// Main runs the command line of a Keel program with app's agents and
+// returns the process's exit code. With KEEL_ROLE set it plays that role
+// instead (see internal/config): a Lambda role on the Lambda Runtime API,
+// or the long-running task. ctx ends on SIGINT/SIGTERM.
+func Main(ctx context.Context, in IO, app compose.App) int {
+	c := &cli{stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, app: app}
+	if role := strings.TrimSpace(in.Getenv("KEEL_ROLE")); role != "" {
+		return c.serveRole(ctx, role)
+	}
+	return execute(ctx, in.Args, c)
+}
+
+// cli is what a command may use: its streams, the environment, and the
+// connection settings resolved from flags and environment.
+type cli struct {
+	stdin  *bufio.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// app holds the program's agents, for the commands that run them.
+	app compose.App
+	// hc, when set, is the HTTP client for the API (tests); nil means a
+	// default one.
+	hc *http.Client
+
+	url, token string // from the global flags
+
+	// fs is the flag set of the command being run, to print its help.
+	fs *flag.FlagSet
+}
+
+// command is one subcommand.
+type command struct {
+	usage   string // arguments, after "keel NAME"
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) error
+	// fields maps API error fields to the flag or argument that set them,
+	// so a refusal names what the user typed.
+	fields map[string]string
+}
+
+// commands is the dispatch table.
+func commands() map[string]command {
+	return map[string]command{
+		"run":         runCommand(),
+		"runs":        runsCommand(),
+		"show":        showCommand(),
+		"events":      eventsCommand(),
+		"approve":     decideCommand(api.DecisionApprove),
+		"deny":        decideCommand(api.DecisionDeny),
+		"cancel":      cancelCommand(),
+		"input":       inputCommand(),
+		"fork":        forkCommand(),
+		"checkpoints": checkpointsCommand(),
+		"artifacts":   artifactsCommand(),
+		"download":    downloadCommand(),
+		"dev":         devCommand(),
+		"task":        taskCommand(),
+		"step":        stepCommand(),
+	}
+}
+
+// usageError is a mistake in the command line; its message names the flag
+// or argument at fault.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// declinedError: the person answered no at a prompt.
+type declinedError struct{ msg string }
+
+func (e *declinedError) Error() string { return e.msg }
+
+// execute parses the global flags, dispatches, and maps the outcome to an exit
+// code.
+func execute(ctx context.Context, args []string, c *cli) int {
+	cmds := commands()
+	global := flag.NewFlagSet("keel", flag.ContinueOnError)
+	global.SetOutput(c.stderr)
+	global.StringVar(&c.url, "url", "", "Keel API URL (default $KEEL_URL)")
+	global.StringVar(&c.token, "token", "", "API token (default $KEEL_TOKEN)")
+	global.Usage = func() { printUsage(c.stderr, cmds) }
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		printUsage(c.stderr, cmds)
+		return exitUsage
+	}
+	name := rest[0]
+	if name == "help" {
+		printUsage(c.stdout, cmds)
+		return exitOK
+	}
+	cmd, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(c.stderr, "keel: unknown command %q\n", name)
+		printUsage(c.stderr, cmds)
+		return exitUsage
+	}
+	err := cmd.run(ctx, c, rest[1:])
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(c.stdout, "usage: keel %s %s\n\n%s\n", name, cmd.usage, cmd.summary)
+		if c.fs != nil {
+			fmt.Fprintln(c.stdout, "\nflags:")
+			c.fs.SetOutput(c.stdout)
+			c.fs.PrintDefaults()
+		}
+		return exitOK
+	}
+	return report(c.stderr, name, cmd, err)
+}
+
+// report prints err for the user and returns its exit code.
+func report(w io.Writer, name string, cmd command, err error) int {
+	var ue *usageError
+	var ae *api.Error
+	var de *declinedError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "keel %s: %s\nusage: keel %s %s\n", name, ue.msg, name, cmd.usage)
+		return exitUsage
+	case errors.As(err, &de):
+		fmt.Fprintf(w, "keel %s: %s\n", name, de.msg)
+		return exitFailure
+	case errors.As(err, &ae):
+		where := ""
+		if ae.Field != "" {
+			where = ae.Field
+			if f, ok := cmd.fields[ae.Field]; ok {
+				where = f
+			}
+			where = " [" + where + "]"
+		}
+		fmt.Fprintf(w, "keel %s: %s%s: %s\n", name, ae.Code, where, ae.Message)
+		switch {
+		case ae.Status == http.StatusNotFound:
+			return exitNotFound
+		case ae.Status == http.StatusConflict:
+			return exitConflict
+		case ae.Status == http.StatusUnauthorized:
+			fmt.Fprintln(w, "keel: check KEEL_TOKEN or --token")
+			return exitFailure
+		case ae.Status == http.StatusBadRequest || ae.Status == http.StatusRequestEntityTooLarge:
+			return exitUsage
+		}
+		return exitFailure
+	case errors.As(err, new(*conflictError)):
+		fmt.Fprintf(w, "keel %s: %v\n", name, err)
+		return exitConflict
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(w, "keel %s: interrupted\n", name)
+		return exitInterrupted
+	}
+	fmt.Fprintf(w, "keel %s: %v\n", name, err)
+	return exitFailure
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: keel [--url URL] [--token TOKEN] COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nKEEL_URL and KEEL_TOKEN set the API and its token; --url and --token override them.")
+	fmt.Fprintln(w, "exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict, 130 interrupted")
+}
+
+// flags returns a flag set for a command, with --url and --token.
+func (c *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("keel "+name, flag.ContinueOnError)
+	// Errors are reported once, by report; -h is printed by execute.
+	fs.SetOutput(io.Discard)
+	c.fs = fs
+	fs.StringVar(&c.url, "url", c.url, "Keel API URL (default $KEEL_URL)")
+	fs.StringVar(&c.token, "token", c.token, "API token (default $KEEL_TOKEN)")
+	return fs
+}
+
+// parse parses flags anywhere among the positional arguments ("--" ends
+// the flags) and returns the positional ones. A flag error is a usage
+// error that names the flag (the flag package has printed it).
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// client builds the API client from flags, then the environment.
+func (c *cli) client() (*client.Client, error) {
+	u := c.url
+	if u == "" {
+		u = c.getenv("KEEL_URL")
+	}
+	if u == "" {
+		return nil, usagef("no Keel URL: set KEEL_URL or pass --url (keel dev prints it)")
+	}
+	tok := c.token
+	if tok == "" {
+		tok = c.getenv("KEEL_TOKEN")
+	}
+	cl, err := client.New(u, tok, c.hc)
+	if err != nil {
+		return nil, usagef("--url: %v", err)
+	}
+	return cl, nil
+}
+
+// readText joins words into one text; a single "-" reads stdin.
+func (c *cli) readText(words []string) (string, error) {
+	if len(words) == 1 && words[0] == "-" {
+		b, err := io.ReadAll(c.stdin)
+		if err != nil {
+			return "", fmt.Errorf("reading stdin: %w", err)
+		}
+		return strings.TrimRight(string(b), "\n"), nil
+	}
+	return strings.Join(words, " "), nil
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/roles"
+)
+
+// serveRole plays the role KEEL_ROLE names: a Lambda role served on the
+// Lambda Runtime API, or the long-running task. Errors are logged as JSON
+// (CloudWatch reads them) and exit 1: Lambda reports an init failure.
+func (c *cli) serveRole(ctx context.Context, role string) int {
+	cfg, err := config.FromEnv(c.getenv)
+	log := cfg.Logger(c.stderr)
+	if err == nil {
+		err = c.role(ctx, cfg.Defaults())
+	}
+	if err != nil {
+		log.Error("keel: "+role+" failed", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func (c *cli) role(ctx context.Context, cfg config.Config) error {
+	log := cfg.Logger(c.stderr)
+	if cfg.Role == config.RoleTask {
+		return c.runTask(ctx, cfg)
+	}
+	if c.getenv("AWS_LAMBDA_RUNTIME_API") == "" {
+		return fmt.Errorf("KEEL_ROLE=%s is a Lambda role, but AWS_LAMBDA_RUNTIME_API is not set (not running under Lambda)", cfg.Role)
+	}
+	awsCfg, err := compose.LoadAWSConfig(ctx)
+	if err != nil {
+		return err
+	}
+	sfn, err := awsbackend.SFN(awsCfg)
+	if err != nil {
+		return err
+	}
+	return compose.ServeLambda(ctx, compose.Deps{Config: cfg, App: c.app, Backends: compose.AWSBackends(cfg, awsCfg, log), SFN: sfn, Logger: log})
+}
+
+// runTask is the long-running task: on Fargate (KEEL_ROLE=task) it
+// answers AWS Step Functions; as keel dev's child (`task`, with
+// KEEL_SFN_ENDPOINT) it answers keel dev's local endpoint. SIGTERM (ctx)
+// ends it after the current step.
+func (c *cli) runTask(ctx context.Context, cfg config.Config) error {
+	log := cfg.Logger(c.stderr)
+	if cfg.RunID == "" || cfg.TaskToken == "" {
+		return usagef("KEEL_RUN_ID and KEEL_TASK_TOKEN are required (keel dev or RunOnFargate sets them)")
+	}
+	var b compose.Backends
+	var tokens roles.HeartbeatTokens
+	var err error
+	if cfg.SFNEndpoint != "" {
+		if b, err = compose.LoadBackends(ctx, cfg, log); err != nil {
+			return err
+		}
+		tokens, err = awsbackend.LocalSFN(cfg.SFNEndpoint, cfg.SFNToken)
+	} else {
+		awsCfg, lerr := compose.LoadAWSConfig(ctx)
+		if lerr != nil {
+			return lerr
+		}
+		b = compose.AWSBackends(cfg, awsCfg, log)
+		tokens, err = awsbackend.SFN(awsCfg)
+	}
+	if err != nil {
+		return err
+	}
+	return compose.RunTask(context.WithoutCancel(ctx), compose.Deps{Config: cfg, App: c.app, Backends: b, Logger: log}, tokens, ctx.Done())
+}
+
+// taskCommand is the long-running task run as a child process by keel dev
+// (on AWS, the same code runs in Fargate with KEEL_ROLE=task).
+func taskCommand() command {
+	return command{
+		usage:   "",
+		summary: "(internal) the long-running task keel dev starts for a spilled run",
+		run: func(ctx context.Context, c *cli, args []string) error {
+			cfg, err := c.config()
+			if err != nil {
+				return err
+			}
+			if cfg.SFNEndpoint == "" {
+				return usagef("KEEL_SFN_ENDPOINT is not set (keel dev sets it for its task)")
+			}
+			return c.runTask(ctx, cfg.Defaults())
+		},
+	}
+}

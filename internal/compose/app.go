@@ -1,0 +1,37 @@
+package compose
+
+import (
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/tool"
+)
+
+// App is what a Keel program brings: its agents. The public package
+// (github.com/keelrun/keel) turns a user's keel.Agent values into an App;
+// every role is built from one App and one config.Config.
+type App struct {
+	Agents []AgentDef
+}
+
+// AgentDef is one agent before the runtime's parts exist.
+type AgentDef struct {
+	Name   string
+	System string
+	Model  ModelChoice
+	// Tools builds the agent's tools on the runtime's artifact store.
+	Tools func(arts artifact.Store) ([]tool.Tool, error)
+	// Defaults fill a new run's limits and input policy.
+	Defaults  api.AgentDefaults
+	MaxTokens int
+}
+
+// ModelChoice is the model an agent declared: exactly one of Spec (a
+// provider spec such as "anthropic:claude-sonnet-4-5"), Script (a
+// scripted model's JSON) or Model (the user's own), or none (KEEL_MODEL
+// must then name one).
+type ModelChoice struct {
+	Spec   string
+	Script []byte
+	Model  model.Model
+}

@@ -1,0 +1,104 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/provider"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/store/sqlite"
+)
+
+// Backends open what a configuration names beyond the embedded default:
+// the DynamoDB store and S3 artifacts, and the model providers. Tests set
+// the fields to point the runtime at test servers; production builds them
+// with [LoadBackends].
+type Backends struct {
+	// AWSStore and AWSArtifacts open the dynamo and s3 kinds; nil makes
+	// those kinds an error.
+	AWSStore     func(ctx context.Context, table string, arts artifact.Store) (store.Store, error)
+	AWSArtifacts func(ctx context.Context, bucket string) (artifact.Store, error)
+	// NewModel builds a provider model from a spec such as
+	// "anthropic:claude-sonnet-4-5"; nil allows only scripted models.
+	NewModel func(ctx context.Context, spec string) (model.Model, error)
+	// WrapScripted wraps a scripted model's streamer; nil puts it behind
+	// the same transport as the real providers (whole-call retry, idle
+	// timeout, 429 handling), so scripted faults meet the real rules.
+	WrapScripted  func(s model.Streamer) model.Model
+	SQLiteOptions sqlite.Options
+	// Faults replace the configuration's fault points (tests).
+	Faults harness.FaultPoints
+	Logger *slog.Logger
+}
+
+func (b Backends) logger() *slog.Logger {
+	if b.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Logger
+}
+
+// AWSBackends returns Backends on an injected AWS configuration: the
+// DynamoDB store, S3 artifacts, and the providers (Bedrock on awsCfg, API
+// keys from the settings or from Secrets Manager).
+func AWSBackends(cfg config.Config, awsCfg aws.Config, log *slog.Logger) Backends {
+	b := awsbackend.Backends(awsCfg, awsbackend.Options{S3PathStyle: cfg.S3PathStyle, Logger: log})
+	out := Backends{AWSStore: b.Store, AWSArtifacts: b.Artifacts, Logger: log}
+	secrets := secretsmanager.NewFromConfig(awsCfg)
+	out.NewModel = func(ctx context.Context, spec string) (model.Model, error) {
+		return provider.New(ctx, spec, cfg.Models, provider.Deps{AWS: &awsCfg, Secrets: secrets, Logger: log})
+	}
+	return out
+}
+
+// LoadBackends builds Backends for cfg in a real process: when the store
+// or artifacts are on AWS, or the process plays an AWS role, it loads the
+// default AWS configuration (credentials, region, AWS_ENDPOINT_URL; the
+// region defaults to us-east-1 so a local endpoint needs no more).
+// Otherwise it loads it only when a bedrock model is built.
+func LoadBackends(ctx context.Context, cfg config.Config, log *slog.Logger) (Backends, error) {
+	load := LoadAWSConfig
+	if cfg.NeedsAWS() || cfg.Role != "" {
+		awsCfg, err := load(ctx)
+		if err != nil {
+			return Backends{}, err
+		}
+		return AWSBackends(cfg, awsCfg, log), nil
+	}
+	return Backends{Logger: log, NewModel: func(ctx context.Context, spec string) (model.Model, error) {
+		deps := provider.Deps{Logger: log}
+		if sp, err := provider.ParseSpec(spec); err == nil && sp.Provider == "bedrock" {
+			awsCfg, err := load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			deps.AWS = &awsCfg
+		}
+		return provider.New(ctx, spec, cfg.Models, deps)
+	}}, nil
+}
+
+// LoadAWSConfig loads the default AWS configuration (credentials, region,
+// AWS_ENDPOINT_URL); the region defaults to us-east-1 so a local endpoint
+// needs no more. Only a process's entry calls it; constructors take an
+// aws.Config.
+func LoadAWSConfig(ctx context.Context) (aws.Config, error) {
+	c, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return c, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	return c, nil
+}

@@ -1,0 +1,304 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/artifact"
+	artfs "github.com/keelrun/keel/internal/artifact/fs"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/scripted"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/store/sqlite"
+	"github.com/keelrun/keel/internal/tool"
+)
+
+// Runtime is the opened parts every role is built from: the store, the
+// artifact store and the agents, as the one configuration names them.
+type Runtime struct {
+	Config    config.Config
+	Store     store.Store
+	SQLite    *sqlite.Store // set when the store is SQLite
+	Artifacts artifact.Store
+	Agents    harness.AgentMap
+	// Catalog is what the API and the schedule role know of the agents:
+	// their names and run defaults.
+	Catalog api.AgentSet
+	Logger  *slog.Logger
+	Faults  harness.FaultPoints
+}
+
+// Close releases the store.
+func (rt *Runtime) Close() error {
+	if rt != nil && rt.Store != nil {
+		return rt.Store.Close()
+	}
+	return nil
+}
+
+// Open opens what cfg names and builds app's agents on it. cfg has its
+// defaults applied here. Errors name the variable or the agent at fault.
+func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(app.Agents) == 0 {
+		return nil, errors.New("no agents: pass at least one keel.Agent to keel.Main")
+	}
+	rt := &Runtime{Config: cfg, Logger: b.logger(), Faults: b.Faults}
+	if rt.Faults == nil {
+		rt.Faults = cfg.Faults()
+	}
+	var err error
+	if rt.Artifacts, err = openArtifacts(ctx, cfg.Artifacts, b); err != nil {
+		return nil, err
+	}
+	if rt.Store, rt.SQLite, err = openStore(ctx, cfg.Store, rt.Artifacts, b); err != nil {
+		return nil, err
+	}
+	if rt.Agents, rt.Catalog, err = buildAgents(ctx, cfg, app, rt.Artifacts, b, rt.Faults); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
+// Harness builds a harness on the runtime for a worker named owner;
+// canSpill: this worker is bounded and hands runs that reach a long tool
+// to the long-running task.
+func (rt *Runtime) Harness(owner string, canSpill bool) (*harness.Harness, error) {
+	return harness.New(harness.Options{Store: rt.Store, Artifacts: rt.Artifacts, Agents: rt.Agents,
+		Owner: owner, LeaseTTL: rt.Config.LeaseTTL, CanSpill: canSpill, Faults: rt.Faults, Logger: rt.Logger})
+}
+
+func openArtifacts(ctx context.Context, spec string, b Backends) (artifact.Store, error) {
+	kind, arg, _ := strings.Cut(spec, ":")
+	var s artifact.Store
+	var err error
+	switch kind {
+	case "fs":
+		s, err = artfs.New(arg)
+	case "s3":
+		if b.AWSArtifacts == nil {
+			return nil, fmt.Errorf("KEEL_ARTIFACTS %q: s3 needs the AWS configuration, which was not loaded", spec)
+		}
+		s, err = b.AWSArtifacts(ctx, arg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("KEEL_ARTIFACTS %q: %w", spec, err)
+	}
+	return s, nil
+}
+
+func openStore(ctx context.Context, spec string, arts artifact.Store, b Backends) (store.Store, *sqlite.Store, error) {
+	kind, arg, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "sqlite":
+		if err := os.MkdirAll(filepath.Dir(arg), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
+		}
+		s, err := sqlite.Open(ctx, arg, b.SQLiteOptions)
+		if err != nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
+		}
+		return s, s, nil
+	case "dynamo":
+		if b.AWSStore == nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: dynamo needs the AWS configuration, which was not loaded", spec)
+		}
+		s, err := b.AWSStore(ctx, arg, arts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
+		}
+		return s, nil, nil
+	}
+	return nil, nil, fmt.Errorf("KEEL_STORE %q: want sqlite:PATH or dynamo:TABLE", spec)
+}
+
+func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.Store, b Backends, fp harness.FaultPoints) (harness.AgentMap, api.AgentSet, error) {
+	agents, catalog := harness.AgentMap{}, api.AgentSet{}
+	known := map[string]bool{}
+	for _, def := range app.Agents {
+		tools, err := def.Tools(arts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
+		}
+		for _, t := range tools {
+			known[t.Info().Name] = true
+		}
+		if tools, err = wrapTools(tools, cfg.SpillTools, cfg.ToolDelay); err != nil {
+			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
+		}
+		reg, err := tool.NewRegistry(tools...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
+		}
+		m, err := resolveModel(ctx, cfg, def, b, fp)
+		if err != nil {
+			return nil, nil, err
+		}
+		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens}
+		catalog[def.Name] = def.Defaults
+	}
+	// A variable naming a tool no agent has is a typo: say so at start.
+	for _, n := range cfg.SpillTools {
+		if !known[n] {
+			return nil, nil, fmt.Errorf("KEEL_SPILL_TOOLS: unknown tool %q", n)
+		}
+	}
+	for n := range cfg.ToolDelay {
+		if !known[n] {
+			return nil, nil, fmt.Errorf("KEEL_TOOL_DELAY: unknown tool %q", n)
+		}
+	}
+	return agents, catalog, nil
+}
+
+// resolveModel builds the model KEEL_MODEL names, else the agent's own.
+func resolveModel(ctx context.Context, cfg config.Config, def AgentDef, b Backends, fp harness.FaultPoints) (model.Model, error) {
+	wrap := b.WrapScripted
+	if wrap == nil {
+		wrap = func(s model.Streamer) model.Model {
+			return model.NewTransport(s, model.TransportOptions{Provider: "scripted", Model: "scripted"})
+		}
+	}
+	scriptedModel := func(m *scripted.Model) model.Model {
+		if fp == nil {
+			return wrap(m)
+		}
+		return wrap(faultStreamer{s: m, faults: fp})
+	}
+	spec := cfg.Model
+	if spec == "" {
+		switch {
+		case def.Model.Model != nil:
+			return def.Model.Model, nil
+		case def.Model.Script != nil:
+			m, err := scripted.Parse(def.Model.Script)
+			if err != nil {
+				return nil, fmt.Errorf("agent %q: scripted model: %w", def.Name, err)
+			}
+			return scriptedModel(m), nil
+		case def.Model.Spec == "":
+			return nil, fmt.Errorf("agent %q has no model: set keel.Agent.Model or KEEL_MODEL", def.Name)
+		}
+		spec = def.Model.Spec
+	}
+	where := fmt.Sprintf("agent %q: model %q", def.Name, spec)
+	if cfg.Model != "" {
+		where = fmt.Sprintf("KEEL_MODEL %q", spec)
+	}
+	if path, ok := strings.CutPrefix(spec, "scripted:"); ok {
+		m, err := scripted.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		return scriptedModel(m), nil
+	}
+	if b.NewModel == nil {
+		return nil, fmt.Errorf("%s: no model providers in this process", where)
+	}
+	m, err := b.NewModel(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return m, nil
+}
+
+// delayed holds a read-only tool before it runs, honouring cancellation.
+type delayed struct {
+	tool.Tool
+	d time.Duration
+}
+
+func (t delayed) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
+	select {
+	case <-time.After(t.d):
+	case <-ctx.Done():
+		return tool.Result{}, ctx.Err()
+	}
+	return t.Tool.Run(ctx, c)
+}
+
+// MarkLong marks t as a tool that may outlive a bounded step: a run about
+// to call it spills to the long-running task first.
+func MarkLong(t tool.Tool) tool.Tool {
+	if e, ok := t.(tool.Effectful); ok {
+		return longEffect{e}
+	}
+	return long{t}
+}
+
+type long struct{ tool.Tool }
+
+func (l long) Info() tool.Info { i := l.Tool.Info(); i.Long = true; return i }
+
+type longEffect struct{ tool.Effectful }
+
+func (l longEffect) Info() tool.Info { i := l.Effectful.Info(); i.Long = true; return i }
+
+// wrapTools applies KEEL_SPILL_TOOLS and KEEL_TOOL_DELAY to one agent's
+// tools (names the agent does not have are checked across agents).
+func wrapTools(tools []tool.Tool, spill []string, delay map[string]time.Duration) ([]tool.Tool, error) {
+	want := map[string]bool{}
+	for _, n := range spill {
+		want[n] = true
+	}
+	out := make([]tool.Tool, 0, len(tools))
+	for _, t := range tools {
+		n := t.Info().Name
+		_, isEffect := t.(tool.Effectful)
+		if d, ok := delay[n]; ok {
+			if isEffect {
+				return nil, fmt.Errorf("KEEL_TOOL_DELAY: %q has an external effect; only read-only tools can be delayed", n)
+			}
+			t = delayed{Tool: t, d: d}
+		}
+		if want[n] {
+			t = MarkLong(t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// faultStreamer hits the in_model_stream fault point after the first chunk
+// of every stream: a process killed there dies with a model answer half
+// received.
+type faultStreamer struct {
+	s      model.Streamer
+	faults harness.FaultPoints
+}
+
+func (f faultStreamer) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	st, err := f.s.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &faultStream{Stream: st, faults: f.faults}, nil
+}
+
+type faultStream struct {
+	model.Stream
+	faults harness.FaultPoints
+	n      int
+}
+
+func (f *faultStream) Next() (model.Chunk, error) {
+	c, err := f.Stream.Next()
+	f.n++
+	if f.n == 2 {
+		f.faults.Hit(harness.FaultInModelStream)
+	}
+	return c, err
+}
