@@ -106,29 +106,31 @@ dev:
 # AWS CDK app (infra/cdk: its own Go module, so the runtime's go.mod carries
 # no CDK dependencies). The aws-cdk CLI is pinned in infra/cdk/package.json
 # and runs from its node_modules through npx; nothing is installed globally.
+# The app builds the Keel program itself at synth time: ONE linux/arm64
+# binary that every Lambda function and the Fargate task run (KEEL_ROLE
+# picks the role), so nothing needs building first.
+# APP is that program's main package, relative to the repository root,
+# possibly in a module of its own (default: ./cmd/keel, the stock app):
+#   make synth APP=./examples/triage
 # CDK_ARGS passes options through, e.g.
 #   make deploy CDK_ARGS='-c keel:natGateways=2 --require-approval never'
 CDK_DIR := infra/cdk
 CDK_CLI := $(CDK_DIR)/node_modules/.bin/cdk
-CDK_FUNCTIONS := api step approval finalize schedule
+APP ?=
+CDK_APP := $(if $(APP),-c keel:app=$(APP))
 CDK_ARGS ?=
 
 $(CDK_CLI): $(CDK_DIR)/package.json $(CDK_DIR)/package-lock.json
 	cd $(CDK_DIR) && npm ci --no-audit --no-fund --prefer-offline
 	@touch $@
 
-.PHONY: cdk-bootstraps synth deploy test-cdk
-# cdk-bootstraps: the Lambda code the stack deploys; go build relinks a
-# bootstrap only when its sources changed.
-cdk-bootstraps:
-	@for f in $(CDK_FUNCTIONS); do $(MAKE) --no-print-directory build-$$f || exit 1; done
-
-synth: cdk-bootstraps $(CDK_CLI)
-	cd $(CDK_DIR) && CDK_DISABLE_CLI_TELEMETRY=true npx --no -- cdk synth --no-notices --quiet $(CDK_ARGS)
+.PHONY: synth deploy test-cdk
+synth: $(CDK_CLI)
+	cd $(CDK_DIR) && CDK_DISABLE_CLI_TELEMETRY=true npx --no -- cdk synth --no-notices --quiet $(CDK_APP) $(CDK_ARGS)
 	@echo "synth: template and assets in $(CDK_DIR)/cdk.out/"
 
-deploy: cdk-bootstraps $(CDK_CLI)
-	cd $(CDK_DIR) && npx --no -- cdk deploy $(CDK_ARGS)
+deploy: $(CDK_CLI)
+	cd $(CDK_DIR) && npx --no -- cdk deploy $(CDK_APP) $(CDK_ARGS)
 
 # test-cdk: synthesizes the stack in-process (fake account and region, no
 # credentials, no network, no Docker) and asserts on the template.

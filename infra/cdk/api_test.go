@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,13 +27,13 @@ func TestAPI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var stack awscdk.Stack
 			var handler awslambda.Function
-			s := synthConstruct(t, func(st awscdk.Stack, root string) {
+			s := synthConstruct(t, func(st awscdk.Stack, appDir string) {
 				stack = st
 				handler = awslambda.NewFunction(st, jsii.String("Handler"), &awslambda.FunctionProps{
 					Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 					Architecture: awslambda.Architecture_ARM_64(),
 					Handler:      jsii.String("bootstrap"),
-					Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(root, "dist", "api")), nil),
+					Code:         awslambda.Code_FromAsset(jsii.String(appDir), nil),
 				})
 				p := tc.props
 				p.Handler = handler

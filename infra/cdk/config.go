@@ -16,10 +16,20 @@ import (
 // The CDK context keys the app reads (cdk.json "context", or
 // `cdk synth -c keel:natGateways=2`). Values given with -c are strings;
 // cdk.json may also use JSON numbers, booleans, arrays and objects.
+//
+// keel:app is the Go program the stack deploys: a main package directory
+// that calls keel.Main, relative to keel:assetRoot (the repository root)
+// unless absolute, e.g. `make synth APP=./examples/triage`. It may belong to
+// another module than Keel's (its own go.mod, typically with
+// `replace github.com/keelrun/keel => ../..`): the build runs in the nearest
+// directory at or above it that holds a go.mod. The app synthesizes ONE
+// linux/arm64 binary from it (BuildApp), which every Lambda function and
+// the Fargate task run, each told its role by KEEL_ROLE.
 const (
 	CtxStackName          = "keel:stackName"          // default "Keel"
 	CtxAssetRoot          = "keel:assetRoot"          // default "../.." (the repository root, from infra/cdk)
-	CtxTaskImage          = "keel:taskImage"          // image URI; default: build tasks/fargate/Dockerfile
+	CtxApp                = "keel:app"                // main package, relative to keel:assetRoot; default "./cmd/keel"
+	CtxTaskImage          = "keel:taskImage"          // image URI; default: the keel:app binary in a distroless image
 	CtxTaskCPU            = "keel:taskCpu"            // default 1024
 	CtxTaskMemoryMiB      = "keel:taskMemoryMiB"      // default 2048
 	CtxNATGateways        = "keel:natGateways"        // default 1
@@ -171,6 +181,7 @@ func configFromContext(get contextGetter, dir string) (Config, error) {
 	}
 	cfg.Props = KeelStackProps{
 		AssetRoot:         filepath.Clean(root),
+		App:               str(CtxApp),
 		TaskImage:         str(CtxTaskImage),
 		TaskCPU:           num(CtxTaskCPU),
 		TaskMemoryMiB:     num(CtxTaskMemoryMiB),
@@ -208,7 +219,7 @@ var (
 
 // reservedEnv are the variables the stack sets itself.
 func reservedEnv() []string {
-	return []string{EnvTable, EnvBucket, EnvStateMachineArn, EnvModelSecretArn, "KEEL_RUN_ID", "KEEL_TASK_TOKEN"}
+	return []string{EnvRole, EnvTable, EnvBucket, EnvStateMachineArn, EnvModelSecretArn, "KEEL_RUN_ID", "KEEL_TASK_TOKEN"}
 }
 
 // Substitutions are the placeholder names NewRunStateMachine fills.
@@ -233,19 +244,17 @@ func DefinitionPlaceholders(def []byte) []string {
 }
 
 // Validate reports every problem with props that would otherwise surface
-// as a CDK error (a missing asset) or, worse, only at deploy time (an
-// unsubstituted placeholder, an invalid Fargate size).
+// as a build or CDK error (keel:app missing or outside any module) or,
+// worse, only at deploy time (an unsubstituted placeholder, an invalid
+// Fargate size). It does not build the app: BuildApp does, after it.
 func (p KeelStackProps) Validate() error {
 	p = p.withDefaults()
 	var errs []error
 	if p.AssetRoot == "" {
 		return errors.New("AssetRoot (keel:assetRoot) is empty")
 	}
-	for _, name := range FunctionNames() {
-		boot := filepath.Join(p.FunctionsDir(), name, "bootstrap")
-		if fi, err := os.Stat(boot); err != nil || !fi.Mode().IsRegular() {
-			errs = append(errs, fmt.Errorf("lambda code: %s is missing (make build-%s)", boot, name))
-		}
+	if _, err := p.ResolveApp(); err != nil {
+		errs = append(errs, err)
 	}
 	if def, err := os.ReadFile(p.DefinitionFile()); err != nil {
 		errs = append(errs, fmt.Errorf("state machine definition: %w", err))
@@ -256,11 +265,6 @@ func (p KeelStackProps) Validate() error {
 			if !slices.Contains(Substitutions(), name) {
 				errs = append(errs, fmt.Errorf("state machine definition uses ${%s}, which the stack does not substitute", name))
 			}
-		}
-	}
-	if p.TaskImage == "" {
-		if _, err := os.Stat(filepath.Join(p.AssetRoot, TaskDockerfile)); err != nil {
-			errs = append(errs, fmt.Errorf("fargate image: %w (or set keel:taskImage to an image URI)", err))
 		}
 	}
 	if !validFargateSize(p.TaskCPU, p.TaskMemoryMiB) {

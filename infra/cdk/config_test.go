@@ -26,14 +26,14 @@ func TestConfigFromContext(t *testing.T) {
 		{
 			name: "strings as given with -c",
 			ctx: map[string]any{
-				CtxStackName: "KeelStaging", CtxAssetRoot: "/elsewhere", CtxTaskImage: "img:1",
+				CtxStackName: "KeelStaging", CtxAssetRoot: "/elsewhere", CtxApp: "./examples/triage", CtxTaskImage: "img:1",
 				CtxTaskCPU: "2048", CtxTaskMemoryMiB: "4096", CtxNATGateways: "2",
 				CtxAvailabilityZones: "eu-west-1a, eu-west-1b", CtxJWTIssuer: "https://i.example/",
 				CtxJWTAudience: "a,b", CtxModelSecretName: "keel/model", CtxEnvironment: "KEEL_MODEL=anthropic, KEEL_LOG=debug",
 				CtxScheduleExpression: "rate(1 hour)", CtxScheduleEnabled: "true", CtxScheduleAgent: "digest", CtxScheduleInput: "hi",
 			},
 			want: Config{StackName: "KeelStaging", Props: KeelStackProps{
-				AssetRoot: "/elsewhere", TaskImage: "img:1", TaskCPU: 2048, TaskMemoryMiB: 4096, NATGateways: 2,
+				AssetRoot: "/elsewhere", App: "./examples/triage", TaskImage: "img:1", TaskCPU: 2048, TaskMemoryMiB: 4096, NATGateways: 2,
 				AvailabilityZones: []string{"eu-west-1a", "eu-west-1b"}, JWTIssuer: "https://i.example/",
 				JWTAudience: []string{"a", "b"}, ModelSecretName: "keel/model",
 				Environment: map[string]string{"KEEL_MODEL": "anthropic", "KEEL_LOG": "debug"},
@@ -88,15 +88,25 @@ func TestValidate(t *testing.T) {
 		wantErr string // empty: valid
 	}{
 		{name: "complete root", edit: func(*testing.T, string, *KeelStackProps) {}},
-		{name: "missing bootstrap", wantErr: "make build-finalize",
-			edit: func(t *testing.T, root string, _ *KeelStackProps) { remove(t, root, "dist/finalize/bootstrap") }},
-		{name: "missing Dockerfile", wantErr: "keel:taskImage",
-			edit: func(t *testing.T, root string, _ *KeelStackProps) { remove(t, root, TaskDockerfile) }},
-		{name: "missing Dockerfile with a pulled image",
-			edit: func(t *testing.T, root string, p *KeelStackProps) {
-				remove(t, root, TaskDockerfile)
-				p.TaskImage = "public.ecr.aws/example/keel:1"
+		{name: "keel:app does not exist", wantErr: `keel:app "./cmd/nope"`,
+			edit: func(_ *testing.T, _ string, p *KeelStackProps) { p.App = "./cmd/nope" }},
+		{name: "keel:app is a file", wantErr: "is not a directory",
+			edit: func(_ *testing.T, _ string, p *KeelStackProps) { p.App = "./go.mod" }},
+		{name: "stock app missing", wantErr: `keel:app "./cmd/keel"`,
+			edit: func(t *testing.T, root string, _ *KeelStackProps) {
+				if err := os.RemoveAll(filepath.Join(root, "cmd")); err != nil {
+					t.Fatal(err)
+				}
 			}},
+		{name: "keel:app outside any module", wantErr: "no go.mod",
+			edit: func(t *testing.T, root string, p *KeelStackProps) { remove(t, root, "go.mod") }},
+		{name: "keel:app in a module of its own",
+			edit: func(t *testing.T, root string, p *KeelStackProps) {
+				writeFile(t, filepath.Join(root, "examples", "triage", "go.mod"), "module example.com/triage\n")
+				p.App = "./examples/triage"
+			}},
+		{name: "absolute keel:app",
+			edit: func(t *testing.T, root string, p *KeelStackProps) { p.App = filepath.Join(root, "cmd", "keel") }},
 		{name: "missing definition", wantErr: "run.asl.json",
 			edit: func(t *testing.T, root string, _ *KeelStackProps) { remove(t, root, "stepfunctions/run.asl.json") }},
 		{name: "definition with an unknown placeholder", wantErr: "${QueueUrl}",
@@ -124,6 +134,8 @@ func TestValidate(t *testing.T) {
 			}},
 		{name: "reserved variable", wantErr: "KEEL_TABLE is set by the stack",
 			edit: func(_ *testing.T, _ string, p *KeelStackProps) { p.Environment = map[string]string{EnvTable: "x"} }},
+		{name: "the role is the stack's", wantErr: "KEEL_ROLE is set by the stack",
+			edit: func(_ *testing.T, _ string, p *KeelStackProps) { p.Environment = map[string]string{EnvRole: "task"} }},
 		{name: "bad variable name", wantErr: "not a variable name",
 			edit: func(_ *testing.T, _ string, p *KeelStackProps) { p.Environment = map[string]string{"1X": "x"} }},
 		{name: "bad schedule", wantErr: "scheduleExpression",

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"path/filepath"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3assets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -22,9 +21,9 @@ const (
 	EnvModelSecretArn  = "KEEL_MODEL_SECRET_ARN"
 )
 
-// functionSpec is one Lambda entrypoint under functions/<Name>.
+// functionSpec is one Lambda function: a role of the app's binary.
 type functionSpec struct {
-	Name        string // directory under functions/ and dist/
+	Name        string // the role: KEEL_ROLE
 	ID          string // construct id
 	Description string
 	TimeoutSec  float64
@@ -50,8 +49,8 @@ func functionSpecs() []functionSpec {
 	}
 }
 
-// FunctionNames are the Lambda entrypoints the stack deploys; each needs
-// dist/<name>/bootstrap (make build-<name>).
+// FunctionNames are the Lambda functions the stack deploys, each the
+// app's binary with KEEL_ROLE set to its name.
 func FunctionNames() []string {
 	var names []string
 	for _, s := range functionSpecs() {
@@ -62,7 +61,8 @@ func FunctionNames() []string {
 
 // FunctionsProps configures NewFunctions.
 type FunctionsProps struct {
-	// CodeDir holds <name>/bootstrap for every name in FunctionNames.
+	// CodeDir holds the app's bootstrap (BuildApp); everything else in it
+	// but the task Dockerfile goes into the code asset too.
 	CodeDir     string
 	Table       awsdynamodb.ITable
 	Bucket      awss3.IBucket
@@ -79,17 +79,22 @@ type Functions struct {
 }
 
 // NewFunctions creates the five functions, each with its own log group and
-// role, and grants each exactly the data access its entrypoint needs.
+// role, and grants each exactly the data access its role needs. They share
+// one code asset, the one binary, and differ by KEEL_ROLE.
 func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *Functions {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	out := &Functions{Construct: c}
+	code := awslambda.Code_FromAsset(jsii.String(props.CodeDir), &awss3assets.AssetOptions{
+		Exclude: jsii.Strings(TaskDockerfile),
+	})
 	for _, s := range functionSpecs() {
 		env := map[string]*string{
+			EnvRole:   jsii.String(s.Name),
 			EnvTable:  props.Table.TableName(),
 			EnvBucket: props.Bucket.BucketName(),
 		}
-		// Every entrypoint builds its parts from the same variables
-		// (internal/setup), so the extra environment goes to all of them.
+		// Every role builds its parts from the same variables, so the
+		// extra environment goes to all of them.
 		for k, v := range props.Environment {
 			env[k] = jsii.String(v)
 		}
@@ -103,8 +108,8 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 			Description:   jsii.String(s.Description),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  awslambda.Architecture_ARM_64(),
-			Handler:       jsii.String("bootstrap"),
-			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, s.Name)), nil),
+			Handler:       jsii.String(Bootstrap),
+			Code:          code,
 			Timeout:       awscdk.Duration_Seconds(jsii.Number(s.TimeoutSec)),
 			MemorySize:    jsii.Number(s.MemoryMiB),
 			Environment:   &env,
@@ -137,7 +142,7 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 	return out
 }
 
-// ByName returns the functions keyed by their entrypoint name.
+// ByName returns the functions keyed by their role.
 func (f *Functions) ByName() map[string]awslambda.Function {
 	return map[string]awslambda.Function{
 		"api": f.API, "step": f.Step, "approval": f.Approval, "finalize": f.Finalize, "schedule": f.Schedule,

@@ -14,11 +14,11 @@ func TestFunctions(t *testing.T) {
 	var fns *Functions
 	var storage *Storage
 	var stack awscdk.Stack
-	s := synthConstruct(t, func(st awscdk.Stack, root string) {
+	s := synthConstruct(t, func(st awscdk.Stack, appDir string) {
 		stack = st
 		storage = NewStorage(st, "Storage")
 		fns = NewFunctions(st, "Functions", FunctionsProps{
-			CodeDir: filepath.Join(root, "dist"),
+			CodeDir: appDir,
 			Table:   storage.Table,
 			Bucket:  storage.Bucket,
 		})
@@ -62,21 +62,37 @@ func TestFunctions(t *testing.T) {
 			if got := jsonOf(env["KEEL_BUCKET"]); got != jsonOf(map[string]any{"Ref": bucketID}) {
 				t.Errorf("KEEL_BUCKET = %s", got)
 			}
-			// The code asset is this function's own dist/<name>: the
-			// staged bootstrap is the placeholder written for it.
-			key := p["Code"].(map[string]any)["S3Key"].(string)
-			boot, err := os.ReadFile(filepath.Join(s.stagedAsset(strings.TrimSuffix(key, ".zip")), "bootstrap"))
-			if err != nil {
-				t.Fatalf("staged code: %v", err)
-			}
-			if !strings.Contains(string(boot), "placeholder "+name+"\n") {
-				t.Errorf("function %s deploys %q", name, boot)
+			if got := env[EnvRole]; got != name {
+				t.Errorf("%s = %v, want %s", EnvRole, got, name)
 			}
 			if got := jsonOf(p["LoggingConfig"]); !strings.Contains(got, `"LogFormat":"JSON"`) || !strings.Contains(got, `"LogGroup"`) {
 				t.Errorf("LoggingConfig = %s", got)
 			}
 		})
 	}
+
+	t.Run("one code asset: the binary, without the Dockerfile", func(t *testing.T) {
+		keys := map[string]bool{}
+		for _, key := range s.codeKeys(t) {
+			keys[key] = true
+		}
+		if len(keys) != 1 {
+			t.Fatalf("the functions deploy %d code assets, want one shared: %v", len(keys), keys)
+		}
+		for key := range keys {
+			staged := s.stagedAsset(strings.TrimSuffix(key, ".zip"))
+			boot, err := os.ReadFile(filepath.Join(staged, Bootstrap))
+			if err != nil {
+				t.Fatalf("staged code: %v", err)
+			}
+			if string(boot) != placeholderBootstrap {
+				t.Errorf("functions deploy %q, want the app's bootstrap", boot)
+			}
+			if _, err := os.Stat(filepath.Join(staged, TaskDockerfile)); err == nil {
+				t.Errorf("the code asset holds the task Dockerfile")
+			}
+		}
+	})
 
 	t.Run("grants", func(t *testing.T) {
 		// Who may put artifacts: api, step, finalize. Nobody may delete.

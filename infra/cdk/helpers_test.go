@@ -19,37 +19,52 @@ const (
 	fakeRegion  = "eu-west-1"
 )
 
-// fakeAssetRoot is a repository root with placeholder bootstraps and
-// Dockerfile (synthesis stages and hashes them, never runs them) and the
-// real run.asl.json, so the stack is synthesized against the definition it
-// will deploy.
+// fakeAssetRoot is a repository root whose stock app (cmd/keel) is a
+// trivial main package in a module of its own (so the app, run as a
+// process, builds it for real in a second) and with the real run.asl.json,
+// so the stack is synthesized against the definition it will deploy.
 func fakeAssetRoot(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	write := func(rel string, data []byte) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range FunctionNames() {
-		write(filepath.Join("dist", name, "bootstrap"), []byte("#!/bin/sh\n# placeholder "+name+"\n"))
-	}
-	write(TaskDockerfile, []byte("FROM scratch\n"))
+	writeFile(t, filepath.Join(root, "go.mod"), "module example.com/fakekeel\n\ngo 1.26\n")
+	writeFile(t, filepath.Join(root, "cmd", "keel", "main.go"), "package main\n\nfunc main() {}\n")
 	def, err := os.ReadFile(realDefinitionFile)
 	if err != nil {
 		t.Fatalf("the real state machine definition: %v", err)
 	}
-	write(filepath.Join("stepfunctions", "run.asl.json"), def)
+	writeFile(t, filepath.Join(root, "stepfunctions", "run.asl.json"), string(def))
 	return root
 }
 
+// placeholderBootstrap is what fakeAppDir stages instead of a binary:
+// synthesis stages and hashes the code, never runs it.
+const placeholderBootstrap = "#!/bin/sh\n# placeholder keel app\n"
+
+// fakeAppDir is an AppDir as BuildApp leaves it, with a placeholder
+// binary: for the tests of constructs that only stage it.
+func fakeAppDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, Bootstrap), placeholderBootstrap)
+	writeFile(t, filepath.Join(dir, TaskDockerfile), string(taskDockerfile))
+	return dir
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// repoRoot is the repository root, from infra/cdk.
+var repoRoot = filepath.Join("..", "..")
+
 // realDefinitionFile is the repository's run.asl.json, from infra/cdk.
-var realDefinitionFile = filepath.Join("..", "..", "stepfunctions", "run.asl.json")
+var realDefinitionFile = filepath.Join(repoRoot, "stepfunctions", "run.asl.json")
 
 // cdkJSONContext is the context of cdk.json (the feature flags `cdk synth`
 // runs with), so the in-process synthesis matches the CLI's.
@@ -81,15 +96,31 @@ type synthesized struct {
 	Missing int
 }
 
-// synth builds a stack from props (AssetRoot defaults to a fake root) in a
-// fresh app with cdk.json's context and the fake environment variables the
-// CLI would set, and synthesizes it to a temporary cloud assembly.
+// buildApp runs BuildApp for props (its BuildDir a temporary directory
+// unless set): a real linux/arm64 go build of props.App.
+func buildApp(t *testing.T, props KeelStackProps) KeelStackProps {
+	t.Helper()
+	if props.BuildDir == "" {
+		props.BuildDir = t.TempDir()
+	}
+	if err := BuildApp(t.Context(), props); err != nil {
+		t.Fatalf("BuildApp: %v", err)
+	}
+	return props
+}
+
+// synth builds a stack from props in a fresh app with cdk.json's context
+// and the fake environment variables the CLI would set, and synthesizes it
+// to a temporary cloud assembly. Without an AssetRoot, props get a fake
+// root and a fakeAppDir; otherwise props.AppDir() must hold a build
+// (buildApp).
 func synth(t *testing.T, props KeelStackProps) synthesized {
 	t.Helper()
 	t.Setenv("CDK_DEFAULT_ACCOUNT", fakeAccount)
 	t.Setenv("CDK_DEFAULT_REGION", fakeRegion)
 	if props.AssetRoot == "" {
 		props.AssetRoot = fakeAssetRoot(t)
+		props.BuildDir = fakeAppDir(t)
 	}
 	if err := props.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
@@ -132,17 +163,17 @@ func synth(t *testing.T, props KeelStackProps) synthesized {
 }
 
 // synthConstruct synthesizes a bare stack holding what build adds to it,
-// for the tests of one construct.
-func synthConstruct(t *testing.T, build func(stack awscdk.Stack, root string)) synthesized {
+// for the tests of one construct; appDir is a fakeAppDir.
+func synthConstruct(t *testing.T, build func(stack awscdk.Stack, appDir string)) synthesized {
 	t.Helper()
 	t.Setenv("CDK_DEFAULT_ACCOUNT", fakeAccount)
 	t.Setenv("CDK_DEFAULT_REGION", fakeRegion)
-	root := fakeAssetRoot(t)
+	appDir := fakeAppDir(t)
 	ctx := cdkJSONContext(t)
 	out := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(out)})
 	stack := awscdk.NewStack(app, jsii.String("Test"), nil)
-	build(stack, root)
+	build(stack, appDir)
 	asm := app.Synth(nil)
 	raw, err := json.Marshal(asm.GetStackArtifact(stack.ArtifactId()).Template())
 	if err != nil {
@@ -287,6 +318,80 @@ func (s synthesized) rolesOf(policyID string) []string {
 				out = append(out, ref)
 			}
 		}
+	}
+	return out
+}
+
+// imageSource is a Docker image asset's source in the asset manifest.
+type imageSource struct {
+	Directory  string `json:"directory"`
+	DockerFile string `json:"dockerFile"`
+	Platform   string `json:"platform"`
+}
+
+// dockerImages returns the sources of the Docker image assets of every
+// stack in the cloud assembly, keyed by asset hash.
+func (s synthesized) dockerImages(t *testing.T) map[string]imageSource {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(s.OutDir, "*.assets.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no asset manifest in %s (%v)", s.OutDir, err)
+	}
+	out := map[string]imageSource{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var manifest struct {
+			DockerImages map[string]struct {
+				Source imageSource `json:"source"`
+			} `json:"dockerImages"`
+		}
+		if err := json.Unmarshal(raw, &manifest); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for hash, img := range manifest.DockerImages {
+			out[hash] = img.Source
+		}
+	}
+	return out
+}
+
+// codeKeys returns the S3 keys of the functions' code, by logical id.
+func (s synthesized) codeKeys(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for id, fn := range s.resources("AWS::Lambda::Function") {
+		code, _ := fn.Props()["Code"].(map[string]any)
+		key, ok := code["S3Key"].(string)
+		if !ok {
+			t.Fatalf("function %s: code is not an S3 asset: %s", id, jsonOf(code))
+		}
+		out[id] = key
+	}
+	return out
+}
+
+// envOf returns a function's environment variables.
+func envOf(fn resource) map[string]any {
+	env, _ := fn.Props()["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	return vars
+}
+
+// containerEnv returns the environment of the task's container as name → value.
+func (s synthesized) containerEnv(t *testing.T) map[string]any {
+	t.Helper()
+	defs, _ := s.only(t, "AWS::ECS::TaskDefinition").Props()["ContainerDefinitions"].([]any)
+	if len(defs) != 1 {
+		t.Fatalf("%d container definitions, want 1", len(defs))
+	}
+	out := map[string]any{}
+	env, _ := defs[0].(map[string]any)["Environment"].([]any)
+	for _, e := range env {
+		kv, _ := e.(map[string]any)
+		out[kv["Name"].(string)] = kv["Value"]
 	}
 	return out
 }

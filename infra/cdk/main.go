@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -28,6 +29,12 @@ func run() int {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "keel cdk: invalid configuration:\n%v\n", err)
+		return 1
+	}
+	props := cfg.Props.withDefaults()
+	fmt.Fprintf(os.Stderr, "keel cdk: building %s %s for linux/arm64 into %s\n", CtxApp, props.App, props.AppDir())
+	if err := BuildApp(context.Background(), props); err != nil {
+		fmt.Fprintf(os.Stderr, "keel cdk: building the app failed:\n%v\n", err)
 		return 1
 	}
 	NewKeelStack(app, cfg.StackName, cfg.Props)

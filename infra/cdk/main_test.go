@@ -68,20 +68,55 @@ func TestApp(t *testing.T) {
 		if err := json.Unmarshal(raw, &tmpl); err != nil {
 			t.Fatal(err)
 		}
-		nats := synthesized{JSON: tmpl}.resources("AWS::EC2::NatGateway")
+		s := synthesized{JSON: tmpl}
+		nats := s.resources("AWS::EC2::NatGateway")
 		if len(nats) != 2 {
 			t.Errorf("%d NAT gateways, want the 2 from context", len(nats))
+		}
+		// The app built the stock app (the fake root's cmd/keel, a real
+		// program) into its default directory, and deploys it.
+		bin := filepath.Join(KeelStackProps{AssetRoot: root}.AppDir(), Bootstrap)
+		checkLinuxARM64Static(t, bin)
+		if keys := s.codeKeys(t); len(keys) != len(FunctionNames()) {
+			t.Errorf("%d functions with code, want %d", len(keys), len(FunctionNames()))
 		}
 	})
 	t.Run("refuses an incomplete asset root", func(t *testing.T) {
 		_, stderr, err := runApp(t, map[string]any{CtxAssetRoot: t.TempDir()})
 		if err == nil {
-			t.Fatal("app succeeded without Lambda code")
+			t.Fatal("app succeeded without an app or a definition")
 		}
-		for _, want := range []string{"invalid configuration", "make build-api", "make build-schedule", "run.asl.json", "Dockerfile"} {
+		for _, want := range []string{"invalid configuration", `keel:app "./cmd/keel"`, "does not exist", "run.asl.json"} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("stderr lacks %q:\n%s", want, stderr)
 			}
+		}
+	})
+	t.Run("refuses a keel:app that does not exist", func(t *testing.T) {
+		_, stderr, err := runApp(t, map[string]any{CtxAssetRoot: fakeAssetRoot(t), CtxApp: "./examples/nope"})
+		if err == nil {
+			t.Fatal("app succeeded without its keel:app")
+		}
+		for _, want := range []string{"invalid configuration", `keel:app "./examples/nope"`, "does not exist"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr)
+			}
+		}
+	})
+	t.Run("a build failure names keel:app", func(t *testing.T) {
+		root := fakeAssetRoot(t)
+		writeFile(t, filepath.Join(root, "cmd", "keel", "main.go"), "package main\n\nfunc main() { undefinedCall() }\n")
+		out, stderr, err := runApp(t, map[string]any{CtxAssetRoot: root})
+		if err == nil {
+			t.Fatal("app succeeded with an app that does not compile")
+		}
+		for _, want := range []string{"building the app failed", `keel:app "./cmd/keel"`, "go build", "undefinedCall"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, stderr)
+			}
+		}
+		if tmpls, _ := filepath.Glob(filepath.Join(out, "*.template.json")); len(tmpls) != 0 {
+			t.Errorf("a template was synthesized anyway: %v", tmpls)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,13 +31,13 @@ func TestScheduling(t *testing.T) {
 			var stack awscdk.Stack
 			var fn awslambda.Function
 			var sched *Scheduling
-			s := synthConstruct(t, func(st awscdk.Stack, root string) {
+			s := synthConstruct(t, func(st awscdk.Stack, appDir string) {
 				stack = st
 				fn = awslambda.NewFunction(st, jsii.String("Schedule"), &awslambda.FunctionProps{
 					Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 					Architecture: awslambda.Architecture_ARM_64(),
 					Handler:      jsii.String("bootstrap"),
-					Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(root, "dist", "schedule")), nil),
+					Code:         awslambda.Code_FromAsset(jsii.String(appDir), nil),
 				})
 				sched = NewScheduling(st, "Scheduling", SchedulingProps{Function: fn, Example: tc.example})
 			})

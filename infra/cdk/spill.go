@@ -20,9 +20,9 @@ const ContainerName = "keel"
 
 // SpillTaskProps configures NewSpillTask.
 type SpillTaskProps struct {
-	// AssetRoot is the Docker build context; the Dockerfile is
-	// TaskDockerfile inside it. Ignored when Image is set.
-	AssetRoot string
+	// ImageDir is the Docker build context: the app's bootstrap and
+	// TaskDockerfile (BuildApp writes both). Ignored when Image is set.
+	ImageDir string
 	// Image, when set, is an image URI to pull instead of building one.
 	Image             string
 	CPU, MemoryMiB    int
@@ -95,7 +95,10 @@ func NewSpillTask(scope constructs.Construct, id string, props SpillTaskProps) *
 		},
 	})
 
+	// The binary runs the long-running task; RunOnFargate adds KEEL_RUN_ID
+	// and KEEL_TASK_TOKEN per run through container overrides.
 	env := map[string]*string{
+		EnvRole:   jsii.String(RoleTask),
 		EnvTable:  props.Table.TableName(),
 		EnvBucket: props.Bucket.BucketName(),
 	}
@@ -133,20 +136,16 @@ func NewSpillTask(scope constructs.Construct, id string, props SpillTaskProps) *
 }
 
 // taskImage is the pulled image, or a Docker build asset: synthesis only
-// stages the build context and fingerprints it; cdk deploy builds the image
-// for linux/arm64 and pushes it to the bootstrap ECR repository.
+// stages the build context (the prebuilt binary and its Dockerfile) and
+// fingerprints it; cdk deploy builds the image for linux/arm64 and pushes
+// it to the bootstrap ECR repository. Nothing is compiled in Docker.
 func taskImage(props SpillTaskProps) awsecs.ContainerImage {
 	if props.Image != "" {
 		return awsecs.ContainerImage_FromRegistry(jsii.String(props.Image), nil)
 	}
-	return awsecs.ContainerImage_FromAsset(jsii.String(props.AssetRoot), &awsecs.AssetImageProps{
+	return awsecs.ContainerImage_FromAsset(jsii.String(props.ImageDir), &awsecs.AssetImageProps{
 		File:     jsii.String(TaskDockerfile),
 		Platform: awsecrassets.Platform_LINUX_ARM64(),
-		// The context is the whole repository (the Dockerfile builds the
-		// task from source at the module root); these never belong in it:
-		// history, npm trees, cloud assemblies, built bootstraps and tools,
-		// local dev state. A .dockerignore at the root adds to them.
-		Exclude: jsii.Strings(".git", "**/node_modules", "**/cdk.out", "dist", "bin", ".keel"),
 	})
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,10 +29,10 @@ func TestSpillTask(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := synthConstruct(t, func(stack awscdk.Stack, root string) {
+			s := synthConstruct(t, func(stack awscdk.Stack, appDir string) {
 				storage := NewStorage(stack, "Storage")
 				p := tc.props
-				p.AssetRoot = root
+				p.ImageDir = appDir
 				p.CPU, p.MemoryMiB = 1024, 2048
 				if p.NATGateways == 0 {
 					p.NATGateways = 1
@@ -82,6 +81,7 @@ func TestSpillTask(t *testing.T) {
 					"Essential": true,
 					"Environment": assertions.Match_ArrayWith(&[]any{
 						map[string]any{"Name": "KEEL_MODEL", "Value": "scripted"},
+						map[string]any{"Name": EnvRole, "Value": RoleTask},
 					}),
 					"LogConfiguration": assertions.Match_ObjectLike(&map[string]any{"LogDriver": "awslogs"}),
 				})},
@@ -98,34 +98,31 @@ func TestSpillTask(t *testing.T) {
 				t.Errorf("image is not the Docker asset: %s", jsonOf(image))
 			}
 			// The asset manifest tells cdk deploy how to build the image:
-			// from the repository root, with the task's Dockerfile, for arm64.
-			raw, err := os.ReadFile(filepath.Join(s.OutDir, "Test.assets.json"))
-			if err != nil {
-				t.Fatal(err)
+			// from the app directory (the prebuilt binary and the
+			// Dockerfile), for arm64.
+			imgs := s.dockerImages(t)
+			if len(imgs) != 1 {
+				t.Fatalf("%d docker images in the asset manifest, want 1", len(imgs))
 			}
-			var manifest struct {
-				DockerImages map[string]struct {
-					Source struct {
-						Directory      string `json:"directory"`
-						DockerFile     string `json:"dockerFile"`
-						Platform       string `json:"platform"`
-						DockerBuildArg any    `json:"dockerBuildArgs"`
-					} `json:"source"`
-				} `json:"dockerImages"`
-			}
-			if err := json.Unmarshal(raw, &manifest); err != nil {
-				t.Fatal(err)
-			}
-			if len(manifest.DockerImages) != 1 {
-				t.Fatalf("%d docker images in the asset manifest, want 1", len(manifest.DockerImages))
-			}
-			for _, img := range manifest.DockerImages {
-				if img.Source.DockerFile != TaskDockerfile || img.Source.Platform != "linux/arm64" {
-					t.Errorf("image source = %+v", img.Source)
+			for _, src := range imgs {
+				if src.DockerFile != TaskDockerfile || src.Platform != "linux/arm64" {
+					t.Errorf("image source = %+v", src)
 				}
-				staged := filepath.Join(s.OutDir, img.Source.Directory)
-				if _, err := os.Stat(filepath.Join(staged, TaskDockerfile)); err != nil {
-					t.Errorf("staged build context lacks the Dockerfile: %v", err)
+				staged := filepath.Join(s.OutDir, src.Directory)
+				for name, want := range map[string]string{TaskDockerfile: string(taskDockerfile), Bootstrap: placeholderBootstrap} {
+					got, err := os.ReadFile(filepath.Join(staged, name))
+					if err != nil {
+						t.Errorf("staged build context: %v", err)
+					} else if string(got) != want {
+						t.Errorf("staged %s = %q, want %q", name, got, want)
+					}
+				}
+				entries, err := os.ReadDir(staged)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(entries) != 2 {
+					t.Errorf("build context holds %d entries, want only %s and %s", len(entries), Bootstrap, TaskDockerfile)
 				}
 			}
 		})

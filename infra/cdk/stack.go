@@ -15,15 +15,27 @@ import (
 type KeelStackProps struct {
 	awscdk.StackProps
 
-	// AssetRoot is the repository root. Lambda code comes from
-	// AssetRoot/dist/<name>/bootstrap (make build-<name>), the state machine
-	// from AssetRoot/stepfunctions/run.asl.json, and the Fargate image is
-	// built with AssetRoot as context and tasks/fargate/Dockerfile.
+	// AssetRoot is the repository root: the state machine comes from
+	// AssetRoot/stepfunctions/run.asl.json, and a relative App is relative
+	// to it.
 	AssetRoot string
 
+	// App is the Keel program to deploy (keel:app): the directory of a Go
+	// main package calling keel.Main, relative to AssetRoot unless
+	// absolute, possibly in a module of its own. Default DefaultApp
+	// (./cmd/keel). BuildApp compiles it once for linux/arm64; all five
+	// functions run that binary as one shared code asset and the Fargate
+	// image is that binary on distroless, each with its KEEL_ROLE.
+	App string
+	// BuildDir, when set, is where BuildApp writes the binary and the task
+	// Dockerfile (see AppDir for the default). Tests point it at a
+	// temporary directory.
+	BuildDir string
+
 	// TaskImage, when set, is an image URI the Fargate task pulls instead
-	// of the image built from tasks/fargate/Dockerfile (then deploying needs
-	// no Docker). It must be an arm64 image.
+	// of the image built from App's binary (then deploying needs no
+	// Docker). It must be an arm64 image whose entrypoint runs the task
+	// role (the container gets KEEL_ROLE=task).
 	TaskImage string
 	// TaskCPU and TaskMemoryMiB size the Fargate task (a valid Fargate
 	// combination). Defaults: 1024 (1 vCPU) and 2048.
@@ -60,16 +72,10 @@ type KeelStackProps struct {
 	Schedule ExampleSchedule
 }
 
-// FunctionsDir is where the Lambda bootstraps are: dist/<name>/bootstrap.
-func (p KeelStackProps) FunctionsDir() string { return filepath.Join(p.AssetRoot, "dist") }
-
 // DefinitionFile is the state machine definition.
 func (p KeelStackProps) DefinitionFile() string {
 	return filepath.Join(p.AssetRoot, "stepfunctions", "run.asl.json")
 }
-
-// TaskDockerfile is the Fargate task's Dockerfile, relative to AssetRoot.
-const TaskDockerfile = "tasks/fargate/Dockerfile"
 
 // Defaults for zero-valued props.
 const (
@@ -90,8 +96,9 @@ type KeelStack struct {
 	Schedule  *Scheduling
 }
 
-// NewKeelStack builds Keel's stack. props must have passed Validate: like
-// every CDK construct, an invalid input aborts synthesis.
+// NewKeelStack builds Keel's stack. props must have passed Validate and
+// BuildApp must have written the app to props.AppDir(): like every CDK
+// construct, an invalid input (a missing asset) aborts synthesis.
 func NewKeelStack(scope constructs.Construct, id string, props KeelStackProps) awscdk.Stack {
 	return newKeelStack(scope, id, props).Stack
 }
@@ -108,14 +115,14 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	storage := NewStorage(stack, "Storage")
 	modelSecret := modelSecret(stack, props.ModelSecretName)
 	fns := NewFunctions(stack, "Functions", FunctionsProps{
-		CodeDir:     props.FunctionsDir(),
+		CodeDir:     props.AppDir(),
 		Table:       storage.Table,
 		Bucket:      storage.Bucket,
 		ModelSecret: modelSecret,
 		Environment: props.Environment,
 	})
 	spill := NewSpillTask(stack, "Spill", SpillTaskProps{
-		AssetRoot:         props.AssetRoot,
+		ImageDir:          props.AppDir(),
 		Image:             props.TaskImage,
 		CPU:               props.TaskCPU,
 		MemoryMiB:         props.TaskMemoryMiB,
@@ -182,6 +189,9 @@ func (p KeelStackProps) withDefaults() KeelStackProps {
 	}
 	if p.NATGateways == 0 {
 		p.NATGateways = defaultNATGateways
+	}
+	if p.App == "" {
+		p.App = DefaultApp
 	}
 	p.Schedule = p.Schedule.withDefaults()
 	return p

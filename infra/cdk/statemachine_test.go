@@ -130,6 +130,10 @@ func TestRunStateMachine(t *testing.T) {
 			`"Cluster":"resolved-ClusterArn"`,
 			`"TaskDefinition":"resolved-TaskDefinitionArn"`,
 			`"Name":"resolved-ContainerName"`,
+			// The task's run and token come per run through the
+			// container overrides; the task definition holds KEEL_ROLE.
+			`{"Name":"KEEL_RUN_ID","Value.$":"$.run_id"}`,
+			`{"Name":"KEEL_TASK_TOKEN","Value.$":"$$.Task.Token"}`,
 			`States.StringSplit('resolved-SubnetIds', ',')`,
 		} {
 			if !strings.Contains(run, want) {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The one binary every role runs. BuildApp compiles keel:app into
+// AppDir/Bootstrap and writes AppDir/Dockerfile beside it: the directory
+// is both the Lambda code asset (the Dockerfile excluded) and the Docker
+// build context of the Fargate task image.
+const (
+	// Bootstrap is the binary's file name: what provided.al2023 runs.
+	Bootstrap = "bootstrap"
+	// TaskDockerfile is the task image's Dockerfile, relative to AppDir.
+	TaskDockerfile = "Dockerfile"
+	// DefaultApp is the stock app (cmd/keel, with Keel's research agent).
+	DefaultApp = "./cmd/keel"
+)
+
+// EnvRole tells the binary which role it plays in this process: one of
+// the function names (FunctionNames) or RoleTask.
+const (
+	EnvRole  = "KEEL_ROLE"
+	RoleTask = "task" // the long-running Fargate task
+)
+
+// taskDockerfile is ./Dockerfile: it only copies the prebuilt bootstrap
+// into a distroless image.
+//
+//go:embed Dockerfile
+var taskDockerfile []byte
+
+// App is a resolved keel:app: a main package and the module it belongs to.
+type App struct {
+	Package string // as configured: keel:app
+	Dir     string // the package directory
+	Module  string // the nearest directory at or above Dir holding go.mod
+}
+
+// appPath is the package directory keel:app names.
+func (p KeelStackProps) appPath() string {
+	if filepath.IsAbs(p.App) {
+		return filepath.Clean(p.App)
+	}
+	return filepath.Join(p.AssetRoot, p.App)
+}
+
+// AppDir is where BuildApp writes the bootstrap and the Dockerfile:
+// BuildDir, or by default AssetRoot/dist/app/<name>-<hash>, one directory
+// per keel:app (<hash> is of its path relative to AssetRoot), so that apps
+// never overwrite each other's binary and a synth of unchanged sources
+// finds the same bytes, hence the same asset hashes.
+func (p KeelStackProps) AppDir() string {
+	p = p.withDefaults()
+	if p.BuildDir != "" {
+		return p.BuildDir
+	}
+	dir := p.appPath()
+	rel, err := filepath.Rel(p.AssetRoot, dir)
+	if err != nil {
+		rel = dir
+	}
+	sum := sha256.Sum256([]byte(filepath.ToSlash(rel)))
+	name := filepath.Base(dir)
+	if abs, err := filepath.Abs(dir); err == nil {
+		name = filepath.Base(abs)
+	}
+	return filepath.Join(p.AssetRoot, "dist", "app", name+"-"+hex.EncodeToString(sum[:4]))
+}
+
+// ResolveApp checks that keel:app is a directory and finds its module.
+// Every error names keel:app.
+func (p KeelStackProps) ResolveApp() (App, error) {
+	p = p.withDefaults()
+	app := App{Package: p.App, Dir: p.appPath()}
+	fi, err := os.Stat(app.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return app, fmt.Errorf("%s %q: %s does not exist (a Go main package directory, relative to keel:assetRoot %s)", CtxApp, p.App, app.Dir, p.AssetRoot)
+	case err != nil:
+		return app, fmt.Errorf("%s %q: %w", CtxApp, p.App, err)
+	case !fi.IsDir():
+		return app, fmt.Errorf("%s %q: %s is not a directory (want a Go main package directory)", CtxApp, p.App, app.Dir)
+	}
+	mod, err := moduleRoot(app.Dir)
+	if err != nil {
+		return app, fmt.Errorf("%s %q: %w", CtxApp, p.App, err)
+	}
+	app.Module = mod
+	return app, nil
+}
+
+// moduleRoot returns the nearest directory at or above dir that holds a
+// go.mod: the module the package belongs to, where go build must run.
+func moduleRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; {
+		if fi, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && fi.Mode().IsRegular() {
+			return d, nil
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return "", fmt.Errorf("no go.mod in %s or any directory above it", abs)
+		}
+		d = up
+	}
+}
+
+// buildArgs is the go build command line for app, run in app.Module with
+// GOOS=linux GOARCH=arm64 CGO_ENABLED=0. -trimpath and -buildvcs=false
+// keep the binary a function of the sources alone (no checkout paths, no
+// commit stamp), so rebuilding unchanged sources gives the same bytes.
+func buildArgs(app App, out string) ([]string, error) {
+	dir, err := filepath.Abs(app.Dir)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(app.Module, dir)
+	if err != nil {
+		return nil, err
+	}
+	pkg := "./" + filepath.ToSlash(rel)
+	if rel == "." {
+		pkg = "."
+	}
+	return []string{"build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", out, pkg}, nil
+}
+
+// BuildApp compiles keel:app for linux/arm64 into AppDir/bootstrap and
+// writes the task's Dockerfile beside it. It runs go from PATH in the
+// app's module root, with the caller's environment otherwise (GOFLAGS,
+// GOPROXY, GOCACHE...): the Go build cache makes a rebuild of unchanged
+// sources cheap. On failure the error names keel:app and carries go's
+// output.
+func BuildApp(ctx context.Context, p KeelStackProps) error {
+	app, err := p.ResolveApp()
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(p.AppDir())
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	}
+	args, err := buildArgs(app, filepath.Join(dir, Bootstrap))
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = app.Module
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %q: go %s (in %s) failed: %w\n%s", CtxApp, app.Package, strings.Join(args, " "), app.Module, err, strings.TrimSpace(string(out)))
+	}
+	if err := os.WriteFile(filepath.Join(dir, TaskDockerfile), taskDockerfile, 0o644); err != nil {
+		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+module example.com/extapp
+
+go 1.26
