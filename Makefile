@@ -5,28 +5,19 @@ BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 export GOFLAGS := -buildvcs=false
 
-FUNCTIONS := $(notdir $(wildcard functions/*))
-
-.PHONY: all build fmt lint vet staticcheck test test-race test-go bench tools
+.PHONY: all build build-app fmt lint vet staticcheck test test-race test-go bench tools
 
 all: build
 
 build:
 	$(GO) build ./...
-	@for f in $(FUNCTIONS); do $(MAKE) --no-print-directory build-$$f || exit 1; done
-	@$(MAKE) --no-print-directory build-fargate
 
-# build-fargate: the long-running task as a static linux/arm64 binary (the
-# image is tasks/fargate/Dockerfile, built by `cdk deploy` or docker build).
-.PHONY: build-fargate
-build-fargate:
-	@mkdir -p dist/fargate
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o dist/fargate/keel-task ./tasks/fargate
-
-# build-NAME: an arm64 Lambda bootstrap for functions/NAME.
-build-%:
-	@mkdir -p dist/$*
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -ldflags "-s -w" -o dist/$*/bootstrap ./functions/$*
+# build-app: the one Keel program as every function and the task run it on
+# AWS — a static linux/arm64 binary of APP (default ./cmd/keel) in
+# dist/bootstrap. `make synth` builds it by itself; this is for a look.
+build-app:
+	@mkdir -p dist
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -42,7 +33,7 @@ lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
 
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
-test: lint test-asl test-cdk test-go
+test: lint test-asl test-cdk test-go test-examples
 
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
@@ -166,3 +157,12 @@ crash: crash-bins
 
 soak: crash-bins
 	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(N) -store $(STORE) $(CRASH_FLAGS) soak
+
+# test-examples: the examples that are Go modules of their own (they may
+# use only Keel's public API: the compiler forbids them internal/) build,
+# vet and pass their tests.
+.PHONY: test-examples
+test-examples:
+	@for d in $$(dirname $$(ls examples/*/go.mod 2>/dev/null) 2>/dev/null); do \
+		echo "test-examples: $$d"; \
+		(cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; done

@@ -2,6 +2,7 @@ package keel
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/keelrun/keel/internal/agentdef"
@@ -32,10 +33,17 @@ func (p Promise) contract() ops.Contract {
 	return ops.Contract{Idempotent: p&IdempotentByKey != 0, Lookup: p&LookupByKey != 0}
 }
 
-// Outcome is what a destination confirmed: its own id for the effect
-// (a ticket number, a payment id) and optionally a JSON result. It is
-// recorded on the operation and shown to the model.
-type Outcome = ops.Outcome
+// Outcome is what a destination confirmed. It is recorded on the
+// operation and shown to the model.
+type Outcome struct {
+	// ExternalID is the destination's own id for the effect: a ticket
+	// number, a payment id.
+	ExternalID string
+	// Result is an optional JSON document the destination answered.
+	Result json.RawMessage
+}
+
+func (o Outcome) ops() ops.Outcome { return ops.Outcome{ExternalID: o.ExternalID, Result: o.Result} }
 
 // Reject is what Dispatch returns when the destination definitely refused
 // the request (a validation error, a 4xx): the effect did not happen and
@@ -91,8 +99,19 @@ func Effect[A any](name, description string, spec EffectSpec[A]) Tool {
 	if spec.Promises&^(IdempotentByKey|LookupByKey) != 0 {
 		return Tool{name: name, err: fmt.Errorf("effect %q: unknown Promises bits %#x", name, uint8(spec.Promises))}
 	}
-	return newTool(name)(agentdef.Effect(name, description, agentdef.EffectFuncs[A]{
-		Dispatch: spec.Dispatch, Lookup: spec.Lookup, Contract: spec.Promises.contract(),
-		Destination: spec.Destination, ConfirmOnce: spec.ConfirmOnce, Prepare: spec.Prepare,
-	}))
+	f := agentdef.EffectFuncs[A]{Contract: spec.Promises.contract(), Destination: spec.Destination,
+		ConfirmOnce: spec.ConfirmOnce, Prepare: spec.Prepare}
+	if d := spec.Dispatch; d != nil {
+		f.Dispatch = func(ctx context.Context, opID string, a A) (ops.Outcome, error) {
+			out, err := d(ctx, opID, a)
+			return out.ops(), err
+		}
+	}
+	if l := spec.Lookup; l != nil {
+		f.Lookup = func(ctx context.Context, opID string) (ops.Outcome, bool, error) {
+			out, found, err := l(ctx, opID)
+			return out.ops(), found, err
+		}
+	}
+	return newTool(name)(agentdef.Effect(name, description, f))
 }

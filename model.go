@@ -15,29 +15,40 @@ import (
 // tool call only when its arguments are complete JSON.
 //
 // Generate is called once per model call of a Step, possibly again for the
-// same transcript after a crash; ctx ends when the Step's budget does.
-type Model = model.Model
+// same transcript after a crash; ctx ends when the Step's budget does. An
+// error fails the call (the Step is retried by the state machine).
+type Model interface {
+	Generate(ctx context.Context, req ModelRequest) (ModelResponse, error)
+}
 
-// ModelRequest is one model call: the instructions, the transcript so far
-// and the tools the model may call.
+var _ model.Model = Model(nil)
+
+// ModelRequest is one model call: System (the agent's instructions),
+// Messages (the transcript so far), Tools (what the model may call, with
+// their JSON Schemas), MaxTokens (the output bound), and RunID.
 type ModelRequest = model.Request
 
-// ModelResponse is a complete answer: text, tool calls, token usage.
+// ModelResponse is a complete answer: Text, ToolCalls (complete, with
+// JSON arguments), Usage (tokens), StopReason, Model, and optionally
+// CostMicroUSD (counted against the run's spend limit).
 type ModelResponse = model.Response
 
-// Message is one entry of a transcript.
+// Message is one entry of a transcript: Role (user, assistant, tool),
+// Text, the assistant's ToolCalls, and the tool's ToolResults.
 type Message = model.Message
 
-// ToolCall is a tool call proposed by the model.
+// ToolCall is a tool call proposed by the model: ID, Name, Args (JSON).
 type ToolCall = model.ToolCall
 
-// ToolResult answers one tool call in a transcript.
+// ToolResult answers one tool call in a transcript: CallID, Content,
+// IsError.
 type ToolResult = model.ToolResult
 
-// ToolSpec describes a tool to the model: name, description, JSON Schema.
+// ToolSpec describes a tool to the model: Name, Description, Schema.
 type ToolSpec = model.ToolSpec
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call: InputTokens, OutputTokens,
+// CacheReadTokens, CacheWriteTokens (disjoint).
 type Usage = model.Usage
 
 // ModelSpec names one of Keel's providers: "anthropic:MODEL",

@@ -80,10 +80,12 @@ func (n note) Intent(_ context.Context, c tool.Call) (tool.Intent, error) {
 	return tool.Intent{ArtifactHash: run.HashBytes([]byte(n.text(c.Args)))}, nil
 }
 func (n note) Dispatch(ctx context.Context, op run.Operation) (ops.Outcome, error) {
-	return n.to.Publish(ctx, op.IdempotencyKey, op.ArtifactHash, []byte(n.text(op.Args)))
+	out, err := n.to.Publish(ctx, op.IdempotencyKey, op.ArtifactHash, []byte(n.text(op.Args)))
+	return ops.Outcome{ExternalID: out.ExternalID, Result: out.Result}, err
 }
 func (n note) Lookup(ctx context.Context, op run.Operation) (ops.Outcome, bool, error) {
-	return n.to.Find(ctx, op.IdempotencyKey)
+	out, found, err := n.to.Find(ctx, op.IdempotencyKey)
+	return ops.Outcome{ExternalID: out.ExternalID, Result: out.Result}, found, err
 }
 func (n note) Describe(op run.Operation) tool.Result {
 	return tool.Result{Content: "published " + op.ExternalID}

@@ -6,6 +6,7 @@
 package researchtest
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/keelrun/keel"
@@ -38,7 +39,12 @@ func Tools(arts artifact.Store, to research.Publisher) ([]tool.Tool, error) {
 		},
 		func() (agentdef.Builder, error) {
 			return agentdef.Effect("publish_report", "Publish a drafted report.", agentdef.EffectFuncs[research.PublishArgs]{
-				Dispatch: pub.Dispatch, Lookup: pub.Lookup, Prepare: pub.Prepare, Destination: pub.Destination,
+				Dispatch: func(ctx context.Context, opID string, a research.PublishArgs) (ops.Outcome, error) {
+					out, err := pub.Dispatch(ctx, opID, a)
+					return ops.Outcome{ExternalID: out.ExternalID, Result: out.Result}, err
+				},
+				Lookup:  lookup(pub.Lookup),
+				Prepare: pub.Prepare, Destination: pub.Destination,
 				Contract: Contract(to),
 			})
 		},
@@ -85,4 +91,14 @@ func App(to research.Publisher) compose.App {
 		Defaults:  api.AgentDefaults{},
 		MaxTokens: 4096,
 	}}}
+}
+
+func lookup(l func(context.Context, string) (keel.Outcome, bool, error)) func(context.Context, string) (ops.Outcome, bool, error) {
+	if l == nil {
+		return nil
+	}
+	return func(ctx context.Context, opID string) (ops.Outcome, bool, error) {
+		out, found, err := l(ctx, opID)
+		return ops.Outcome{ExternalID: out.ExternalID, Result: out.Result}, found, err
+	}
 }
