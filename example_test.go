@@ -134,5 +134,5 @@ func ExampleEffect_promises() {
 	_, err := keel.Dev(context.Background(), keel.DevOptions{DataDir: os.TempDir()}, keel.Agent{Name: "billing", Tools: []keel.Tool{bad}})
 	fmt.Println(strings.TrimPrefix(err.Error(), "keel: "))
 	// Output:
-	// agent "billing": effect "charge": Promises has LookupByKey but Lookup is nil
+	// agent "billing": effect "charge": promises include LookupByKey but Lookup is nil
 }

@@ -89,10 +89,10 @@ func (a Agent) def() (compose.AgentDef, error) {
 	}
 	l := a.Limits
 	if l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 || l.Timeout < 0 {
-		return fail(errors.New("Limits must not be negative"))
+		return fail(errors.New("limits must not be negative"))
 	}
 	if a.MaxOutputTokens < 0 {
-		return fail(errors.New("MaxOutputTokens must not be negative"))
+		return fail(errors.New("max output tokens must not be negative"))
 	}
 	names := map[string]bool{}
 	for i, t := range a.Tools {
@@ -100,7 +100,7 @@ func (a Agent) def() (compose.AgentDef, error) {
 		case t.err != nil:
 			return fail(t.err)
 		case t.build == nil:
-			return fail(fmt.Errorf("Tools[%d] is the zero Tool: make tools with keel.ReadOnly, keel.ConfirmOnce or keel.Effect", i))
+			return fail(fmt.Errorf("tool %d is the zero Tool: make tools with keel.ReadOnly, keel.ConfirmOnce or keel.Effect", i))
 		case names[t.name]:
 			return fail(fmt.Errorf("tool %q is given twice", t.name))
 		}

@@ -223,4 +223,3 @@ func wait(cond func() (bool, error)) error {
 	}
 	return errors.New("gave up waiting (keeltest.HangGuard)")
 }
-

@@ -292,7 +292,3 @@ func stepUntil(t *testing.T, h *harness.Harness, runID string) harness.Decision 
 	t.Fatal("the run did not reach a decision in 50 steps")
 	return harness.Decision{}
 }
-
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}

@@ -88,11 +88,11 @@ type EffectFuncs[A any] struct {
 func (s EffectFuncs[A]) check() error {
 	switch {
 	case s.Dispatch == nil:
-		return errors.New("Dispatch is required")
+		return errors.New("no Dispatch: an effect needs one")
 	case s.Contract.Lookup && s.Lookup == nil:
-		return errors.New("Promises has LookupByKey but Lookup is nil")
+		return errors.New("promises include LookupByKey but Lookup is nil")
 	case !s.Contract.Lookup && s.Lookup != nil:
-		return errors.New("Lookup is set but Promises lacks LookupByKey: declare it, or drop Lookup")
+		return errors.New("a Lookup is set but the promises lack LookupByKey: declare it, or drop Lookup")
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ func TestSettingsRedactKeys(t *testing.T) {
 		"%v":   fmt.Sprintf("%v", s),
 		"%+v":  fmt.Sprintf("%+v", s),
 		"%#v":  fmt.Sprintf("%#v", s),
-		"%s":   fmt.Sprintf("%s", s),
+		"%s":   s.String(), // what %s prints
 		"&%+v": fmt.Sprintf("%+v", &s),
 		"slog": buf.String(),
 	}
