@@ -421,3 +421,27 @@ func TestContextPrincipal(t *testing.T) {
 		t.Error("Tokens accepted a request without Authorization")
 	}
 }
+
+// TestAgentDefaults: a run takes its agent's limits, timeout and input
+// policy where the request names none, the request's own where it does,
+// and Keel's defaults for what is still unset.
+func TestAgentDefaults(t *testing.T) {
+	e := newEnv(t, nil)
+	var got api.Run
+	e.doJSON("POST", "/v1/runs", aliceToken, `{"agent":"bounded","input":"x"}`, nil, 201, &got)
+	d := run.DefaultLimits()
+	if got.Limits.MaxSteps != 7 || got.Limits.MaxSpendMicroUSD != 1_000 || got.Limits.MaxToolCalls != d.MaxToolCalls ||
+		got.InputPolicy != run.InputReject || got.Limits.Deadline.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("agent defaults not applied: %+v policy %s", got.Limits, got.InputPolicy)
+	}
+	e.doJSON("POST", "/v1/runs", aliceToken, `{"agent":"bounded","input":"x","input_policy":"queue","limits":{"max_steps":3,"deadline":"2099-01-02T15:04:05Z"}}`,
+		nil, 201, &got)
+	if got.Limits.MaxSteps != 3 || got.Limits.MaxSpendMicroUSD != 1_000 || got.InputPolicy != run.InputQueue || got.Limits.Deadline.Year() != 2099 {
+		t.Fatalf("the request's own values must win: %+v policy %s", got.Limits, got.InputPolicy)
+	}
+	got = api.Run{}
+	e.doJSON("POST", "/v1/runs", aliceToken, `{"agent":"echo","input":"x"}`, nil, 201, &got)
+	if got.Limits.MaxSteps != d.MaxSteps || got.InputPolicy != run.InputQueue || !got.Limits.Deadline.IsZero() {
+		t.Fatalf("an agent without defaults gets Keel's: %+v policy %s", got.Limits, got.InputPolicy)
+	}
+}
