@@ -12,6 +12,7 @@ import (
 	"github.com/keelrun/keel/internal/artifact"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/roles"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -143,6 +144,26 @@ func TestScheduleIsIdempotentPerScheduledTime(t *testing.T) {
 		if _, err := h.Handle(ctx, bad); err == nil {
 			t.Fatalf("accepted %+v", bad)
 		}
+	}
+}
+
+// TestScheduleUsesAgentDefaults: a scheduled run gets its agent's limits
+// and input policy; an event naming an agent the program lacks is refused.
+func TestScheduleUsesAgentDefaults(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	h := roles.Schedule{Store: st, Starter: &starts{}, Agents: api.AgentSet{
+		"research": {Limits: run.Limits{MaxSteps: 9}, InputPolicy: run.InputReject}}}
+	out, err := h.Handle(ctx, roles.ScheduleEvent{ScheduleName: "n", ScheduledTime: "2026-11-30T02:00:00Z", Owner: "ops", Agent: "research", Input: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.GetRun(ctx, out["run_id"])
+	if err != nil || r.Limits.MaxSteps != 9 || r.InputPolicy != run.InputReject || r.Limits.MaxToolCalls != run.DefaultLimits().MaxToolCalls {
+		t.Fatalf("run %+v, %v", r, err)
+	}
+	if _, err := h.Handle(ctx, roles.ScheduleEvent{ScheduleName: "n", ScheduledTime: "2026-11-30T02:00:00Z", Owner: "ops", Agent: "ghost", Input: "x"}); err == nil {
+		t.Fatal("an unknown agent was scheduled")
 	}
 }
 
