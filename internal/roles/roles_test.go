@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/artifact"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/roles"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
