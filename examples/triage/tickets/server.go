@@ -109,6 +109,7 @@ type Server struct {
 	customers map[string]Customer
 	byKey     map[string]keyed // Idempotency-Key → the update it applied
 	requests  map[string]int   // Idempotency-Key → update requests received
+	received  int              // update requests received, keyed or not
 	applied   []Applied        // in order
 	now       func() time.Time
 }
@@ -193,6 +194,14 @@ func (s *Server) Requests(key string) int {
 	return s.requests[key]
 }
 
+// UpdateRequests returns how many update requests the service received
+// (authenticated, whatever their key or outcome).
+func (s *Server) UpdateRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received
+}
+
 func (s *Server) getTicket(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.Ticket(r.PathValue("id"))
 	if !ok {
@@ -248,6 +257,9 @@ func (s *Server) getCustomer(w http.ResponseWriter, r *http.Request) {
 
 // update applies an update once per Idempotency-Key.
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.received++
+	s.mu.Unlock()
 	key := r.Header.Get("Idempotency-Key")
 	if key == "" || len(key) > maxKey {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("an Idempotency-Key header of 1 to %d bytes is required", maxKey))

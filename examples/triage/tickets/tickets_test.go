@@ -61,8 +61,8 @@ func TestUpdateOncePerKey(t *testing.T) {
 	if got := s.Applied(); len(got) != 1 || got[0] != first {
 		t.Fatalf("applied %+v, want only %+v", got, first)
 	}
-	if n := s.Requests("op_1"); n != 9 {
-		t.Fatalf("requests with op_1: %d, want 9", n)
+	if n, all := s.Requests("op_1"), s.UpdateRequests(); n != 9 || all != 9 {
+		t.Fatalf("requests with op_1: %d of %d, want 9 of 9", n, all)
 	}
 	tk, _ := s.Ticket("T-1001")
 	if tk.Status != tickets.StatusPending || len(tk.Replies) != 1 {
@@ -171,7 +171,7 @@ func TestToken(t *testing.T) {
 			}
 		})
 	}
-	if n, r := len(s.Applied()), s.Requests("k"); n != 0 || r != 0 {
+	if n, r := len(s.Applied()), s.UpdateRequests(); n != 0 || r != 0 {
 		t.Fatalf("unauthenticated updates: %d applied, %d counted", n, r)
 	}
 }
