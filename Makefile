@@ -166,3 +166,8 @@ crash: crash-bins
 
 soak: crash-bins
 	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(N) -store $(STORE) $(CRASH_FLAGS) soak
+
+# test-examples: the examples that are modules of their own build, vet and pass their tests.
+.PHONY: test-examples
+test-examples:
+	cd examples/triage && $(GO) vet ./... && $(GO) test -count=1 ./...
