@@ -3,6 +3,7 @@ package keel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/keelrun/keel/internal/agentdef"
@@ -51,6 +52,13 @@ func (o Outcome) ops() ops.Outcome { return ops.Outcome{ExternalID: o.ExternalID
 // and the model is told why. Any other error means "outcome unknown".
 func Reject(format string, args ...any) error {
 	return &ops.Rejected{Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsRejected reports whether err (or an error it wraps) was made by
+// [Reject]: what a unit test of a Dispatch checks.
+func IsRejected(err error) bool {
+	var r *ops.Rejected
+	return errors.As(err, &r)
 }
 
 // EffectSpec describes an external side effect and its destination.

@@ -136,3 +136,18 @@ func ExampleEffect_promises() {
 	// Output:
 	// agent "billing": effect "charge": promises include LookupByKey but Lookup is nil
 }
+
+// A Dispatch refuses what the destination definitely refused; a test of it
+// checks that with IsRejected.
+func ExampleReject() {
+	dispatch := func(_ context.Context, _ string, a bookArgs) (keel.Outcome, error) {
+		if a.Hours > 4 {
+			return keel.Outcome{}, keel.Reject("room %s: at most 4 hours, not %d", a.Room, a.Hours)
+		}
+		return keel.Outcome{ExternalID: "b-1"}, nil
+	}
+	_, err := dispatch(context.Background(), "op_1", bookArgs{Room: "blue", Hours: 6})
+	fmt.Println(keel.IsRejected(err), err)
+	// Output:
+	// true destination rejected the operation: room blue: at most 4 hours, not 6
+}

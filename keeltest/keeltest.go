@@ -77,10 +77,27 @@ func connect(t testing.TB, url, token string) *Runtime {
 	return &Runtime{URL: url, Token: token, c: c}
 }
 
+// RunOption sets a field of a new run.
+type RunOption func(*api.CreateRunRequest)
+
+// InSession makes the run part of session id (created by its first run):
+// confirm-once grants hold across the runs of a session.
+func InSession(id string) RunOption { return func(r *api.CreateRunRequest) { r.SessionID = id } }
+
+// WithInputPolicy sets the run's input policy (reject, queue, interrupt,
+// rollback) over its agent's.
+func WithInputPolicy(p string) RunOption {
+	return func(r *api.CreateRunRequest) { r.InputPolicy = run.InputPolicy(p) }
+}
+
 // StartRun creates a run of agent with input and returns its id.
-func (r *Runtime) StartRun(t testing.TB, agent, input string) string {
+func (r *Runtime) StartRun(t testing.TB, agent, input string, opts ...RunOption) string {
 	t.Helper()
-	got, _, err := r.c.CreateRun(context.Background(), api.CreateRunRequest{Agent: agent, Input: input}, run.NewID("key"))
+	req := api.CreateRunRequest{Agent: agent, Input: input}
+	for _, o := range opts {
+		o(&req)
+	}
+	got, _, err := r.c.CreateRun(context.Background(), req, run.NewID("key"))
 	if err != nil {
 		t.Fatalf("keeltest: start a run of %s: %v", agent, err)
 	}
@@ -136,7 +153,7 @@ func (r *Runtime) WaitApproval(t testing.TB, id string) Approval {
 		}
 		for _, a := range aps {
 			if a.Status == run.ApprovalPending {
-				found = Approval{ID: a.ApprovalID, Tool: a.Tool, Mode: string(a.Mode), Status: string(a.Status), Args: a.Args, ArgsHash: a.ArgsHash}
+				found = approvalView(a)
 				return true, nil
 			}
 		}
@@ -146,6 +163,25 @@ func (r *Runtime) WaitApproval(t testing.TB, id string) Approval {
 		t.Fatalf("keeltest: no approval of run %s: %v", id, err)
 	}
 	return found
+}
+
+// Approvals lists the run's approvals now, pending or decided, without
+// waiting.
+func (r *Runtime) Approvals(t testing.TB, id string) []Approval {
+	t.Helper()
+	aps, err := r.c.ListApprovals(context.Background(), id)
+	if err != nil {
+		t.Fatalf("keeltest: approvals of %s: %v", id, err)
+	}
+	out := make([]Approval, 0, len(aps))
+	for _, a := range aps {
+		out = append(out, approvalView(a))
+	}
+	return out
+}
+
+func approvalView(a api.Approval) Approval {
+	return Approval{ID: a.ApprovalID, Tool: a.Tool, Mode: string(a.Mode), Status: string(a.Status), Args: a.Args, ArgsHash: a.ArgsHash}
 }
 
 // Approve approves ap exactly as it was shown (its args hash), as a

@@ -33,7 +33,7 @@ func TestStart(t *testing.T) {
 		},
 	}
 	rt := keeltest.Start(t, agent)
-	id := rt.StartRun(t, "notes", "send a note")
+	id := rt.StartRun(t, "notes", "send a note", keeltest.InSession("s-1"))
 	peek := rt.WaitApproval(t, id)
 	if peek.Tool != "peek" || peek.Mode != "confirm_once" {
 		t.Fatalf("first approval %+v", peek)
@@ -47,6 +47,14 @@ func TestStart(t *testing.T) {
 	r := rt.WaitFor(t, id, "completed")
 	if r.Output != "sent" || len(sent) != 1 {
 		t.Fatalf("run %+v, sent %v", r, sent)
+	}
+	if aps := rt.Approvals(t, id); len(aps) != 2 || aps[0].Status != "approved" || aps[1].Status != "approved" {
+		t.Fatalf("approvals %+v", aps)
+	}
+	// The grant of peek holds for the session: a second run asks only for send.
+	again := rt.StartRun(t, "notes", "again", keeltest.InSession("s-1"))
+	if ap := rt.WaitApproval(t, again); ap.Tool != "send" {
+		t.Fatalf("second run of the session asked for %s", ap.Tool)
 	}
 	evs := rt.Events(t, id)
 	if keeltest.Count(evs, "op_intent") != 1 || keeltest.Count(evs, "op_succeeded") != 1 || keeltest.Count(evs, "approval_granted") != 2 {
