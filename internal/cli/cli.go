@@ -106,6 +106,7 @@ func commands() map[string]command {
 		"dev":         devCommand(),
 		"task":        taskCommand(),
 		"step":        stepCommand(),
+		"init":        initCommand(),
 	}
 }
 

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/keelrun/keel"
+)
+
+// agentName is the name runs use: `go run . run assistant "..."`.
+const agentName = "assistant"
+
+// script drives the scripted model (see script.json): look the order up,
+// then email its customer. It lets the agent run and be tested offline,
+// with no model and no key.
+//
+//go:embed script.json
+var script []byte
+
+// newAgent builds the agent around the clients main built. Tools reach
+// their clients through the closure, never through their arguments: the
+// model writes the arguments, and Keel stores them in the event log and
+// hashes them for approvals.
+func newAgent(orders Orders, outbox *Outbox) keel.Agent {
+	return keel.Agent{
+		Name:         agentName,
+		Instructions: "You answer customers about their orders. Look the order up, then email the customer its status.",
+		// A real model instead of the script:
+		//
+		//	Model: keel.ModelSpec("anthropic:claude-sonnet-4-5"),
+		//
+		// The runtime builds it with ANTHROPIC_API_KEY from the environment
+		// (under `go run . dev`) or from Secrets Manager on AWS
+		// (KEEL_MODEL_SECRET_ARN); never put a key in the code. KEEL_MODEL,
+		// when set, overrides this field at run time.
+		Model: keel.ScriptedModel(script),
+		Tools: []keel.Tool{
+			keel.ReadOnly("find_order", "Look an order up by its id: its status and the customer's email.", orders.find),
+			keel.Effect("send_email", "Email a customer. A person approves each email before it is sent.", keel.EffectSpec[emailArgs]{
+				Dispatch:    outbox.Send,
+				Lookup:      outbox.Lookup,
+				Promises:    keel.IdempotentByKey | keel.LookupByKey,
+				Destination: "outbox",
+			}),
+		},
+		Limits: keel.Limits{MaxSteps: 20},
+	}
+}
+
+// findArgs are find_order's arguments. The JSON Schema the model sees is
+// reflected from the struct: fields named by their json tags, required
+// unless omitempty, constrained by the jsonschema tags.
+type findArgs struct {
+	OrderID string `json:"order_id" jsonschema:"description=The order id such as ord_1001,minLength=1,maxLength=64"`
+}
+
+// Order is what find_order tells the model.
+type Order struct {
+	ID     string `json:"id"`
+	Email  string `json:"email"`
+	Status string `json:"status"`
+}
+
+// Orders stands for a read-only client (a database, an API). A read-only
+// tool may run again for the same call after a crash, so it must not
+// change anything.
+type Orders map[string]Order
+
+func sampleOrders() Orders {
+	return Orders{"ord_1001": {ID: "ord_1001", Email: "ada@example.com", Status: "shipped"}}
+}
+
+func (o Orders) find(_ context.Context, a findArgs) (Order, error) {
+	order, ok := o[a.OrderID]
+	if !ok {
+		// Shown to the model as a failed call; the run goes on.
+		return Order{}, fmt.Errorf("no order %q", a.OrderID)
+	}
+	return order, nil
+}
+
+// emailArgs are send_email's arguments: what a person approves.
+type emailArgs struct {
+	To      string `json:"to" jsonschema:"description=The customer's email address,minLength=3,maxLength=254"`
+	Subject string `json:"subject" jsonschema:"minLength=1,maxLength=200"`
+	Body    string `json:"body" jsonschema:"minLength=1,maxLength=5000"`
+}
+
+// Email is one email the outbox sent.
+type Email struct {
+	ID, OperationID, To, Subject, Body string
+}
+
+// Outbox stands for the destination of the effect: an email service that
+// takes an idempotency key and can be asked by it. Replace it with your
+// service's client; send the operation id as its idempotency key (an
+// Idempotency-Key header, a unique column) and declare in Promises only
+// what the service really does, because that decides what Keel does with
+// an email whose outcome it does not know after a crash or a timeout:
+// send it again with the same key (IdempotentByKey), ask first
+// (LookupByKey), or hand the run to a person (keel.PromisesNothing).
+//
+// This one keeps its emails in the memory of its process, keyed by
+// operation id: a second Send with the same id sends nothing and answers
+// the first email.
+type Outbox struct {
+	mu    sync.Mutex
+	byOp  map[string]Email
+	order []string
+}
+
+// NewOutbox returns an empty outbox.
+func NewOutbox() *Outbox { return &Outbox{byOp: map[string]Email{}} }
+
+// Send sends the email once per operation id. Keel calls it only after a
+// person approved these exact arguments and the intent is durably
+// recorded.
+func (o *Outbox) Send(_ context.Context, operationID string, a emailArgs) (keel.Outcome, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e, ok := o.byOp[operationID]; ok {
+		return keel.Outcome{ExternalID: e.ID}, nil
+	}
+	if !strings.Contains(a.To, "@") {
+		// A definite refusal: nothing was sent, and sending again would
+		// not change that.
+		return keel.Outcome{}, keel.Reject("%q is not an email address", a.To)
+	}
+	e := Email{ID: fmt.Sprintf("msg_%d", len(o.order)+1), OperationID: operationID, To: a.To, Subject: a.Subject, Body: a.Body}
+	o.byOp[operationID] = e
+	o.order = append(o.order, operationID)
+	return keel.Outcome{ExternalID: e.ID}, nil
+}
+
+// Lookup says whether the email of operationID was sent.
+func (o *Outbox) Lookup(_ context.Context, operationID string) (keel.Outcome, bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.byOp[operationID]
+	return keel.Outcome{ExternalID: e.ID}, ok, nil
+}
+
+// Sent returns the emails sent, in order.
+func (o *Outbox) Sent() []Email {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]Email, 0, len(o.order))
+	for _, id := range o.order {
+		out = append(out, o.byOp[id])
+	}
+	return out
+}
