@@ -21,6 +21,10 @@ func TestDeployedApp(t *testing.T) {
 	}{
 		{name: "stock app ./cmd/keel"},
 		{name: "external app in its own module", app: "./infra/cdk/testdata/extapp"},
+		// A user's agent program on Keel's public API, in a module of its
+		// own with a replace to this checkout: what `make synth
+		// APP=./examples/triage` deploys.
+		{name: "the triage example program", app: "./examples/triage"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
