@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/viewer"
 )
 
 // Store is what the API needs from durable storage: a subset of
@@ -193,6 +194,11 @@ func New(d Deps) (http.Handler, error) {
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
+	// The web run viewer (internal/viewer): public static assets, no data;
+	// the page calls the /v1 routes below with the person's token.
+	view := viewer.Handler()
+	mux.Handle("GET /{$}", view)
+	mux.Handle("GET "+viewer.Prefix, view)
 	authed := func(pattern string, h func(w http.ResponseWriter, r *http.Request, principal string)) {
 		mux.HandleFunc(pattern, s.authenticate(h))
 	}

@@ -1,0 +1,20 @@
+// Package viewer is Keel's web run viewer: a page, a style sheet and one
+// small JavaScript module, embedded in the binary (go:embed) and served by
+// the API's own handler (internal/api mounts [Handler]), so `keel dev`
+// serves it at / and the api function serves it on AWS. Nothing is fetched
+// at run time and there is no build step: the files under assets/ are the
+// files served.
+//
+// The page holds no privilege of its own. It talks to the same /v1 API as
+// the CLI, with the bearer token the person enters once; the token is kept
+// in the tab's sessionStorage and sent only in the Authorization header,
+// never in a URL. The live event stream is read with fetch() (EventSource
+// cannot send headers) and resumed with Last-Event-ID after a reconnect.
+// An approval's decision carries the args_hash the page showed, so a
+// changed action is refused by the API (409 args_hash_mismatch) and the
+// page says so.
+//
+// The assets are public: they contain no data. Every response carries a
+// Content-Security-Policy that allows only this origin's own scripts,
+// styles and connections.
+package viewer
