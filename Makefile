@@ -33,7 +33,7 @@ lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
 
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
-test: lint test-asl test-cdk test-go test-examples
+test: lint test-asl test-cdk test-go test-examples test-viewer
 
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
@@ -166,3 +166,28 @@ test-examples:
 	@for d in $$(dirname $$(ls examples/*/go.mod 2>/dev/null) 2>/dev/null); do \
 		echo "test-examples: $$d"; \
 		(cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; done
+
+# test-viewer: the web run viewer (internal/viewer) in a real browser:
+# Debian's chromium (installed with apt-get when missing) driven by
+# playwright-core (pinned by internal/viewer/e2e/package-lock.json) against
+# a keel dev built from this checkout. The viewer's assets are plain files
+# embedded as they are (no build step). Screenshots: internal/viewer/e2e/out/.
+VIEWER_E2E := internal/viewer/e2e
+VIEWER_PW := $(VIEWER_E2E)/node_modules/playwright-core/package.json
+CHROMIUM ?= /usr/bin/chromium
+
+$(VIEWER_PW): $(VIEWER_E2E)/package.json $(VIEWER_E2E)/package-lock.json
+	cd $(VIEWER_E2E) && npm ci --no-audit --no-fund --prefer-offline
+	@touch $@
+
+.PHONY: test-viewer
+test-viewer: $(VIEWER_PW)
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			echo "test-viewer: installing Debian's chromium"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+				{ echo "test-viewer: apt-get install chromium failed"; exit 1; }; \
+		else echo "test-viewer: SKIPPED: no $(CHROMIUM), and apt-get cannot install it here (no apt-get, or not root)"; exit 0; fi; \
+	fi; \
+	mkdir -p $(BIN) && $(GO) build -o $(BIN)/keel ./cmd/keel && \
+	cd $(VIEWER_E2E) && KEEL_BIN=$(BIN)/keel CHROMIUM=$(CHROMIUM) node --test --test-concurrency=1

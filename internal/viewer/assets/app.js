@@ -31,6 +31,13 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
+// put replaces node's children as el does: arrays flattened, strings as
+// text, null and false left out.
+function put(node, ...children) {
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== undefined && c !== null && c !== false)
+    .map((c) => (c instanceof Node ? c : document.createTextNode(String(c)))));
+}
+
 const enc = encodeURIComponent;
 const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
 const announce = (msg) => { announcer.textContent = msg; };
@@ -127,7 +134,7 @@ function route(msg) {
   page?.abort.abort();
   page = { abort: new AbortController() };
   const signal = page.abort.signal;
-  main.replaceChildren();
+  put(main);
   signout.hidden = !token();
   if (!token()) return signIn(msg);
   const m = location.hash.match(/^#\/runs\/([^/?#]+)$/);
@@ -203,7 +210,7 @@ function runsPage(signal) {
       const data = await api('v1/runs?' + p, { signal });
       const want = agent.value.trim();
       const runs = data.runs.filter((r) => !want || r.agent === want);
-      tbody.replaceChildren(...runs.map((r) => el('tr', { dataset: { runId: r.run_id } },
+      put(tbody, ...runs.map((r) => el('tr', { dataset: { runId: r.run_id } },
         el('td', {}, el('a', { href: '#/runs/' + enc(r.run_id), class: 'mono' }, r.run_id)),
         el('td', {}, r.agent),
         el('td', {}, badge(r.status)),
@@ -247,12 +254,17 @@ function runPage(id, signal) {
   const eventsCard = el('section', { class: 'card wide', 'aria-labelledby': 'h-events' },
     el('h2', { id: 'h-events' }, 'Events ', streamState), el('div', { class: 'scroll tall' }, log));
 
+  // The log follows new events unless the person scrolled up to read.
+  const box = eventsCard.querySelector('.scroll');
+  let stick = true;
+  box.addEventListener('scroll', () => { stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40; });
+
   main.append(el('p', {}, el('a', { href: '#/' }, '← Runs')), head,
     el('div', { class: 'grid' }, approvals, summary, budget, controls, plan, timeline, checkpoints, artifacts, eventsCard));
   approvals.hidden = true;
 
   const notFound = () => {
-    main.replaceChildren(el('p', {}, el('a', { href: '#/' }, '← Runs')),
+    put(main, el('p', {}, el('a', { href: '#/' }, '← Runs')),
       el('h1', {}, 'Run not found'),
       el('p', { role: 'alert' }, `No run ${id} is visible to this token.`));
   };
@@ -260,9 +272,9 @@ function runPage(id, signal) {
   // ---- rendering the run's records
   function renderRun(r) {
     S.run = r;
-    head.replaceChildren(el('h1', {}, el('span', { class: 'mono' }, r.run_id), ' ', badge(r.status)),
+    put(head, el('h1', {}, el('span', { class: 'mono' }, r.run_id), ' ', badge(r.status)),
       el('p', { class: 'muted' }, `${r.agent} · session `, el('span', { class: 'mono' }, r.session_id), ` · created ${fmtTime(r.created_at)}`));
-    summary.replaceChildren(el('h2', { id: 'h-summary' }, 'Run'),
+    put(summary, el('h2', { id: 'h-summary' }, 'Run'),
       el('dl', { class: 'kv' },
         el('dt', {}, 'Status'), el('dd', { id: 'run-status' }, r.status, r.cancel_requested ? ' (cancel requested)' : ''),
         el('dt', {}, 'Agent'), el('dd', {}, r.agent),
@@ -276,7 +288,7 @@ function runPage(id, signal) {
     const meter = (label, used, max, fmt, reserved) => el('div', { class: 'meter' },
       el('div', { class: 'meter-label' }, el('span', {}, label), el('span', { class: 'num' }, `${fmt(used)} / ${max ? fmt(max) : '∞'}`, reserved ? ` (+${fmt(reserved)} reserved)` : '')),
       el('progress', { max: max || 1, value: Math.min(used, max || 0), 'aria-label': `${label}: ${fmt(used)} of ${max ? fmt(max) : 'no limit'}` }));
-    budget.replaceChildren(el('h2', { id: 'h-budget' }, 'Counters and limits'),
+    put(budget, el('h2', { id: 'h-budget' }, 'Counters and limits'),
       meter('Steps', c.steps, l.max_steps, num),
       meter('Tool calls', c.tool_calls_used, l.max_tool_calls, num, c.tool_calls_reserved),
       meter('Tokens', c.tokens_used, l.max_tokens, num, c.tokens_reserved),
@@ -289,12 +301,12 @@ function runPage(id, signal) {
     const r = S.run;
     const msg = el('p', { class: 'msg', role: 'status' });
     if (TERMINAL.has(r.status)) {
-      controls.replaceChildren(el('h2', { id: 'h-controls' }, 'Control'),
+      put(controls, el('h2', { id: 'h-controls' }, 'Control'),
         el('p', { class: 'muted' }, `The run is ${r.status}. Fork it from a checkpoint below to go on.`));
       return;
     }
     const text = el('textarea', { id: 'input-text', rows: 2, required: true });
-    controls.replaceChildren(el('h2', { id: 'h-controls' }, 'Control'),
+    put(controls, el('h2', { id: 'h-controls' }, 'Control'),
       el('form', { onsubmit: async (ev) => {
         ev.preventDefault();
         try {
@@ -326,7 +338,7 @@ function runPage(id, signal) {
     if (approvals.dataset.key === key) return;
     approvals.dataset.key = key;
     approvals.classList.toggle('attention', pending.length > 0);
-    approvals.replaceChildren(el('h2', { id: 'h-approvals' }, pending.length ? `Waiting for approval (${pending.length})` : 'Approvals'),
+    put(approvals, el('h2', { id: 'h-approvals' }, pending.length ? `Waiting for approval (${pending.length})` : 'Approvals'),
       pending.map(approvalCard),
       decided.length ? el('ul', { class: 'plain' }, decided.map((a) => el('li', {},
         badge(a.status), ' ', el('code', {}, a.tool), ` by ${a.decided_by || '—'}`, a.reason ? ` — “${a.reason}”` : '',
@@ -385,7 +397,7 @@ function runPage(id, signal) {
 
   function renderCheckpoints(list) {
     const msg = el('p', { class: 'msg', role: 'status' });
-    checkpoints.replaceChildren(el('h2', { id: 'h-checkpoints' }, `Checkpoints (${list.length})`),
+    put(checkpoints, el('h2', { id: 'h-checkpoints' }, `Checkpoints (${list.length})`),
       list.length ? el('div', { class: 'scroll short' }, el('table', {},
         el('thead', {}, el('tr', {}, ['Seq', 'Step', 'Size', 'Created', ''].map((t) => el('th', { scope: 'col' }, t)))),
         el('tbody', {}, list.slice().reverse().map((c) => el('tr', {},
@@ -402,7 +414,7 @@ function runPage(id, signal) {
 
   function renderArtifacts(list) {
     const msg = el('p', { class: 'msg', role: 'status' });
-    artifacts.replaceChildren(el('h2', { id: 'h-artifacts' }, `Artifacts (${list.length})`),
+    put(artifacts, el('h2', { id: 'h-artifacts' }, `Artifacts (${list.length})`),
       list.length ? el('ul', { class: 'plain' }, list.map((a) => el('li', { class: 'artifact' },
         el('button', { type: 'button', class: 'quiet', onclick: () => download(a, msg) }, 'Download ', el('span', { class: 'mono' }, a.name)),
         el('span', { class: 'muted' }, ` ${bytes(a.size)} · sha256 `), el('code', { class: 'hash', title: a.sha256 }, a.sha256.slice(0, 16) + '…')))) : el('p', { class: 'muted' }, 'None yet.'),
@@ -465,14 +477,14 @@ function runPage(id, signal) {
 
   function renderPlan() {
     const items = [...S.items.values()];
-    plan.replaceChildren(el('h2', { id: 'h-plan' }, `Plan items (${items.length})`),
+    put(plan, el('h2', { id: 'h-plan' }, `Plan items (${items.length})`),
       items.length ? el('div', { class: 'scroll short' }, el('table', {},
         el('thead', {}, el('tr', {}, ['Tool', 'State', 'Progress'].map((t) => el('th', { scope: 'col' }, t)))),
         el('tbody', {}, items.map((it) => el('tr', { dataset: { planItem: it.id } },
           el('td', {}, el('code', { title: it.id }, it.tool)),
           el('td', {}, it.state),
           el('td', {}, it.total ? [el('progress', { max: it.total, value: it.done, 'aria-label': `${it.tool} progress` }),
-            el('span', { class: 'muted' }, ` ${it.done}/${it.total} ${it.note}`)] : '')))))) : el('p', { class: 'muted' }, 'None yet.'));
+            el('span', { class: 'muted note', title: it.note }, `${it.done}/${it.total} ${it.note}`)] : '')))))) : el('p', { class: 'muted' }, 'None yet.'));
   }
 
   // spans pairs start and end events into [kind, label, start, end].
@@ -508,7 +520,7 @@ function runPage(id, signal) {
 
   function renderTimeline() {
     const sp = spans();
-    if (!S.events.length) { timeline.replaceChildren(el('h2', { id: 'h-timeline' }, 'Where time went'), el('p', { class: 'muted' }, 'No events yet.')); return; }
+    if (!S.events.length) { put(timeline, el('h2', { id: 'h-timeline' }, 'Where time went'), el('p', { class: 'muted' }, 'No events yet.')); return; }
     const t0 = Date.parse(S.events[0].time);
     const t1 = Math.max(Date.parse(S.events[S.events.length - 1].time), ...sp.map((s) => s[3]));
     const total = Math.max(t1 - t0, 1);
@@ -520,7 +532,7 @@ function runPage(id, signal) {
       b.style.width = Math.max((s[3] - s[2]) / total * 100, 0.5).toFixed(2) + '%';
       return b;
     };
-    timeline.replaceChildren(el('h2', { id: 'h-timeline' }, 'Where time went'),
+    put(timeline, el('h2', { id: 'h-timeline' }, 'Where time went'),
       el('p', {}, `${dur(total)} in all: model calls ${dur(sums.model)}, tools ${dur(sums.tool)}, approval waits ${dur(sums.wait)}.`),
       el('ol', { class: 'timeline', 'aria-label': 'Timeline' }, sp.slice(-40).map((s) => el('li', {},
         el('span', { class: 'tl-label' }, `${s[1]} · ${dur(s[3] - s[2])}`), el('span', { class: 'track' }, bar(s))))));
@@ -537,8 +549,7 @@ function runPage(id, signal) {
       el('time', { datetime: ev.time }, new Date(ev.time).toLocaleTimeString()), ' ',
       el('span', { class: 'etype t-' + ev.type.split('_')[0] }, ev.type), ' ',
       data ? el('span', { class: 'edata' }, data.length > 300 ? data.slice(0, 300) + '…' : data) : ''));
-    const box = log.parentElement;
-    if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) box.scrollTop = box.scrollHeight;
+    if (stick) box.scrollTop = box.scrollHeight;
   }
 
   // ---- loading
