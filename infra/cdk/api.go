@@ -38,7 +38,8 @@ const accessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identi
 
 // NewAPI creates the HTTP API with a $default route to the handler. Auth is
 // IAM (callers sign with SigV4 and need execute-api:Invoke on it) unless a
-// JWT issuer is given.
+// JWT issuer is given; only the web viewer's static page and assets
+// (GET / and GET /ui/{file}) are open.
 func NewAPI(scope constructs.Construct, id string, props APIProps) *API {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 
@@ -47,14 +48,27 @@ func NewAPI(scope constructs.Construct, id string, props APIProps) *API {
 		auth = awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("JwtAuthorizer"), jsii.String(props.JWTIssuer),
 			&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{JwtAudience: jsii.Strings(props.JWTAudience...)})
 	}
+	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Lambda"), props.Handler,
+		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+			PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+		})
 	api := awsapigatewayv2.NewHttpApi(c, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
-		Description: jsii.String("Keel HTTP API"),
-		DefaultIntegration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Lambda"), props.Handler,
-			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
-				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
-			}),
-		DefaultAuthorizer: auth,
+		Description:        jsii.String("Keel HTTP API"),
+		DefaultIntegration: integration,
+		DefaultAuthorizer:  auth,
 	})
+	// The web run viewer's page and assets (internal/viewer) hold no data,
+	// and a browser loading a page can neither sign it nor attach a token:
+	// GET / and GET /ui/{file} skip the authorizer. Every call the page
+	// makes is a /v1 request through $default and its authorizer.
+	for _, path := range []string{"/", "/ui/{file}"} {
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET},
+			Integration: integration,
+			Authorizer:  awsapigatewayv2.NewHttpNoneAuthorizer(),
+		})
+	}
 
 	// The L2 stage takes access-log settings only as a jsii interface; the
 	// CloudFormation property is set on the generated stage directly. HTTP

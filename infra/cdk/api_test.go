@@ -42,11 +42,19 @@ func TestAPI(t *testing.T) {
 			fnID := logicalID(stack, handler)
 
 			s.Template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Api"), map[string]any{"ProtocolType": "HTTP"})
-			s.Template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Route"), jsii.Number(1))
+			// $default behind the authorizer; the viewer's page and assets
+			// (no data) open, and nothing else.
+			s.Template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Route"), jsii.Number(3))
 			s.Template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
 				"RouteKey":          "$default",
 				"AuthorizationType": tc.authType,
 			})
+			for _, key := range []string{"GET /", "GET /ui/{file}"} {
+				s.Template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
+					"RouteKey":          key,
+					"AuthorizationType": "NONE",
+				})
+			}
 			s.Template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Integration"), map[string]any{
 				"IntegrationType":      "AWS_PROXY",
 				"PayloadFormatVersion": "2.0",
@@ -74,9 +82,11 @@ func TestAPI(t *testing.T) {
 					"Audience": []any{"keel-api", "keel-cli"},
 				},
 			})
-			route := s.only(t, "AWS::ApiGatewayV2::Route").Props()
-			if !strings.Contains(jsonOf(route["AuthorizerId"]), "JwtAuthorizer") {
-				t.Errorf("route not bound to the JWT authorizer: %s", jsonOf(route))
+			for _, r := range s.resources("AWS::ApiGatewayV2::Route") {
+				route := r.Props()
+				if route["RouteKey"] == "$default" && !strings.Contains(jsonOf(route["AuthorizerId"]), "JwtAuthorizer") {
+					t.Errorf("$default not bound to the JWT authorizer: %s", jsonOf(route))
+				}
 			}
 		})
 	}

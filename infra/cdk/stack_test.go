@@ -29,7 +29,7 @@ func TestKeelStack(t *testing.T) {
 			"AWS::EC2::VPC":                    1,
 			"AWS::EC2::NatGateway":             1,
 			"AWS::ApiGatewayV2::Api":           1,
-			"AWS::ApiGatewayV2::Route":         1,
+			"AWS::ApiGatewayV2::Route":         3, // $default; the viewer's GET / and GET /ui/{file}
 			"AWS::Scheduler::Schedule":         1,
 			"AWS::Logs::LogGroup":              8, // 5 functions, task, state machine, API access
 		})
