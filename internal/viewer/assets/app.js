@@ -6,6 +6,7 @@ const TOKEN_KEY = 'keel.token';
 const STATUSES = ['created', 'planned', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'needs_human'];
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'needs_human']);
 const POLL_MS = 2000;
+const MAX_LOG = 5000;
 
 const main = document.getElementById('main');
 const announcer = document.getElementById('status');
@@ -127,7 +128,9 @@ function forget(msg) {
 }
 
 signout.addEventListener('click', () => forget('The token is forgotten.'));
-window.addEventListener('hashchange', () => route());
+// After a navigation, focus goes to the page's content so keyboard and
+// screen-reader users start there.
+window.addEventListener('hashchange', () => { route(); main.focus({ preventScroll: true }); });
 route();
 
 function route(msg) {
@@ -549,6 +552,8 @@ function runPage(id, signal) {
       el('time', { datetime: ev.time }, new Date(ev.time).toLocaleTimeString()), ' ',
       el('span', { class: 'etype t-' + ev.type.split('_')[0] }, ev.type), ' ',
       data ? el('span', { class: 'edata' }, data.length > 300 ? data.slice(0, 300) + '…' : data) : ''));
+    // The page keeps the newest MAX_LOG events; `keel events` has them all.
+    if (log.childElementCount > MAX_LOG) log.firstElementChild.remove();
     if (stick) box.scrollTop = box.scrollHeight;
   }
 

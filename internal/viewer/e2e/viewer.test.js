@@ -130,6 +130,12 @@ test('approve from the page: the run completes with one publication', async () =
   // The README's picture (docs/viewer.png is a copy): the top of the page.
   await page.screenshot({ path: join(out, 'readme.png'), clip: { x: 0, y: 0, width: 1280, height: 820 } });
 
+  // Every control has a name a screen reader can say.
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button, progress')]
+    .filter((e) => !(e.labels?.length || e.getAttribute('aria-label') || (e.tagName === 'BUTTON' && e.textContent.trim())))
+    .map((e) => e.outerHTML.slice(0, 80)));
+  assert.deepEqual(unlabelled, []);
+
   await card.getByLabel('Reason (optional)').fill('checked in the e2e test');
   await card.getByRole('button', { name: 'Approve' }).click();
   await page.locator('#run-status', { hasText: 'completed' }).waitFor({ timeout: WAIT });
@@ -205,7 +211,8 @@ test('a stale hash is refused with a message; the stream resumes after keel dev 
 
   // With the hash it was shown, Deny goes through; a second decision is refused.
   await card.evaluate((f, h) => { f.dataset.argsHash = h; }, a.args_hash);
-  await card.getByRole('button', { name: 'Deny' }).click();
+  await card.getByRole('button', { name: 'Deny' }).focus(); // by keyboard
+  await page.keyboard.press('Enter');
   await page.locator('#approvals li', { hasText: 'denied' }).waitFor({ timeout: WAIT });
   assert.equal((await approvalsOf(r.run_id))[0].status, 'denied');
   await page.locator('#stream-state', { hasText: 'ended:' }).waitFor({ timeout: WAIT });
@@ -226,6 +233,8 @@ test('an unknown run is not found; a wrong token asks again; the token never goe
   await page.locator('tbody tr').first().getByText('completed').waitFor();
   assert.ok(requests.some((q) => q.url.includes('/v1/runs?') && q.url.includes('status=completed')));
   assert.match(page.url(), /#\/\?status=completed$/);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(out, 'runs-narrow.png') });
 
   const ctx = await browser.newContext();
   const p2 = await ctx.newPage();
@@ -233,6 +242,7 @@ test('an unknown run is not found; a wrong token asks again; the token never goe
   await p2.getByLabel('Token').fill('not-the-token');
   await p2.getByRole('button', { name: 'Open' }).click();
   await p2.getByRole('alert').getByText('refused the token').waitFor();
+  await p2.screenshot({ path: join(out, 'sign-in.png') });
   await ctx.close();
 
   for (const q of requests) assert.ok(!q.url.includes(token), 'token in a URL: ' + q.url);
