@@ -213,14 +213,15 @@ function runsPage(signal) {
       const data = await api('v1/runs?' + p, { signal });
       const want = agent.value.trim();
       const runs = data.runs.filter((r) => !want || r.agent === want);
+      // data-label names each cell where a narrow screen shows rows as cards.
       put(tbody, ...runs.map((r) => el('tr', { dataset: { runId: r.run_id } },
-        el('td', {}, el('a', { href: '#/runs/' + enc(r.run_id), class: 'mono' }, r.run_id)),
-        el('td', {}, r.agent),
-        el('td', {}, badge(r.status)),
-        el('td', { class: 'mono' }, r.session_id),
-        el('td', {}, el('time', { datetime: r.created_at, title: r.created_at }, fmtTime(r.created_at))),
-        el('td', {}, el('time', { datetime: r.updated_at, title: r.updated_at }, ago(r.updated_at)), el('span', { class: 'muted' }, ` · #${r.counters.events}`)),
-        el('td', { class: 'num' }, usd(r.counters.spend_used_micro_usd)))));
+        el('td', { dataset: { label: 'Run' } }, el('a', { href: '#/runs/' + enc(r.run_id), class: 'mono' }, r.run_id)),
+        el('td', { dataset: { label: 'Agent' } }, r.agent),
+        el('td', { dataset: { label: 'Status' } }, badge(r.status)),
+        el('td', { class: 'mono', dataset: { label: 'Session' } }, r.session_id),
+        el('td', { dataset: { label: 'Created' } }, el('time', { datetime: r.created_at, title: r.created_at }, fmtTime(r.created_at))),
+        el('td', { dataset: { label: 'Last event' } }, el('time', { datetime: r.updated_at, title: r.updated_at }, ago(r.updated_at)), el('span', { class: 'muted' }, ` · #${r.counters.events}`)),
+        el('td', { class: 'num', dataset: { label: 'Cost' } }, usd(r.counters.spend_used_micro_usd)))));
       if (!runs.length) tbody.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'No runs yet. Start one with keel run research "…"')));
       more.hidden = !data.next_page_token || limit >= 1000;
       live.textContent = 'Live · updated ' + new Date().toLocaleTimeString();
