@@ -6,7 +6,8 @@
 //
 // Contracts:
 //
-//   - Every response body is JSON except SSE streams and artifact downloads.
+//   - Every response body is JSON except SSE streams, artifact downloads and
+//     the viewer's page and assets.
 //     Every error is {"error": {"code", "message", "field"?}}: code is a
 //     stable machine-readable string (see the Code* constants), field names
 //     the request field, query parameter or header at fault.
@@ -16,6 +17,8 @@
 //   - A 5xx response never carries the text of an internal error: the error
 //     is logged with the request's method and path, and the client gets a
 //     generic message.
+//   - GET / and GET /ui/{file} serve the web run viewer (internal/viewer):
+//     static, public, no data; the page calls the /v1 routes with a token.
 //   - Every /v1 route requires a principal from the [Authenticator]; a run
 //     belongs to the principal that created it, and any other principal gets
 //     404 for it, exactly as for an id that does not exist.
