@@ -301,12 +301,22 @@ function runPage(id, signal) {
     renderControls();
   }
 
+  // Messages live outside the parts a refresh redraws, so an answer stays
+  // on screen until the next one.
+  const controlMsg = el('p', { class: 'msg', role: 'status' });
+  const checkpointMsg = el('p', { class: 'msg', role: 'status' });
+  const artifactMsg = el('p', { class: 'msg', role: 'status' });
+
   function renderControls() {
     const r = S.run;
-    const msg = el('p', { class: 'msg', role: 'status' });
+    const msg = controlMsg;
+    // Redraw only when what the controls offer changed (keeps typed input).
+    const key = [r.status, r.cancel_requested, r.input_policy].join();
+    if (controls.dataset.key === key) return;
+    controls.dataset.key = key;
     if (TERMINAL.has(r.status)) {
       put(controls, el('h2', { id: 'h-controls' }, 'Control'),
-        el('p', { class: 'muted' }, `The run is ${r.status}. Fork it from a checkpoint below to go on.`));
+        el('p', { class: 'muted' }, `The run is ${r.status}. Fork it from a checkpoint below to go on.`), msg);
       return;
     }
     const text = el('textarea', { id: 'input-text', rows: 2, required: true });
@@ -400,7 +410,7 @@ function runPage(id, signal) {
   }
 
   function renderCheckpoints(list) {
-    const msg = el('p', { class: 'msg', role: 'status' });
+    const msg = checkpointMsg;
     put(checkpoints, el('h2', { id: 'h-checkpoints' }, `Checkpoints (${list.length})`),
       list.length ? el('div', { class: 'scroll short' }, el('table', {},
         el('thead', {}, el('tr', {}, ['Seq', 'Step', 'Size', 'Created', ''].map((t) => el('th', { scope: 'col' }, t)))),
@@ -417,7 +427,7 @@ function runPage(id, signal) {
   }
 
   function renderArtifacts(list) {
-    const msg = el('p', { class: 'msg', role: 'status' });
+    const msg = artifactMsg;
     put(artifacts, el('h2', { id: 'h-artifacts' }, `Artifacts (${list.length})`),
       list.length ? el('ul', { class: 'plain' }, list.map((a) => el('li', { class: 'artifact' },
         el('button', { type: 'button', class: 'quiet', onclick: () => download(a, msg) }, 'Download ', el('span', { class: 'mono' }, a.name)),

@@ -250,3 +250,30 @@ test('an unknown run is not found; a wrong token asks again; the token never goe
   for (const q of requests) assert.ok(q.url.startsWith(base + '/') || q.url.startsWith('blob:'), 'another origin: ' + q.url);
   await page.context().close();
 });
+
+test('send input, cancel and fork from the page', async () => {
+  const r = await newRun('Write a short report on forks');
+  const page = await openPage('#/runs/' + r.run_id);
+  await page.locator('form.approval').waitFor({ timeout: WAIT });
+
+  await page.getByLabel(/Send input/).fill('Also mention leases.');
+  await page.getByRole('button', { name: 'Send input' }).click();
+  await page.getByText(/^Input .* accepted \(policy queue\)\.$/).waitFor();
+
+  page.once('dialog', (d) => d.accept());
+  await page.getByRole('button', { name: 'Cancel run' }).click();
+  await page.locator('#run-status', { hasText: 'cancelled' }).waitFor({ timeout: WAIT });
+  await page.locator('#stream-state', { hasText: 'ended: cancelled' }).waitFor({ timeout: WAIT });
+  assert.equal((await approvalsOf(r.run_id))[0].status, 'cancelled');
+
+  // Fork from the newest checkpoint: the page opens the new run, which
+  // names its parent.
+  await page.getByRole('button', { name: /^Fork from checkpoint/ }).first().click();
+  await page.waitForURL((u) => /#\/runs\//.test(u.hash) && !u.hash.endsWith(r.run_id));
+  const child = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+  await page.getByRole('link', { name: r.run_id }).waitFor({ timeout: WAIT });
+  assert.equal((await call('GET', `/v1/runs/${child}`)).parent_run_id, r.run_id);
+  // It goes on from there (the scripted model ends its turn) and the page follows it.
+  await page.locator('#stream-state', { hasText: 'ended: completed' }).waitFor({ timeout: WAIT });
+  await page.context().close();
+});
