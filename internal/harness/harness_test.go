@@ -632,7 +632,8 @@ func TestForkReusesRecordedEffects(t *testing.T) {
 func TestInvalidToolCallsNeverDispatched(t *testing.T) {
 	e := newEnv(t)
 	ec := &echo{}
-	script := `{"turns":[{"tool_calls":[{"name":"echo","args":{"wrong":1}},{"name":"nope","args":{}}]},{"text":"ok"}]}`
+	script := `{"turns":[{"tool_calls":[{"name":"echo","args":{"wrong":1}},{"name":"nope","args":{}},` +
+		`{"name":"echo","args":{"text":"pay","amount":18446744073709551615}}]},{"text":"ok"}]}`
 	h := e.harness(nil, e.agent("a", script, ec), nil)
 	r := e.createRun("a", "s1", nil)
 	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
@@ -642,8 +643,18 @@ func TestInvalidToolCallsNeverDispatched(t *testing.T) {
 		t.Fatal("an invalid call was dispatched")
 	}
 	evs := e.events(r.ID)
-	if count(evs, run.EventToolFailed) != 2 {
+	if count(evs, run.EventToolFailed) != 3 {
 		t.Fatalf("tool_failed = %d", count(evs, run.EventToolFailed))
+	}
+	// A number no args hash can bind exactly is refused, and the model is
+	// told how to send it.
+	told := false
+	for _, ev := range evs {
+		told = told || ev.Type == run.EventToolFailed && strings.Contains(string(ev.Data), "18446744073709551615") &&
+			strings.Contains(string(ev.Data), "pass it as a string")
+	}
+	if !told {
+		t.Fatal("the inexact number was not refused with a message naming it")
 	}
 	for _, ev := range evs {
 		if ev.Type == run.EventToolFailed && !strings.Contains(string(ev.Data), "dispatched\":false") {

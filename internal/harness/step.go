@@ -466,14 +466,24 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 		s.nextOrder++
 		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
-		if hash, herr := run.ArgsHash(tc.Args); herr == nil {
-			it.ArgsHash = hash
+		hash, herr := run.ArgsHash(tc.Args)
+		if verr == nil && herr != nil {
+			// Arguments the hash cannot bind exactly (a number beyond a
+			// double) are refused like invalid ones: an approval of them could
+			// cover another action.
+			verr = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, herr)
 		}
+		it.ArgsHash = hash
 		if verr != nil {
 			// Never dispatched: the model is told what was wrong.
 			it.Mode = run.ModeSafeReadonly
-			if !json.Valid(it.Args) {
-				it.Args = mustJSON(map[string]string{"invalid_json": string(tc.Args)})
+			if herr != nil {
+				key := "invalid_args"
+				if !json.Valid(tc.Args) {
+					key = "invalid_json"
+				}
+				it.Args = mustJSON(map[string]string{key: string(tc.Args)})
+				it.ArgsHash = ""
 			}
 			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
 			s.finishItem(it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
@@ -552,12 +562,18 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			it = run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 			s.nextOrder++
 			t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
+			if err == nil {
+				if it.ArgsHash, err = run.ArgsHash(tc.Args); err != nil {
+					err = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, err)
+				}
+			}
 			if err != nil {
+				it.Mode = run.ModeSafeReadonly
+				it.Args = mustJSON(map[string]string{"invalid_args": string(tc.Args)})
 				s.finishItem(it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
 				continue
 			}
 			it.Mode = t.Info().Mode
-			it.ArgsHash, _ = run.ArgsHash(tc.Args)
 		}
 		switch it.Status {
 		case run.PlanCompleted, run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
@@ -735,7 +751,7 @@ func (s *step) approvalDecision(apID string) Decision {
 // approvalID is deterministic in the item and its exact args: the same
 // proposal finds its approval again after a crash; changed args never do.
 func approvalID(it run.PlanItem) string {
-	h := it.ArgsHash
+	h := run.HashDigits(it.ArgsHash)
 	if len(h) > 16 {
 		h = h[:16]
 	}

@@ -105,7 +105,7 @@ func Reconcile(ctx context.Context, d Destination, op run.Operation) (Verdict, O
 	if op.IdempotencyKey != op.ID {
 		return NeedsHuman, Outcome{}, nil
 	}
-	if hash, err := run.ArgsHash(op.Args); err != nil || hash != op.ArgsHash {
+	if err := run.VerifyArgsHash(op.Args, op.ArgsHash); err != nil {
 		// The arguments we hold are not the ones recorded at intent time:
 		// sending them could be a different action.
 		return NeedsHuman, Outcome{}, nil

@@ -157,6 +157,21 @@ func testApprovals(t *testing.T, e *env) {
 			t.Fatal("mutating approval created a grant")
 		}
 	})
+	t.Run("LegacyHashStillDecides", func(t *testing.T) {
+		// An approval stored by a Keel whose hashes had no version prefix.
+		args := json.RawMessage(`{"amount":12.50,"to":"acct-1"}`)
+		legacy, err := run.LegacyArgsHash(args)
+		must(t, err)
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok,
+			NewApprovals: []run.Approval{{ID: "ap_legacy", PlanItemID: "p9", Tool: "pay", Mode: run.ModeMutating, Args: args, ArgsHash: legacy}},
+			Events:       []run.Event{ev(run.EventApprovalRequested, "")}})
+		must(t, err)
+		a, err := e.s.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: "ap_legacy", Approve: true, ArgsHash: legacy, DecidedBy: "carol"})
+		must(t, err)
+		if a.Status != run.ApprovalApproved || a.ArgsHash != legacy {
+			t.Fatalf("legacy approval decided as %s", dump(a))
+		}
+	})
 	t.Run("DecideTwice", func(t *testing.T) {
 		before := e.snap(e.s, r.ID)
 		_, err := e.s.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: "ap_mut", Approve: false, ArgsHash: mutHash, DecidedBy: "dave"})
