@@ -18,8 +18,7 @@ import (
 type Store interface {
 	GetRun(ctx context.Context, id string) (run.Run, error)
 	store.Leases
-	store.Committer
-	AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error)
+	store.Committer // every write of a Step: there is no unfenced append
 	store.Operations
 	GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error)
 	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)

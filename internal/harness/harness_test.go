@@ -681,3 +681,52 @@ func TestCheckpointBytesPerStepStayFlat(t *testing.T) {
 		t.Fatalf("step 1000 writes %d bytes, more than twice step 10 (%d): checkpoints are not O(1)", at1000, at10)
 	}
 }
+
+// progressing is a read-only tool that waits at gate, then reports progress.
+type progressing struct{ gate func() }
+
+func (p progressing) Info() tool.Info {
+	return tool.Info{Name: "progressing", Mode: run.ModeSafeReadonly, Description: "reports progress",
+		Schema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (p progressing) Run(_ context.Context, c tool.Call) (tool.Result, error) {
+	p.gate()
+	c.Progress(1, 1, "from a stale worker")
+	return tool.Result{Content: "done"}, nil
+}
+
+// TestStaleWorkerProgressIsFenced: progress of concurrently running tools
+// goes through the lease's token, so a worker that lost its lease while its
+// tools ran adds nothing to the log.
+func TestStaleWorkerProgressIsFenced(t *testing.T) {
+	e := newEnv(t)
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	p := progressing{gate: func() { entered <- struct{}{}; <-release }}
+	script := `{"turns":[{"tool_calls":[{"name":"progressing","args":{}},{"name":"progressing","args":{}}]},{"text":"ok"}]}`
+	h := e.harness(nil, e.agent("a", script, p), func(o *harness.Options) { o.LeaseTTL = time.Second })
+	r := e.createRun("a", "s1", nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.Step(e.ctx, r.ID, time.Second)
+		errc <- err
+	}()
+	<-entered
+	<-entered // both calls run, concurrently, under w1's lease
+	e.clock.Advance(time.Hour)
+	if _, err := e.store.AcquireLease(e.ctx, r.ID, "w2", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := e.events(r.ID)
+	close(release)
+	if err := <-errc; !errors.As(err, new(*harness.FencedError)) {
+		t.Fatalf("stale worker: %v, want FencedError", err)
+	}
+	after := e.events(r.ID)
+	if len(after) != len(before) {
+		t.Fatalf("the stale worker wrote %d events after it lost its lease: %v", len(after)-len(before), after[len(before):])
+	}
+	if n := count(after, run.EventToolProgress); n != 0 {
+		t.Fatalf("%d tool_progress events from a stale worker", n)
+	}
+}

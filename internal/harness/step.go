@@ -838,8 +838,8 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error) {
 // invoke runs a tool, forwarding progress as tool_progress events. A tool
 // running alone has its progress committed under the lease with whatever
 // the step has pending, so the log reads in order (tool_started before its
-// progress) and a fenced worker cannot report progress; calls running
-// concurrently append progress on their own.
+// progress); calls running concurrently commit progress on their own. Both
+// go through the lease's token: a fenced worker cannot report progress.
 func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (tool.Result, error) {
 	t, _ := s.agent.Tools.Get(it.Tool)
 	var mu sync.Mutex
@@ -863,7 +863,9 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (to
 		// Progress is advisory: a failure to record it does not fail the tool.
 		var err error
 		if concurrent {
-			_, err = s.h.opt.Store.AppendEvents(ctx, s.run.ID, []run.Event{ev})
+			// Fenced like every write of the step, and carrying nothing
+			// else: the other calls' goroutines own no part of s.pend.
+			_, err = s.h.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
 		} else {
 			mu.Lock()
 			s.addEvent(ev)
