@@ -271,6 +271,9 @@ func (e *env) checkGapless(s store.Store, runID string) []run.Event {
 	if r.LastSeq != int64(len(evs)) {
 		e.t.Fatalf("run LastSeq = %d, log has %d events", r.LastSeq, len(evs))
 	}
+	if problems := run.VerifyChain(runID, evs, r.LastSeq, r.LastHash); len(problems) > 0 {
+		e.t.Fatalf("the event chain is broken: %v", problems)
+	}
 	return evs
 }
 
