@@ -2,10 +2,12 @@ package harness_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -729,4 +731,75 @@ func TestStaleWorkerProgressIsFenced(t *testing.T) {
 	if n := count(after, run.EventToolProgress); n != 0 {
 		t.Fatalf("%d tool_progress events from a stale worker", n)
 	}
+}
+
+// TestCancelReportsSkippedCalls: run_cancelled counts the calls it skipped,
+// not the approvals it withdrew.
+func TestCancelReportsSkippedCalls(t *testing.T) {
+	e := newEnv(t)
+	ec := &echo{}
+	n := note{mode: run.ModeMutating, to: research.DirPublisher{Dir: e.pubDir}}
+	script := `{"turns":[{"tool_calls":[{"name":"note","args":{"text":"a"}},{"name":"echo","args":{"text":"b"}},{"name":"echo","args":{"text":"c"}}]}]}`
+	h := e.harness(nil, e.agent("a", script, ec, n), nil)
+	r := e.createRun("a", "s1", nil)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+		t.Fatalf("%+v", d)
+	}
+	if _, _, err := e.store.RequestCancel(e.ctx, r.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextCancelled {
+		t.Fatalf("%+v", d)
+	}
+	evs := e.events(r.ID)
+	last := evs[len(evs)-1]
+	var got struct {
+		Skipped   int `json:"skipped_calls"`
+		Withdrawn int `json:"cancelled_approvals"`
+	}
+	if err := json.Unmarshal(last.Data, &got); err != nil || last.Type != run.EventRunCancelled {
+		t.Fatalf("last event %s %s (%v)", last.Type, last.Data, err)
+	}
+	if got.Skipped != 3 || got.Withdrawn != 1 || ec.calls.Load() != 0 {
+		t.Fatalf("run_cancelled %s: want 3 skipped calls and 1 withdrawn approval, %d calls ran", last.Data, ec.calls.Load())
+	}
+}
+
+// TestCorruptRecordFailsLoudly: a recorded result that no longer decodes
+// stops the Step with a CorruptRecordError instead of answering the model
+// with an empty result (here: a fork reusing its parent's publication).
+func TestCorruptRecordFailsLoudly(t *testing.T) {
+	e := newEnv(t)
+	h := e.harness(nil, e.researchAgents(nil), nil)
+	r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
+	e.stepUntil(h, r.ID)
+	cpAtApproval := e.getRun(r.ID).CheckpointID
+	e.decide(r.ID, e.pendingApproval(r.ID), true)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		t.Fatalf("%+v", d)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "keel.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`UPDATE plan_items SET result = '{"content":' WHERE run_id = ? AND tool = 'publish_report'`, r.ID); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("%d publish items", n)
+	}
+	fork := e.createRun(research.AgentName, "s1", func(f *run.Run) {
+		f.ParentRunID, f.ForkCheckpointID = r.ID, cpAtApproval
+	})
+	var ce *harness.CorruptRecordError
+	for i := 0; i < 20; i++ {
+		d, err := h.Step(e.ctx, fork.ID, time.Minute)
+		if errors.As(err, &ce) {
+			return
+		}
+		if err != nil || (d.Next != harness.NextContinue && d.Next != harness.NextWait) {
+			t.Fatalf("fork over a corrupt record: %+v, %v; want a CorruptRecordError", d, err)
+		}
+	}
+	t.Fatal("fork never reached the corrupt record")
 }

@@ -478,12 +478,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 			// Never dispatched: the model is told what was wrong.
 			it.Mode = run.ModeSafeReadonly
 			if herr != nil {
-				key := "invalid_args"
-				if !json.Valid(tc.Args) {
-					key = "invalid_json"
-				}
-				it.Args = mustJSON(map[string]string{key: string(tc.Args)})
-				it.ArgsHash = ""
+				it.Args, it.ArgsHash = invalidArgs(tc.Args), ""
 			}
 			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
 			s.finishItem(it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
@@ -554,8 +549,10 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		if !ok {
 			if p, ok := s.inherited[tc.ID]; ok && len(p.Result) > 0 {
 				// A fork: reuse the recorded result, never repeat the effect.
-				var rec recorded
-				_ = json.Unmarshal(p.Result, &rec)
+				rec, err := decodeRecorded(p)
+				if err != nil {
+					return Decision{}, true, err
+				}
 				s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
 				continue
 			}
@@ -569,7 +566,7 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 			if err != nil {
 				it.Mode = run.ModeSafeReadonly
-				it.Args = mustJSON(map[string]string{"invalid_args": string(tc.Args)})
+				it.Args = invalidArgs(tc.Args)
 				s.finishItem(it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
 				continue
 			}
@@ -577,8 +574,10 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		}
 		switch it.Status {
 		case run.PlanCompleted, run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
-			var rec recorded
-			_ = json.Unmarshal(it.Result, &rec)
+			rec, err := decodeRecorded(it)
+			if err != nil {
+				return Decision{}, true, err
+			}
 			s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
 			continue
 		}
@@ -1036,6 +1035,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 // cancel ends the run: open items are skipped, pending approvals cancelled.
 func (s *step) cancel(ctx context.Context) (Decision, error) {
 	var cancelApprovals []string
+	skipped := 0
 	for _, tc := range s.openCalls() {
 		it, ok := s.items[tc.ID]
 		if !ok {
@@ -1046,11 +1046,12 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
+			skipped++
 		}
 	}
 	s.setStatus(run.StatusCancelled)
 	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", len(cancelApprovals))})
+	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", skipped, "cancelled_approvals", len(cancelApprovals))})
 	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
 		return Decision{}, err
 	}
@@ -1173,4 +1174,36 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// invalidArgs is what a plan item stores of arguments it refused: the text
+// the model sent, under "invalid_json" when it is not JSON and
+// "invalid_args" when no args hash can bind it.
+func invalidArgs(raw json.RawMessage) json.RawMessage {
+	key := "invalid_args"
+	if !json.Valid(raw) {
+		key = "invalid_json"
+	}
+	return mustJSON(map[string]string{key: string(raw)})
+}
+
+// CorruptRecordError: a stored record cannot be read back. The Step stops
+// rather than answer the model with an empty result that never happened.
+type CorruptRecordError struct {
+	RunID, PlanItemID string
+	Err               error
+}
+
+func (e *CorruptRecordError) Error() string {
+	return fmt.Sprintf("run %s: plan item %s: the stored result is corrupt: %v", e.RunID, e.PlanItemID, e.Err)
+}
+func (e *CorruptRecordError) Unwrap() error { return e.Err }
+
+// decodeRecorded reads a finished item's recorded result.
+func decodeRecorded(it run.PlanItem) (recorded, error) {
+	var rec recorded
+	if err := json.Unmarshal(it.Result, &rec); err != nil {
+		return recorded{}, &CorruptRecordError{RunID: it.RunID, PlanItemID: it.ID, Err: err}
+	}
+	return rec, nil
 }
