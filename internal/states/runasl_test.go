@@ -444,7 +444,7 @@ func TestRunFailures(t *testing.T) {
 			wantStatus: StatusFailed, wantError: "errorString", wantLast: "RunErrored", wantSteps: 1, wantFinal: 1},
 		{name: "RetryableError is retried", script: []stepReply{{err: &RetryableError{"throttled"}}, reply("done")}, advance: 10 * time.Minute,
 			wantStatus: StatusSucceeded, wantLast: "Done", wantSteps: 2, wantFinal: 1},
-		{name: "Lambda transient errors are retried", script: []stepReply{{err: &namedErr{"Lambda.TooManyRequestsException"}}, reply("done")}, advance: time.Minute,
+		{name: "Lambda transient errors are retried", script: []stepReply{{err: namedErr("Lambda.TooManyRequestsException")}, reply("done")}, advance: time.Minute,
 			wantStatus: StatusSucceeded, wantLast: "Done", wantSteps: 2, wantFinal: 1},
 		{name: "FencedError stops quietly without Finalize", script: []stepReply{{err: &FencedError{}}},
 			wantStatus: StatusFailed, wantError: "FencedError", wantLast: "Superseded", wantSteps: 1, wantFinal: 0},
