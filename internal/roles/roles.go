@@ -30,8 +30,10 @@ import (
 
 // StepInput is the Step task's payload.
 type StepInput struct {
-	RunID     string `json:"run_id"`
-	Execution string `json:"execution,omitempty"`
+	RunID string `json:"run_id"`
+	// ExecutionID is the Step Functions execution stepping the run
+	// ($$.Execution.Id in the definition), for the logs.
+	ExecutionID string `json:"execution_id,omitempty"`
 }
 
 // Stepper is the harness.

@@ -155,7 +155,6 @@ type Events interface {
 
 // Operations reads the operation log; writes go through Commit.
 type Operations interface {
-	GetOperation(ctx context.Context, runID, opID string) (run.Operation, error)
 	// ListOperations returns the run's operations, oldest first; with
 	// pendingOnly only those still pending (to reconcile on recovery).
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
@@ -189,15 +188,14 @@ type Decision struct {
 	Reason     string
 }
 
-// Budgets reserves and settles a run's budget atomically.
+// Budgets reserves a run's budget atomically; a Commit's Used and Released
+// settle it (there is no separate settle: every settlement is part of a
+// Step's write under its lease).
 type Budgets interface {
 	// Reserve holds amounts against the run's limits. It fails with
 	// ErrBudgetExceeded, writing nothing, if used + reserved + r would pass
 	// any limit. Concurrent reservations never together pass a limit.
 	Reserve(ctx context.Context, runID string, r Amounts) (run.Budget, error)
-	// Settle releases a reservation and records what was actually used
-	// (which may exceed the reservation: usage is a fact, not a request).
-	Settle(ctx context.Context, runID string, reserved, used Amounts) (run.Budget, error)
 }
 
 // Amounts is a quantity of each budgeted resource.

@@ -310,18 +310,6 @@ func ValidateReserve(runID string, a Amounts) error {
 	return checkAmounts("reserve", a)
 }
 
-// ValidateSettle checks the input of Budgets.Settle: run id present, no
-// negative amount reserved or used.
-func ValidateSettle(runID string, reserved, used Amounts) error {
-	if err := ValidateID("run id", runID); err != nil {
-		return err
-	}
-	if err := checkAmounts("reserved budget", reserved); err != nil {
-		return err
-	}
-	return checkAmounts("used budget", used)
-}
-
 // ValidateCancel checks the input of Control.RequestCancel: run id and the
 // person cancelling present.
 func ValidateCancel(runID, by string) error {

@@ -156,15 +156,6 @@ func (s *Store) seqRange(ctx context.Context, runID, from, to string, limit int)
 	return out, nil
 }
 
-// GetOperation implements store.Operations.
-func (s *Store) GetOperation(ctx context.Context, runID, opID string) (run.Operation, error) {
-	it, err := s.child(ctx, "operation", runID, opID, opSK(opID))
-	if err != nil {
-		return run.Operation{}, err
-	}
-	return itemToOp(runID, it), nil
-}
-
 // child reads one child item, ErrNotFound when absent.
 func (s *Store) child(ctx context.Context, what, runID, id, sk string) (item, error) {
 	if err := store.ValidateID("run id", runID); err != nil {
