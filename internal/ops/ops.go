@@ -1,5 +1,7 @@
 // Package ops is the operation protocol for side effects whose outcome may be
-// uncertain (DESIGN §3.3).
+// uncertain: the intent is recorded before dispatch, the operation id is the
+// idempotency key, the outcome is recorded before the run moves on, and a
+// pending operation is reconciled first after a crash.
 //
 // A destination declares what it can promise: Idempotent (a retry with the
 // same idempotency key is safe), Lookup (it can be asked whether operation X
