@@ -167,7 +167,8 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	if err != nil {
 		return h.failNow(ctx, r, err.Error())
 	}
-	s := &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID)}
+	s := &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
+		secrets: secretsOf(agent.Tools)}
 	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: jsonObj("owner", h.opt.Owner, "token", r.Lease.Token)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)

@@ -28,6 +28,7 @@ type step struct {
 	token    int64
 	deadline time.Time
 	log      *slog.Logger
+	secrets  []string // declared by the agent's tools: never recorded
 
 	msgs      []model.Message // the whole transcript
 	committed int             // msgs[:committed] are durable
@@ -75,11 +76,13 @@ func (s *step) addEvent(e run.Event) {
 	if e.Time.IsZero() {
 		e.Time = s.h.opt.Clock()
 	}
+	e.Data = s.redactBytes(e.Data)
 	s.pend.events = append(s.pend.events, e)
 }
 
 func (s *step) putItem(it run.PlanItem) {
 	it.UpdatedAt = s.h.opt.Clock()
+	it.Result = s.redactBytes(it.Result)
 	if s.pend.items == nil {
 		s.pend.items = map[string]run.PlanItem{}
 	}
@@ -280,6 +283,7 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	if patch != (store.RunPatch{}) {
 		c.Run = &patch
 	}
+	s.redactCommit(&c)
 	if c.Run == nil && len(c.Events) == 0 && len(c.PlanItems) == 0 && cp == nil && len(c.NewOperations) == 0 &&
 		len(c.OperationUpdates) == 0 && len(c.NewApprovals) == 0 && len(c.CancelApprovals) == 0 && len(c.ConsumeInputs) == 0 &&
 		c.Used == (store.Amounts{}) && c.Released == (store.Amounts{}) {
@@ -384,6 +388,7 @@ func (s *step) openCalls() []model.ToolCall {
 }
 
 func (s *step) answer(callID string, res tool.Result, isErr bool) {
+	res = s.redactResult(res)
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: callID, Content: res.Content, IsError: isErr}}})
 }
 
@@ -858,7 +863,7 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (to
 			return
 		}
 		ev := run.Event{Type: run.EventToolProgress, PlanItemID: it.ID, Time: s.h.opt.Clock(),
-			Data: jsonObj("tool", it.Tool, "done", done, "total", total, "note", note)}
+			Data: s.redactBytes(jsonObj("tool", it.Tool, "done", done, "total", total, "note", note))}
 		// Progress is advisory: a failure to record it does not fail the tool.
 		var err error
 		if concurrent {
