@@ -210,6 +210,15 @@ func TestFinalizeRecordsFailure(t *testing.T) {
 	if got2, _ := st.GetRun(ctx, r.ID); got2.Error != got.Error {
 		t.Fatal("second finalize rewrote the error")
 	}
+	// The chain head, anchored outside the store as an artifact.
+	hd, _, err := arts.Get(ctx, artifact.Key{RunID: r.ID, CheckpointID: "final", Name: roles.AuditHeadName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head roles.AuditHead
+	if err := json.Unmarshal(hd, &head); err != nil || head.Hash != got.LastHash || head.Seq != got.LastSeq || head.Hash == "" {
+		t.Fatalf("audit head %s (%v), run head %d %s", hd, err, got.LastSeq, got.LastHash)
+	}
 }
 
 // TestStepInputMatchesDefinition: every key the definition's Step state
