@@ -803,3 +803,52 @@ func TestCorruptRecordFailsLoudly(t *testing.T) {
 	}
 	t.Fatal("fork never reached the corrupt record")
 }
+
+// TestLegacyHashApprovalStillDecides: a plan item and its approval stored
+// by a Keel whose args hashes had no version prefix (rewritten here in the
+// database to what that Keel wrote) are approved with that hash, and the
+// effect runs once, its operation carrying the legacy hash.
+func TestLegacyHashApprovalStillDecides(t *testing.T) {
+	e := newEnv(t)
+	to := research.DirPublisher{Dir: e.pubDir}
+	h := e.harness(nil, e.researchAgents(to), nil)
+	r := e.createRun(research.AgentName, "s1", nil)
+	e.stepUntil(h, r.ID)
+	ap := e.pendingApproval(r.ID)
+	legacy, err := run.LegacyArgsHash(ap.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := "apr_" + strings.TrimPrefix(ap.PlanItemID, "item_") + "_" + legacy[:16]
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "keel.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE plan_items SET args_hash = ? WHERE run_id = ? AND id = ?`, []any{legacy, r.ID, ap.PlanItemID}},
+		{`UPDATE approvals SET args_hash = ?, id = ? WHERE run_id = ? AND id = ?`, []any{legacy, oldID, r.ID, ap.ID}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := e.pendingApproval(r.ID)
+	if old.ID != oldID || old.ArgsHash != legacy {
+		t.Fatalf("approval as stored: %+v", old)
+	}
+	e.decide(r.ID, old, true)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		t.Fatalf("after approving the legacy hash: %+v", d)
+	}
+	if n, _ := to.Count(); n != 1 {
+		t.Fatalf("publications = %d, want 1", n)
+	}
+	ops, err := e.store.ListOperations(e.ctx, r.ID, false)
+	if err != nil || len(ops) != 1 || ops[0].ArgsHash != legacy || ops[0].Status != run.OpSucceeded {
+		t.Fatalf("operations %+v (%v)", ops, err)
+	}
+}
