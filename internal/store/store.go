@@ -147,7 +147,9 @@ type OperationUpdate struct {
 type Events interface {
 	// AppendEvents appends events with the next seqs, atomically, and returns
 	// the seqs. Safe under any number of concurrent callers: the log stays
-	// gapless with no duplicate seq.
+	// gapless with no duplicate seq. Like Commit, it chains the events
+	// (run.Chain: PrevHash, Hash) and moves the run's LastHash in the same
+	// write; ReadAudit verifies the chain.
 	AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error)
 	// ReadEvents returns up to limit events with seq > afterSeq, in order.
 	ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error)
