@@ -206,6 +206,7 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs", s.listRuns)
 	authed("GET /v1/runs/{id}", s.getRun)
 	authed("GET /v1/runs/{id}/events", s.events)
+	authed("GET /v1/runs/{id}/audit", s.audit)
 	authed("GET /v1/runs/{id}/approvals", s.listApprovals)
 	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
 	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)

@@ -103,6 +103,7 @@ func commands() map[string]command {
 		"checkpoints": checkpointsCommand(),
 		"artifacts":   artifactsCommand(),
 		"download":    downloadCommand(),
+		"verify":      verifyCommand(),
 		"dev":         devCommand(),
 		"task":        taskCommand(),
 		"step":        stepCommand(),

@@ -139,12 +139,14 @@ type testEnv struct {
 	st      *sqlite.Store
 	srv     *httptest.Server
 	starter *scriptedStarter
+	dbPath  string
 }
 
 func newTestEnv(t *testing.T, script bool) *testEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
+	dbPath := filepath.Join(t.TempDir(), "keel.db")
+	st, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func newTestEnv(t *testing.T, script bool) *testEnv {
 			t.Errorf("scripted executor: %v", err)
 		}
 	})
-	return &testEnv{t: t, st: st, srv: srv, starter: starter}
+	return &testEnv{t: t, st: st, srv: srv, starter: starter, dbPath: dbPath}
 }
 
 type noopResumer struct{}

@@ -226,6 +226,15 @@ func (c *Client) Events(ctx context.Context, id string, after int64, limit int) 
 	return out, err
 }
 
+// Audit reads a run's whole event log with its chain head
+// (GET /v1/runs/{id}/audit). Check it with AuditExport.Recheck rather than
+// trusting its Verified field.
+func (c *Client) Audit(ctx context.Context, id string) (api.AuditExport, error) {
+	var out api.AuditExport
+	_, err := c.call(ctx, http.MethodGet, runPath(id)+"/audit", nil, nil, nil, &out)
+	return out, err
+}
+
 // ListApprovals lists a run's approvals.
 func (c *Client) ListApprovals(ctx context.Context, id string) ([]api.Approval, error) {
 	var out api.ApprovalList

@@ -14,7 +14,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// floorSteps is DESIGN §6's floor: Go + SQLite, one append transaction of
+// floorSteps is the performance floor Keel is measured against: Go + SQLite, one append transaction of
 // two messages per step, synchronous=FULL. It returns the time per step.
 func floorSteps(b *testing.B, dir string, n int) time.Duration {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "floor.db")+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
@@ -46,7 +46,7 @@ func floorSteps(b *testing.B, dir string, n int) time.Duration {
 
 // BenchmarkStepVsFloor runs N harness iterations (instant scripted model →
 // instant read-only tool → durable checkpoint) and the floor in the same
-// process, and reports both and their ratio; DESIGN §6 asks for ≤ 2×.
+// process, and reports both and their ratio; the target is a ratio ≤ 2×.
 //
 //	go test -run '^$' -bench StepVsFloor -benchtime 1x ./internal/harness
 func BenchmarkStepVsFloor(b *testing.B) {

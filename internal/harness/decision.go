@@ -15,7 +15,6 @@ const (
 	NextApproval   Next = "approval"
 	NextWait       Next = "wait"
 	NextSpill      Next = "spill"
-	NextRollover   Next = "rollover"
 	NextDone       Next = "done"
 	NextFailed     Next = "failed"
 	NextCancelled  Next = "cancelled"

@@ -42,5 +42,9 @@
 //     a checkpoint costs O(1) in the run's length. Forks and replays reuse
 //     recorded tool results and never repeat an external effect.
 //  10. Secrets never reach the model, events or checkpoints: tools get
-//     credentials from their constructors, not their arguments.
+//     credentials from their constructors, not their arguments, and a tool
+//     that holds one names it (tool.SecretHolder): the harness replaces it
+//     with "[redacted]" in every result, error, progress note and outcome
+//     it records or shows the model (TestSecretsNeverRecorded plants
+//     canaries and greps every record, log and file).
 package harness

@@ -18,8 +18,7 @@ import (
 type Store interface {
 	GetRun(ctx context.Context, id string) (run.Run, error)
 	store.Leases
-	store.Committer
-	AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error)
+	store.Committer // every write of a Step: there is no unfenced append
 	store.Operations
 	GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error)
 	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)
@@ -168,7 +167,8 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	if err != nil {
 		return h.failNow(ctx, r, err.Error())
 	}
-	s := &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID)}
+	s := &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
+		secrets: secretsOf(agent.Tools)}
 	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: jsonObj("owner", h.opt.Owner, "token", r.Lease.Token)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)

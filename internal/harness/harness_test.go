@@ -2,10 +2,12 @@ package harness_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -632,7 +634,8 @@ func TestForkReusesRecordedEffects(t *testing.T) {
 func TestInvalidToolCallsNeverDispatched(t *testing.T) {
 	e := newEnv(t)
 	ec := &echo{}
-	script := `{"turns":[{"tool_calls":[{"name":"echo","args":{"wrong":1}},{"name":"nope","args":{}}]},{"text":"ok"}]}`
+	script := `{"turns":[{"tool_calls":[{"name":"echo","args":{"wrong":1}},{"name":"nope","args":{}},` +
+		`{"name":"echo","args":{"text":"pay","amount":18446744073709551615}}]},{"text":"ok"}]}`
 	h := e.harness(nil, e.agent("a", script, ec), nil)
 	r := e.createRun("a", "s1", nil)
 	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
@@ -642,8 +645,18 @@ func TestInvalidToolCallsNeverDispatched(t *testing.T) {
 		t.Fatal("an invalid call was dispatched")
 	}
 	evs := e.events(r.ID)
-	if count(evs, run.EventToolFailed) != 2 {
+	if count(evs, run.EventToolFailed) != 3 {
 		t.Fatalf("tool_failed = %d", count(evs, run.EventToolFailed))
+	}
+	// A number no args hash can bind exactly is refused, and the model is
+	// told how to send it.
+	told := false
+	for _, ev := range evs {
+		told = told || ev.Type == run.EventToolFailed && strings.Contains(string(ev.Data), "18446744073709551615") &&
+			strings.Contains(string(ev.Data), "pass it as a string")
+	}
+	if !told {
+		t.Fatal("the inexact number was not refused with a message naming it")
 	}
 	for _, ev := range evs {
 		if ev.Type == run.EventToolFailed && !strings.Contains(string(ev.Data), "dispatched\":false") {
@@ -668,5 +681,174 @@ func TestCheckpointBytesPerStepStayFlat(t *testing.T) {
 	t.Logf("bytes written by the step commit: step 10 = %d, step 1000 = %d (ratio %.2f)", at10, at1000, float64(at1000)/float64(at10))
 	if float64(at1000) > 2*float64(at10) {
 		t.Fatalf("step 1000 writes %d bytes, more than twice step 10 (%d): checkpoints are not O(1)", at1000, at10)
+	}
+}
+
+// progressing is a read-only tool that waits at gate, then reports progress.
+type progressing struct{ gate func() }
+
+func (p progressing) Info() tool.Info {
+	return tool.Info{Name: "progressing", Mode: run.ModeSafeReadonly, Description: "reports progress",
+		Schema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (p progressing) Run(_ context.Context, c tool.Call) (tool.Result, error) {
+	p.gate()
+	c.Progress(1, 1, "from a stale worker")
+	return tool.Result{Content: "done"}, nil
+}
+
+// TestStaleWorkerProgressIsFenced: progress of concurrently running tools
+// goes through the lease's token, so a worker that lost its lease while its
+// tools ran adds nothing to the log.
+func TestStaleWorkerProgressIsFenced(t *testing.T) {
+	e := newEnv(t)
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	p := progressing{gate: func() { entered <- struct{}{}; <-release }}
+	script := `{"turns":[{"tool_calls":[{"name":"progressing","args":{}},{"name":"progressing","args":{}}]},{"text":"ok"}]}`
+	h := e.harness(nil, e.agent("a", script, p), func(o *harness.Options) { o.LeaseTTL = time.Second })
+	r := e.createRun("a", "s1", nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.Step(e.ctx, r.ID, time.Second)
+		errc <- err
+	}()
+	<-entered
+	<-entered // both calls run, concurrently, under w1's lease
+	e.clock.Advance(time.Hour)
+	if _, err := e.store.AcquireLease(e.ctx, r.ID, "w2", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := e.events(r.ID)
+	close(release)
+	if err := <-errc; !errors.As(err, new(*harness.FencedError)) {
+		t.Fatalf("stale worker: %v, want FencedError", err)
+	}
+	after := e.events(r.ID)
+	if len(after) != len(before) {
+		t.Fatalf("the stale worker wrote %d events after it lost its lease: %v", len(after)-len(before), after[len(before):])
+	}
+	if n := count(after, run.EventToolProgress); n != 0 {
+		t.Fatalf("%d tool_progress events from a stale worker", n)
+	}
+}
+
+// TestCancelReportsSkippedCalls: run_cancelled counts the calls it skipped,
+// not the approvals it withdrew.
+func TestCancelReportsSkippedCalls(t *testing.T) {
+	e := newEnv(t)
+	ec := &echo{}
+	n := note{mode: run.ModeMutating, to: research.DirPublisher{Dir: e.pubDir}}
+	script := `{"turns":[{"tool_calls":[{"name":"note","args":{"text":"a"}},{"name":"echo","args":{"text":"b"}},{"name":"echo","args":{"text":"c"}}]}]}`
+	h := e.harness(nil, e.agent("a", script, ec, n), nil)
+	r := e.createRun("a", "s1", nil)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+		t.Fatalf("%+v", d)
+	}
+	if _, _, err := e.store.RequestCancel(e.ctx, r.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextCancelled {
+		t.Fatalf("%+v", d)
+	}
+	evs := e.events(r.ID)
+	last := evs[len(evs)-1]
+	var got struct {
+		Skipped   int `json:"skipped_calls"`
+		Withdrawn int `json:"cancelled_approvals"`
+	}
+	if err := json.Unmarshal(last.Data, &got); err != nil || last.Type != run.EventRunCancelled {
+		t.Fatalf("last event %s %s (%v)", last.Type, last.Data, err)
+	}
+	if got.Skipped != 3 || got.Withdrawn != 1 || ec.calls.Load() != 0 {
+		t.Fatalf("run_cancelled %s: want 3 skipped calls and 1 withdrawn approval, %d calls ran", last.Data, ec.calls.Load())
+	}
+}
+
+// TestCorruptRecordFailsLoudly: a recorded result that no longer decodes
+// stops the Step with a CorruptRecordError instead of answering the model
+// with an empty result (here: a fork reusing its parent's publication).
+func TestCorruptRecordFailsLoudly(t *testing.T) {
+	e := newEnv(t)
+	h := e.harness(nil, e.researchAgents(nil), nil)
+	r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
+	e.stepUntil(h, r.ID)
+	cpAtApproval := e.getRun(r.ID).CheckpointID
+	e.decide(r.ID, e.pendingApproval(r.ID), true)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		t.Fatalf("%+v", d)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "keel.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`UPDATE plan_items SET result = '{"content":' WHERE run_id = ? AND tool = 'publish_report'`, r.ID); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("%d publish items", n)
+	}
+	fork := e.createRun(research.AgentName, "s1", func(f *run.Run) {
+		f.ParentRunID, f.ForkCheckpointID = r.ID, cpAtApproval
+	})
+	var ce *harness.CorruptRecordError
+	for i := 0; i < 20; i++ {
+		d, err := h.Step(e.ctx, fork.ID, time.Minute)
+		if errors.As(err, &ce) {
+			return
+		}
+		if err != nil || (d.Next != harness.NextContinue && d.Next != harness.NextWait) {
+			t.Fatalf("fork over a corrupt record: %+v, %v; want a CorruptRecordError", d, err)
+		}
+	}
+	t.Fatal("fork never reached the corrupt record")
+}
+
+// TestLegacyHashApprovalStillDecides: a plan item and its approval stored
+// by a Keel whose args hashes had no version prefix (rewritten here in the
+// database to what that Keel wrote) are approved with that hash, and the
+// effect runs once, its operation carrying the legacy hash.
+func TestLegacyHashApprovalStillDecides(t *testing.T) {
+	e := newEnv(t)
+	to := research.DirPublisher{Dir: e.pubDir}
+	h := e.harness(nil, e.researchAgents(to), nil)
+	r := e.createRun(research.AgentName, "s1", nil)
+	e.stepUntil(h, r.ID)
+	ap := e.pendingApproval(r.ID)
+	legacy, err := run.LegacyArgsHash(ap.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := "apr_" + strings.TrimPrefix(ap.PlanItemID, "item_") + "_" + legacy[:16]
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "keel.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE plan_items SET args_hash = ? WHERE run_id = ? AND id = ?`, []any{legacy, r.ID, ap.PlanItemID}},
+		{`UPDATE approvals SET args_hash = ?, id = ? WHERE run_id = ? AND id = ?`, []any{legacy, oldID, r.ID, ap.ID}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := e.pendingApproval(r.ID)
+	if old.ID != oldID || old.ArgsHash != legacy {
+		t.Fatalf("approval as stored: %+v", old)
+	}
+	e.decide(r.ID, old, true)
+	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		t.Fatalf("after approving the legacy hash: %+v", d)
+	}
+	if n, _ := to.Count(); n != 1 {
+		t.Fatalf("publications = %d, want 1", n)
+	}
+	ops, err := e.store.ListOperations(e.ctx, r.ID, false)
+	if err != nil || len(ops) != 1 || ops[0].ArgsHash != legacy || ops[0].Status != run.OpSucceeded {
+		t.Fatalf("operations %+v (%v)", ops, err)
 	}
 }

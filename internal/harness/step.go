@@ -28,6 +28,7 @@ type step struct {
 	token    int64
 	deadline time.Time
 	log      *slog.Logger
+	secrets  []string // declared by the agent's tools: never recorded
 
 	msgs      []model.Message // the whole transcript
 	committed int             // msgs[:committed] are durable
@@ -75,11 +76,13 @@ func (s *step) addEvent(e run.Event) {
 	if e.Time.IsZero() {
 		e.Time = s.h.opt.Clock()
 	}
+	e.Data = s.redactBytes(e.Data)
 	s.pend.events = append(s.pend.events, e)
 }
 
 func (s *step) putItem(it run.PlanItem) {
 	it.UpdatedAt = s.h.opt.Clock()
+	it.Result = s.redactBytes(it.Result)
 	if s.pend.items == nil {
 		s.pend.items = map[string]run.PlanItem{}
 	}
@@ -280,6 +283,7 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	if patch != (store.RunPatch{}) {
 		c.Run = &patch
 	}
+	s.redactCommit(&c)
 	if c.Run == nil && len(c.Events) == 0 && len(c.PlanItems) == 0 && cp == nil && len(c.NewOperations) == 0 &&
 		len(c.OperationUpdates) == 0 && len(c.NewApprovals) == 0 && len(c.CancelApprovals) == 0 && len(c.ConsumeInputs) == 0 &&
 		c.Used == (store.Amounts{}) && c.Released == (store.Amounts{}) {
@@ -384,6 +388,7 @@ func (s *step) openCalls() []model.ToolCall {
 }
 
 func (s *step) answer(callID string, res tool.Result, isErr bool) {
+	res = s.redactResult(res)
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: callID, Content: res.Content, IsError: isErr}}})
 }
 
@@ -466,14 +471,19 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 		s.nextOrder++
 		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
-		if hash, herr := run.ArgsHash(tc.Args); herr == nil {
-			it.ArgsHash = hash
+		hash, herr := run.ArgsHash(tc.Args)
+		if verr == nil && herr != nil {
+			// Arguments the hash cannot bind exactly (a number beyond a
+			// double) are refused like invalid ones: an approval of them could
+			// cover another action.
+			verr = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, herr)
 		}
+		it.ArgsHash = hash
 		if verr != nil {
 			// Never dispatched: the model is told what was wrong.
 			it.Mode = run.ModeSafeReadonly
-			if !json.Valid(it.Args) {
-				it.Args = mustJSON(map[string]string{"invalid_json": string(tc.Args)})
+			if herr != nil {
+				it.Args, it.ArgsHash = invalidArgs(tc.Args), ""
 			}
 			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
 			s.finishItem(it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
@@ -544,25 +554,35 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		if !ok {
 			if p, ok := s.inherited[tc.ID]; ok && len(p.Result) > 0 {
 				// A fork: reuse the recorded result, never repeat the effect.
-				var rec recorded
-				_ = json.Unmarshal(p.Result, &rec)
+				rec, err := decodeRecorded(p)
+				if err != nil {
+					return Decision{}, true, err
+				}
 				s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
 				continue
 			}
 			it = run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 			s.nextOrder++
 			t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
+			if err == nil {
+				if it.ArgsHash, err = run.ArgsHash(tc.Args); err != nil {
+					err = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, err)
+				}
+			}
 			if err != nil {
+				it.Mode = run.ModeSafeReadonly
+				it.Args = invalidArgs(tc.Args)
 				s.finishItem(it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
 				continue
 			}
 			it.Mode = t.Info().Mode
-			it.ArgsHash, _ = run.ArgsHash(tc.Args)
 		}
 		switch it.Status {
 		case run.PlanCompleted, run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
-			var rec recorded
-			_ = json.Unmarshal(it.Result, &rec)
+			rec, err := decodeRecorded(it)
+			if err != nil {
+				return Decision{}, true, err
+			}
 			s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
 			continue
 		}
@@ -735,7 +755,7 @@ func (s *step) approvalDecision(apID string) Decision {
 // approvalID is deterministic in the item and its exact args: the same
 // proposal finds its approval again after a crash; changed args never do.
 func approvalID(it run.PlanItem) string {
-	h := it.ArgsHash
+	h := run.HashDigits(it.ArgsHash)
 	if len(h) > 16 {
 		h = h[:16]
 	}
@@ -822,8 +842,8 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error) {
 // invoke runs a tool, forwarding progress as tool_progress events. A tool
 // running alone has its progress committed under the lease with whatever
 // the step has pending, so the log reads in order (tool_started before its
-// progress) and a fenced worker cannot report progress; calls running
-// concurrently append progress on their own.
+// progress); calls running concurrently commit progress on their own. Both
+// go through the lease's token: a fenced worker cannot report progress.
 func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (tool.Result, error) {
 	t, _ := s.agent.Tools.Get(it.Tool)
 	var mu sync.Mutex
@@ -843,11 +863,13 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (to
 			return
 		}
 		ev := run.Event{Type: run.EventToolProgress, PlanItemID: it.ID, Time: s.h.opt.Clock(),
-			Data: jsonObj("tool", it.Tool, "done", done, "total", total, "note", note)}
+			Data: s.redactBytes(jsonObj("tool", it.Tool, "done", done, "total", total, "note", note))}
 		// Progress is advisory: a failure to record it does not fail the tool.
 		var err error
 		if concurrent {
-			_, err = s.h.opt.Store.AppendEvents(ctx, s.run.ID, []run.Event{ev})
+			// Fenced like every write of the step, and carrying nothing
+			// else: the other calls' goroutines own no part of s.pend.
+			_, err = s.h.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
 		} else {
 			mu.Lock()
 			s.addEvent(ev)
@@ -1018,6 +1040,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 // cancel ends the run: open items are skipped, pending approvals cancelled.
 func (s *step) cancel(ctx context.Context) (Decision, error) {
 	var cancelApprovals []string
+	skipped := 0
 	for _, tc := range s.openCalls() {
 		it, ok := s.items[tc.ID]
 		if !ok {
@@ -1028,11 +1051,12 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
+			skipped++
 		}
 	}
 	s.setStatus(run.StatusCancelled)
 	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", len(cancelApprovals))})
+	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", skipped, "cancelled_approvals", len(cancelApprovals))})
 	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
 		return Decision{}, err
 	}
@@ -1155,4 +1179,36 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// invalidArgs is what a plan item stores of arguments it refused: the text
+// the model sent, under "invalid_json" when it is not JSON and
+// "invalid_args" when no args hash can bind it.
+func invalidArgs(raw json.RawMessage) json.RawMessage {
+	key := "invalid_args"
+	if !json.Valid(raw) {
+		key = "invalid_json"
+	}
+	return mustJSON(map[string]string{key: string(raw)})
+}
+
+// CorruptRecordError: a stored record cannot be read back. The Step stops
+// rather than answer the model with an empty result that never happened.
+type CorruptRecordError struct {
+	RunID, PlanItemID string
+	Err               error
+}
+
+func (e *CorruptRecordError) Error() string {
+	return fmt.Sprintf("run %s: plan item %s: the stored result is corrupt: %v", e.RunID, e.PlanItemID, e.Err)
+}
+func (e *CorruptRecordError) Unwrap() error { return e.Err }
+
+// decodeRecorded reads a finished item's recorded result.
+func decodeRecorded(it run.PlanItem) (recorded, error) {
+	var rec recorded
+	if err := json.Unmarshal(it.Result, &rec); err != nil {
+		return recorded{}, &CorruptRecordError{RunID: it.RunID, PlanItemID: it.ID, Err: err}
+	}
+	return rec, nil
 }

@@ -7,7 +7,7 @@
 // tool call is returned only when its JSON arguments are complete and parse.
 // The harness sees nothing else.
 //
-// # The transport rules (DESIGN §3.6)
+// # The transport rules
 //
 // [NewTransport] keeps them for every provider alike:
 //

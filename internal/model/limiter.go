@@ -114,32 +114,81 @@ func (l *TokenLimiter) give(n float64) {
 // RateLimitCounters counts 429s per run and per endpoint. Share one per
 // process, like the limiter. The durable count is the event log's (one
 // event per rate_limited attempt); these are the live figures a process
-// uses to see pressure across runs.
+// uses to see pressure across runs. A run's counter is dropped once it has
+// seen no 429 for RunIdle, so a long-lived process (keel dev, a warm
+// Lambda) holds only the runs under pressure now, not every run it served:
+// nothing tells a shared transport that a run ended, so idleness does.
 type RateLimitCounters struct {
+	// RunIdle is how long a run's counter outlives its last 429
+	// (DefaultRunIdle when 0).
+	RunIdle time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
 	mu         sync.Mutex
-	byRun      map[string]int
+	byRun      map[string]runCount
 	byEndpoint map[string]int
+	swept      time.Time
+}
+
+// DefaultRunIdle is how long a run's 429 counter is kept after its last 429.
+const DefaultRunIdle = time.Hour
+
+type runCount struct {
+	n    int
+	last time.Time
 }
 
 // NewRateLimitCounters returns empty counters.
 func NewRateLimitCounters() *RateLimitCounters {
-	return &RateLimitCounters{byRun: map[string]int{}, byEndpoint: map[string]int{}}
+	return &RateLimitCounters{byRun: map[string]runCount{}, byEndpoint: map[string]int{}}
 }
 
-// Add counts one 429 and returns the new counts.
+// Add counts one 429 and returns the new counts. It also drops the
+// counters of runs idle for longer than RunIdle (at most once per RunIdle/10).
 func (c *RateLimitCounters) Add(runID, endpoint string) (run, ep int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.byRun[runID]++
+	now := c.now()
+	idle := c.RunIdle
+	if idle <= 0 {
+		idle = DefaultRunIdle
+	}
+	if now.Sub(c.swept) >= idle/10 {
+		for id, rc := range c.byRun {
+			if now.Sub(rc.last) > idle {
+				delete(c.byRun, id)
+			}
+		}
+		c.swept = now
+	}
+	rc := c.byRun[runID]
+	rc.n++
+	rc.last = now
+	c.byRun[runID] = rc
 	c.byEndpoint[endpoint]++
-	return c.byRun[runID], c.byEndpoint[endpoint]
+	return rc.n, c.byEndpoint[endpoint]
 }
 
-// Run is the number of 429s seen for a run.
+func (c *RateLimitCounters) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Run is the number of 429s seen for a run (0 once it was dropped as idle).
 func (c *RateLimitCounters) Run(runID string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.byRun[runID]
+	return c.byRun[runID].n
+}
+
+// Runs is how many runs have a counter.
+func (c *RateLimitCounters) Runs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byRun)
 }
 
 // Endpoint is the number of 429s seen for an endpoint.
@@ -147,12 +196,4 @@ func (c *RateLimitCounters) Endpoint(endpoint string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.byEndpoint[endpoint]
-}
-
-// Forget drops a finished run's counter so a long-lived process does not
-// grow with every run it ever served.
-func (c *RateLimitCounters) Forget(runID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.byRun, runID)
 }

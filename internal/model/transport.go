@@ -70,7 +70,7 @@ type TransportOptions struct {
 }
 
 // NewTransport wraps one provider into a Model that keeps the transport
-// rules (DESIGN §3.6):
+// transport rules (the package comment states them):
 //
 //   - every call is streamed through an Accumulator; a stream that ends or
 //     breaks before its final chunk, or whose tool call arguments are not a

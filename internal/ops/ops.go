@@ -1,5 +1,7 @@
 // Package ops is the operation protocol for side effects whose outcome may be
-// uncertain (DESIGN §3.3).
+// uncertain: the intent is recorded before dispatch, the operation id is the
+// idempotency key, the outcome is recorded before the run moves on, and a
+// pending operation is reconciled first after a crash.
 //
 // A destination declares what it can promise: Idempotent (a retry with the
 // same idempotency key is safe), Lookup (it can be asked whether operation X
@@ -105,7 +107,7 @@ func Reconcile(ctx context.Context, d Destination, op run.Operation) (Verdict, O
 	if op.IdempotencyKey != op.ID {
 		return NeedsHuman, Outcome{}, nil
 	}
-	if hash, err := run.ArgsHash(op.Args); err != nil || hash != op.ArgsHash {
+	if err := run.VerifyArgsHash(op.Args, op.ArgsHash); err != nil {
 		// The arguments we hold are not the ones recorded at intent time:
 		// sending them could be a different action.
 		return NeedsHuman, Outcome{}, nil

@@ -68,6 +68,8 @@ func TestReconcile(t *testing.T) {
 		{"definite rejection", ops.Contract{Idempotent: true}, false, nil, &ops.Rejected{Reason: "400"}, nil, ops.Failed, true, 0},
 		{"args changed since intent", ops.Contract{Idempotent: true}, false, nil, nil,
 			func(op *run.Operation) { op.Args = []byte(`{"a":1,"b":3}`) }, ops.NeedsHuman, false, 0},
+		{"intent stored with a legacy (unprefixed) hash still reconciles", ops.Contract{Lookup: true}, true, nil, nil,
+			func(op *run.Operation) { op.ArgsHash, _ = run.LegacyArgsHash(op.Args) }, ops.Found, false, 1},
 		{"key is not the operation id", ops.Contract{Idempotent: true}, false, nil, nil,
 			func(op *run.Operation) { op.IdempotencyKey = "model-call-7" }, ops.NeedsHuman, false, 0},
 	}

@@ -30,8 +30,10 @@ import (
 
 // StepInput is the Step task's payload.
 type StepInput struct {
-	RunID     string `json:"run_id"`
-	Execution string `json:"execution,omitempty"`
+	RunID string `json:"run_id"`
+	// ExecutionID is the Step Functions execution stepping the run
+	// ($$.Execution.Id in the definition), for the logs.
+	ExecutionID string `json:"execution_id,omitempty"`
 }
 
 // Stepper is the harness.
@@ -199,6 +201,11 @@ func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput,
 		return FinalizeOutput{}, err
 	}
 	out := FinalizeOutput{Status: r.Status, Failed: r.Status == run.StatusFailed}
+	if f.Records != nil && f.Artifacts != nil {
+		if _, err := writeAuditHead(ctx, f.Records, f.Artifacts, in.RunID); err != nil && !errors.Is(err, artifact.ErrExists) && f.Logger != nil {
+			f.Logger.Warn("audit head not written", "run_id", in.RunID, "err", err)
+		}
+	}
 	if (r.Status == run.StatusFailed || r.Status == run.StatusNeedsHuman) && f.Records != nil && f.Artifacts != nil {
 		info, err := telemetry.Write(ctx, f.Records, f.Artifacts, in.RunID)
 		if err != nil && !errors.Is(err, artifact.ErrExists) {

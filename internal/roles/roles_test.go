@@ -1,8 +1,10 @@
 package roles_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -207,5 +209,45 @@ func TestFinalizeRecordsFailure(t *testing.T) {
 	}
 	if got2, _ := st.GetRun(ctx, r.ID); got2.Error != got.Error {
 		t.Fatal("second finalize rewrote the error")
+	}
+	// The chain head, anchored outside the store as an artifact.
+	hd, _, err := arts.Get(ctx, artifact.Key{RunID: r.ID, CheckpointID: "final", Name: roles.AuditHeadName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head roles.AuditHead
+	if err := json.Unmarshal(hd, &head); err != nil || head.Hash != got.LastHash || head.Seq != got.LastSeq || head.Hash == "" {
+		t.Fatalf("audit head %s (%v), run head %d %s", hd, err, got.LastSeq, got.LastHash)
+	}
+}
+
+// TestStepInputMatchesDefinition: every key the definition's Step state
+// sends decodes into StepInput (execution_id was tagged "execution").
+func TestStepInputMatchesDefinition(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "stepfunctions", "run.asl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def struct {
+		States map[string]struct {
+			Parameters struct{ Payload map[string]any }
+		}
+	}
+	if err := json.Unmarshal(b, &def); err != nil {
+		t.Fatal(err)
+	}
+	payload := map[string]string{}
+	for k := range def.States["Step"].Parameters.Payload {
+		payload[strings.TrimSuffix(k, ".$")] = "x"
+	}
+	raw, _ := json.Marshal(payload)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var in roles.StepInput
+	if err := dec.Decode(&in); err != nil {
+		t.Fatalf("the Step payload %s does not decode into StepInput: %v", raw, err)
+	}
+	if in.RunID != "x" || in.ExecutionID != "x" {
+		t.Fatalf("decoded %+v from %s", in, raw)
 	}
 }

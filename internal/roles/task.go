@@ -17,10 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/lambdaerr"
 )
 
 // StepOnly is the part of the harness the task uses.
@@ -87,7 +87,7 @@ func RunTask(ctx context.Context, cfg TaskConfig, stop <-chan struct{}) error {
 		if err != nil {
 			stopHB()
 			log.Error("step failed", "err", err)
-			return cfg.Tokens.SendTaskFailure(context.WithoutCancel(ctx), cfg.TaskToken, errorType(err), err.Error())
+			return cfg.Tokens.SendTaskFailure(context.WithoutCancel(ctx), cfg.TaskToken, lambdaerr.Type(err), err.Error())
 		}
 		stopping := false
 		select {
@@ -105,17 +105,4 @@ func RunTask(ctx context.Context, cfg TaskConfig, stop <-chan struct{}) error {
 			return nil
 		}
 	}
-}
-
-// errorType names err as aws-lambda-go names a function error: its type
-// name, without pointer or package.
-func errorType(err error) string {
-	t := reflect.TypeOf(err)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Name() == "" {
-		return "Error"
-	}
-	return t.Name()
 }

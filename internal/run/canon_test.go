@@ -1,8 +1,14 @@
 package run
 
 import (
+	"bytes"
 	"errors"
+	"math"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +21,9 @@ func TestCanonicalJSON(t *testing.T) {
 		{"Whitespace", " {\n\t\"a\" : [ 1 , 2 ] \r\n} ", `{"a":[1,2]}`},
 		{"IntegerForms", `[1, 1.0, 1e0, 10E-1, -0, 100e-2]`, `[1,1,1,1,0,1]`},
 		{"Fractions", `[0.5, 5e-1, 1.25, 1e21]`, `[0.5,0.5,1.25,1e+21]`},
-		{"BigIntExact", `12345678901234567`, `12345678901234567`},
+		{"BigIntAsDouble", `12345678901234567`, `12345678901234568`},
+		{"NoHTMLEscaping", `"<a&b>\u2028"`, "\"<a&b>\u2028\""},
+		{"ControlEscapes", `"\u0001\b\u001F"`, `"\u0001\b\u001f"`},
 		{"Strings", `"caf\u00e9 \"q\""`, `"café \"q\""`},
 		{"Literals", `[true,false,null]`, `[true,false,null]`},
 		{"EmptyThings", `{"a":{},"b":[],"c":""}`, `{"a":{},"b":[],"c":""}`},
@@ -80,8 +88,8 @@ func TestArgsHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(want) {
-		t.Fatalf("hash %q is not 64 lowercase hex digits", want)
+	if !regexp.MustCompile(`^jcs:[0-9a-f]{64}$`).MatchString(want) {
+		t.Fatalf("hash %q is not jcs: and 64 lowercase hex digits", want)
 	}
 	for _, tc := range same {
 		t.Run("Same/"+tc.name, func(t *testing.T) {
@@ -121,5 +129,130 @@ func TestCanonicalJSONErrorIsWrapped(t *testing.T) {
 	_, err := CanonicalJSON([]byte(`{`))
 	if err == nil || errors.Unwrap(err) == nil {
 		t.Fatalf("error %v does not wrap its cause", err)
+	}
+}
+
+// TestCanonicalJSONRFC8785 runs the examples of RFC 8785 §3.2.2 and §3.2.3.
+func TestCanonicalJSONRFC8785(t *testing.T) {
+	for _, name := range []string{"values", "sorting"} {
+		t.Run(name, func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join("testdata", "jcs", name+".in.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join("testdata", "jcs", name+".out.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := CanonicalJSON(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestFormatES6RFC8785 runs the number serialization table of RFC 8785
+// Appendix B, both from the double's bits and through CanonicalJSON.
+func TestFormatES6RFC8785(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "jcs", "numbers.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		bitsHex, want, _ := strings.Cut(line, " ")
+		bits, err := strconv.ParseUint(bitsHex, 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := math.Float64frombits(bits)
+		if got := FormatES6(f); got != want {
+			t.Errorf("%s: FormatES6(%v) = %s, want %s", bitsHex, f, got, want)
+		}
+		if got, err := CanonicalJSON([]byte(want)); err != nil || string(got) != want {
+			t.Errorf("%s: CanonicalJSON(%s) = %s, %v", bitsHex, want, got, err)
+		}
+		n++
+	}
+	if n < 20 {
+		t.Fatalf("only %d vectors read", n)
+	}
+}
+
+// TestArgsHashRefusesInexactNumbers: the two collisions of issue 17 no
+// longer hash alike; the numbers are refused with a message the model can
+// act on.
+func TestArgsHashRefusesInexactNumbers(t *testing.T) {
+	refused := []string{
+		`{"amount":18446744073709551615}`,
+		`{"amount":18446744073709551616}`,
+		`{"x":1.0000000000000000001}`,
+		`{"x":[1e400]}`,
+		`{"x":333333333.33333329}`,
+	}
+	for _, in := range refused {
+		_, err := ArgsHash([]byte(in))
+		var ie *InexactNumberError
+		if !errors.As(err, &ie) || !errors.Is(err, ErrInexactNumber) {
+			t.Fatalf("ArgsHash(%s) = %v, want an InexactNumberError", in, err)
+		}
+		if !strings.Contains(err.Error(), "pass it as a string") {
+			t.Fatalf("error %q does not tell the caller what to do", err)
+		}
+	}
+	accepted := map[string]string{
+		`{"x":1}`:                     `{"x":1.0}`,
+		`{"amount":9007199254740992}`: `{"amount":9007199254740992.0}`,
+		`{"x":0.1}`:                   `{"x":1e-1}`,
+		`{"x":1e21}`:                  `{"x":1000000000000000000000}`,
+	}
+	for a, b := range accepted {
+		ha, err := ArgsHash([]byte(a))
+		if err != nil {
+			t.Fatalf("ArgsHash(%s): %v", a, err)
+		}
+		if hb, err := ArgsHash([]byte(b)); err != nil || hb != ha {
+			t.Fatalf("ArgsHash(%s) = %s, %v; want %s as for %s", b, hb, err, ha, a)
+		}
+	}
+	// The legacy form hashed both collisions alike: the new one tells them apart
+	// by refusing them, and an exact neighbour hashes differently from 1.
+	one, _ := ArgsHash([]byte(`{"x":1}`))
+	near, err := ArgsHash([]byte(`{"x":1.0000000000000002}`))
+	if err != nil || near == one {
+		t.Fatalf("1.0000000000000002 hashed as 1 (%v)", err)
+	}
+}
+
+// TestVerifyArgsHashLegacy: hashes stored before the version prefix still
+// verify by the rule that made them.
+func TestVerifyArgsHashLegacy(t *testing.T) {
+	args := []byte(`{"b":1.0,"a":"x"}`)
+	legacy, err := LegacyArgsHash(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The value the legacy form gave this document, fixed for good.
+	if want := HashBytes([]byte(`{"a":"x","b":1}`)); legacy != want {
+		t.Fatalf("legacy hash %s, want %s", legacy, want)
+	}
+	current, _ := ArgsHash(args)
+	for _, h := range []string{legacy, current} {
+		if err := VerifyArgsHash(args, h); err != nil {
+			t.Fatalf("VerifyArgsHash(%s): %v", h, err)
+		}
+		if err := VerifyArgsHash([]byte(`{"a":"y","b":1}`), h); err == nil {
+			t.Fatalf("VerifyArgsHash(%s) accepted other args", h)
+		}
+	}
+	if err := VerifyArgsHash(args, "md5:abc"); err == nil {
+		t.Fatal("an unknown version verified")
 	}
 }

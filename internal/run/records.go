@@ -117,6 +117,9 @@ type Run struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	// LastSeq is the seq of the newest event; the log is gapless from 1.
 	LastSeq int64 `json:"last_seq"`
+	// LastHash is the Hash of the event at LastSeq: the head of the run's
+	// event chain ("" before any chained event; see EventHash).
+	LastHash string `json:"last_hash,omitempty"`
 	// ParentRunID and ForkCheckpointID are set on a run forked from another.
 	ParentRunID      string    `json:"parent_run_id,omitempty"`
 	ForkCheckpointID string    `json:"fork_checkpoint_id,omitempty"`
@@ -225,6 +228,11 @@ type Event struct {
 	PlanItemID  string          `json:"plan_item_id,omitempty"`
 	OperationID string          `json:"operation_id,omitempty"`
 	Data        json.RawMessage `json:"data,omitempty"`
+	// PrevHash is the Hash of the event before it ("" for the first), and
+	// Hash is EventHash of this event: the store sets both as it appends, in
+	// the same write, so the log is a hash chain per run.
+	PrevHash string `json:"prev_hash,omitempty"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // OpStatus is where an external operation stands.

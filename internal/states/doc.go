@@ -30,8 +30,10 @@
 // Task go through its Retry and Catch; InputPath/OutputPath and Choice
 // failures are States.Runtime. A Task without TimeoutSeconds has no
 // timeout (Step Functions' behaviour, not the specification's 60 s).
-// Lambda errors are named as aws-lambda-go names them: ErrorType() if the
-// returned error has it, else its Go type name without the pointer.
+// Lambda errors are named as aws-lambda-go names them (lambdaerr.Type, tested
+// against a real aws-lambda-go function): a messages.InvokeResponse_Error's
+// Type, else the Go type name without the pointer; never an ErrorType()
+// method, which aws-lambda-go does not honour.
 //
 // # Durability
 //

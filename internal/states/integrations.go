@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
+
+	"github.com/keelrun/keel/internal/lambdaerr"
 )
 
 // LambdaFunc is an in-process Lambda handler: the function a Lambda
@@ -22,23 +23,6 @@ type LambdaFunc func(ctx context.Context, payload json.RawMessage) (json.RawMess
 // itself reports back through SendTaskSuccess/Failure/Heartbeat.
 type TaskRunner interface {
 	RunTask(ctx context.Context, params json.RawMessage) error
-}
-
-// lambdaErrorName is the error name Step Functions sees for a handler
-// error, as aws-lambda-go reports errorType: ErrorType() if the error has
-// it, else the Go type name without the pointer. Like aws-lambda-go, it
-// looks at the returned error itself, not at what it wraps, so a handler
-// that wraps a named error with fmt.Errorf loses the name here as it would
-// on AWS.
-func lambdaErrorName(err error) string {
-	if et, ok := err.(interface{ ErrorType() string }); ok {
-		return et.ErrorType()
-	}
-	t := reflect.TypeOf(err)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.Name()
 }
 
 func (e *Executor) callIntegration(ctx context.Context, x *execRun, res Integration, params json.RawMessage) (any, *StateError) {
@@ -77,7 +61,10 @@ func (e *Executor) invokeLambda(ctx context.Context, params json.RawMessage) (an
 	}
 	out, err := callHandler(ctx, fn, payload)
 	if err != nil {
-		name := lambdaErrorName(err)
+		name := lambdaerr.Type(err)
+		if p, ok := err.(*handlerPanicError); ok {
+			name = lambdaerr.Type(p.v) // as aws-lambda-go names a panic
+		}
 		cause, _ := json.Marshal(map[string]any{"errorMessage": err.Error(), "errorType": name})
 		return nil, &StateError{Name: name, Cause: string(cause)}
 	}
@@ -110,8 +97,7 @@ func (e *Executor) invokeLambda(ctx context.Context, params json.RawMessage) (an
 // instead of crashing the executor.
 type handlerPanicError struct{ v any }
 
-func (p *handlerPanicError) Error() string     { return fmt.Sprintf("handler panic: %v", p.v) }
-func (p *handlerPanicError) ErrorType() string { return "Runtime.Panic" }
+func (p *handlerPanicError) Error() string { return fmt.Sprintf("handler panic: %v", p.v) }
 
 func callHandler(ctx context.Context, fn LambdaFunc, payload json.RawMessage) (out json.RawMessage, err error) {
 	defer func() {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
 )
 
 func TestRetryDelay(t *testing.T) {
@@ -91,10 +93,11 @@ func TestRetryDecision(t *testing.T) {
 	}
 }
 
-type namedErr struct{ name string }
-
-func (e *namedErr) Error() string     { return e.name + " happened" }
-func (e *namedErr) ErrorType() string { return e.name }
+// namedErr is an error with the name name, the way an aws-lambda-go
+// handler names one: a messages.InvokeResponse_Error.
+func namedErr(name string) error {
+	return messages.InvokeResponse_Error{Type: name, Message: name + " happened"}
+}
 
 // TestRetryCatchExecution runs the specification's "complex retry
 // scenario" through the executor: a task fails with ErrorA, ErrorB, ErrorC,
@@ -143,7 +146,7 @@ func TestRetryCatchExecution(t *testing.T) {
 				defer mu.Unlock()
 				calls++
 				if calls <= len(tc.errs) {
-					return nil, &namedErr{tc.errs[calls-1]}
+					return nil, namedErr(tc.errs[calls-1])
 				}
 				return json.RawMessage(`"ok"`), nil
 			}
@@ -199,7 +202,7 @@ func TestJitterUsesInjectedRand(t *testing.T) {
 	f := func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 		n++
 		if n <= 2 {
-			return nil, &namedErr{"E"}
+			return nil, namedErr("E")
 		}
 		return json.RawMessage(`1`), nil
 	}

@@ -211,11 +211,11 @@ func TestRunApproval(t *testing.T) {
 }
 
 func TestRunApprovalTimeout(t *testing.T) {
-	r := newRunEnv(t, stepReply{d: decision{Next: "approval", ApprovalID: "ap-2"}})
+	r := newRunEnv(t, stepReply{d: decision{Next: "approval", ApprovalID: "ap-2", ApprovalTimeoutSeconds: 2592000}})
 	ex := r.startRun("run-apt")
 	recv(t, r.keel.approvals, "the approval function")
 	evs := r.waitEvent(ex, "TaskSubmitted", 1)
-	// No timeout in the decision: the machine fills in 30 days.
+	// The harness always sets the approval's timeout; the task waits that long.
 	var sched struct {
 		D struct {
 			Timeout int `json:"timeoutInSeconds"`
@@ -235,7 +235,7 @@ func TestRunApprovalTimeout(t *testing.T) {
 	if d.Status != StatusFailed || aws.ToString(d.Error) != ErrTimeout {
 		t.Fatalf("status %s error %v", d.Status, aws.ToString(d.Error))
 	}
-	wantPath(t, r.history(ex), "Init", "Step", "Count", "Route", "DefaultApprovalTimeout", "AwaitApproval", "Finalize", "Outcome", "RunErrored")
+	wantPath(t, r.history(ex), "Init", "Step", "Count", "Route", "AwaitApproval", "Finalize", "Outcome", "RunErrored")
 	fin := r.keel.finalCalls()
 	if len(fin) != 1 || fin[0]["error"].(map[string]any)["Error"] != ErrTimeout {
 		t.Fatalf("finalize %v", fin)
@@ -379,25 +379,6 @@ func TestRunSpillHeartbeatTimeout(t *testing.T) {
 	}
 }
 
-func TestRunRollover(t *testing.T) {
-	r := newRunEnv(t, reply("continue"), reply("rollover"), reply("done"))
-	ex := r.startRun("run-ro")
-	d := r.waitDone(ex)
-	if d.Status != StatusSucceeded {
-		t.Fatalf("status %s", d.Status)
-	}
-	wantPath(t, r.history(ex), "Init", "Step", "Count", "Route", "Step", "Count", "Route", "Rollover", "RolledOver")
-	next := strings.TrimSuffix(ex, "run-ro") + "run-ro-g1"
-	d1 := r.waitDone(next)
-	if d1.Status != StatusSucceeded || d1.Input != `{"generation":1,"run_id":"run-ro"}` {
-		t.Fatalf("generation 1: %s input %s", d1.Status, d1.Input)
-	}
-	wantPath(t, r.history(next), "Init", "Step", "Count", "Route", "Finalize", "Outcome", "Done")
-	if fin := r.keel.finalCalls(); len(fin) != 1 {
-		t.Fatalf("finalize ran %d times", len(fin))
-	}
-}
-
 // TestRunRolloverAtLoopBound runs 500 continue decisions: the machine
 // rolls over on its own, and each generation's history stays far below
 // the 25,000-event limit.
@@ -444,7 +425,7 @@ func TestRunFailures(t *testing.T) {
 			wantStatus: StatusFailed, wantError: "errorString", wantLast: "RunErrored", wantSteps: 1, wantFinal: 1},
 		{name: "RetryableError is retried", script: []stepReply{{err: &RetryableError{"throttled"}}, reply("done")}, advance: 10 * time.Minute,
 			wantStatus: StatusSucceeded, wantLast: "Done", wantSteps: 2, wantFinal: 1},
-		{name: "Lambda transient errors are retried", script: []stepReply{{err: &namedErr{"Lambda.TooManyRequestsException"}}, reply("done")}, advance: time.Minute,
+		{name: "Lambda transient errors are retried", script: []stepReply{{err: namedErr("Lambda.TooManyRequestsException")}, reply("done")}, advance: time.Minute,
 			wantStatus: StatusSucceeded, wantLast: "Done", wantSteps: 2, wantFinal: 1},
 		{name: "FencedError stops quietly without Finalize", script: []stepReply{{err: &FencedError{}}},
 			wantStatus: StatusFailed, wantError: "FencedError", wantLast: "Superseded", wantSteps: 1, wantFinal: 0},
@@ -453,6 +434,10 @@ func TestRunFailures(t *testing.T) {
 		{name: "cancelled and needs_human succeed after Finalize", script: []stepReply{reply("needs_human")},
 			wantStatus: StatusSucceeded, wantLast: "Done", wantSteps: 1, wantFinal: 1},
 		{name: "an unknown decision is finalized as a failure", script: []stepReply{reply("dance")},
+			wantStatus: StatusFailed, wantError: "Keel.BadDecision", wantLast: "RunErrored", wantSteps: 1, wantFinal: 1},
+		{name: "rollover is not a decision (the loop bound rolls over)", script: []stepReply{reply("rollover")},
+			wantStatus: StatusFailed, wantError: "Keel.BadDecision", wantLast: "RunErrored", wantSteps: 1, wantFinal: 1},
+		{name: "an approval without a timeout is a bad decision", script: []stepReply{{d: decision{Next: "approval", ApprovalID: "ap"}}},
 			wantStatus: StatusFailed, wantError: "Keel.BadDecision", wantLast: "RunErrored", wantSteps: 1, wantFinal: 1},
 	}
 	for _, tc := range tests {

@@ -147,7 +147,9 @@ type OperationUpdate struct {
 type Events interface {
 	// AppendEvents appends events with the next seqs, atomically, and returns
 	// the seqs. Safe under any number of concurrent callers: the log stays
-	// gapless with no duplicate seq.
+	// gapless with no duplicate seq. Like Commit, it chains the events
+	// (run.Chain: PrevHash, Hash) and moves the run's LastHash in the same
+	// write; ReadAudit verifies the chain.
 	AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error)
 	// ReadEvents returns up to limit events with seq > afterSeq, in order.
 	ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error)
@@ -155,7 +157,6 @@ type Events interface {
 
 // Operations reads the operation log; writes go through Commit.
 type Operations interface {
-	GetOperation(ctx context.Context, runID, opID string) (run.Operation, error)
 	// ListOperations returns the run's operations, oldest first; with
 	// pendingOnly only those still pending (to reconcile on recovery).
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
@@ -189,15 +190,14 @@ type Decision struct {
 	Reason     string
 }
 
-// Budgets reserves and settles a run's budget atomically.
+// Budgets reserves a run's budget atomically; a Commit's Used and Released
+// settle it (there is no separate settle: every settlement is part of a
+// Step's write under its lease).
 type Budgets interface {
 	// Reserve holds amounts against the run's limits. It fails with
 	// ErrBudgetExceeded, writing nothing, if used + reserved + r would pass
 	// any limit. Concurrent reservations never together pass a limit.
 	Reserve(ctx context.Context, runID string, r Amounts) (run.Budget, error)
-	// Settle releases a reservation and records what was actually used
-	// (which may exceed the reservation: usage is a fact, not a request).
-	Settle(ctx context.Context, runID string, reserved, used Amounts) (run.Budget, error)
 }
 
 // Amounts is a quantity of each budgeted resource.

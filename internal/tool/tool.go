@@ -65,6 +65,15 @@ type Tool interface {
 	Run(ctx context.Context, c Call) (Result, error)
 }
 
+// SecretHolder is a tool that holds credentials (from its constructor,
+// never its arguments) and names them, so that the harness replaces each
+// with "[redacted]" in whatever it records or shows the model: results,
+// errors, progress notes, operation outcomes. Secrets shorter than 8 bytes
+// are not redacted (they would match ordinary text).
+type SecretHolder interface {
+	Secrets() []string
+}
+
 // Effectful is a tool whose call is an external side effect. Run is not
 // used for it.
 type Effectful interface {

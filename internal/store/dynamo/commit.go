@@ -139,13 +139,14 @@ type part struct {
 }
 
 type commitTx struct {
-	items   []types.TransactWriteItem
-	parts   []part
-	seqs    []int64
-	newVer  int64
-	cpSeq   int64
-	status  run.Status
-	lastSeq int64
+	items    []types.TransactWriteItem
+	parts    []part
+	seqs     []int64
+	newVer   int64
+	cpSeq    int64
+	status   run.Status
+	lastSeq  int64
+	lastHash string
 }
 
 func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts, sp *spill, skip map[string]bool) commitTx {
@@ -226,10 +227,14 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 			u.set = append(u.set, e.name(b.total)+" = "+e.name(b.total)+" + "+e.value(nv(d)))
 		}
 	}
-	add(part{kind: "run"}, s.runRowUpdate(c.RunID, st, len(c.Events), now, e, u, conds))
+	evs, seqs, head := s.eventPuts(c.RunID, st.lastSeq, st.lastHash, c.Events, now)
+	tx.lastHash = st.lastHash
+	if head != "" {
+		tx.lastHash = head
+	}
+	add(part{kind: "run"}, s.runRowUpdate(c.RunID, st, len(c.Events), head, now, e, u, conds))
 
 	// 2. Events.
-	evs, seqs := s.eventPuts(c.RunID, st.lastSeq, c.Events, now)
 	tx.seqs = seqs
 	for i, it := range evs {
 		add(part{kind: "event", id: fmt.Sprint(seqs[i])}, it)
@@ -404,6 +409,7 @@ func (s *Store) explainCommitFailure(ctx context.Context, runID string, p part, 
 func (s *Store) afterCommit(c *store.Commit, st runState, tx commitTx) {
 	st.ver = tx.newVer
 	st.lastSeq = tx.lastSeq
+	st.lastHash = tx.lastHash
 	st.cpSeq = tx.cpSeq
 	st.status = tx.status
 	st.token = c.Token

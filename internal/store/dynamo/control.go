@@ -99,7 +99,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 			return run.Run{}, nil, err
 		}
 		r.CancelRequested = true
-		r.LastSeq = after.lastSeq
+		r.LastSeq, r.LastHash = after.lastSeq, after.lastHash
 		r.UpdatedAt = now
 		return r, pending, nil
 	}

@@ -52,7 +52,7 @@
 //     from last_seq, which it knows from ver. A cancellation because ver
 //     moved (another writer appended meanwhile) re-reads the row and
 //     retries; a token mismatch is store.ErrFenced.
-//   - Reserve and Settle are one conditional UpdateItem each. DynamoDB
+//   - Reserve is one conditional UpdateItem. DynamoDB
 //     conditions cannot add, so the row keeps, per resource, used,
 //     reserved and their sum (tok_total, spend_total, calls_total); Reserve
 //     passes limit − request as the value the sum must not exceed.

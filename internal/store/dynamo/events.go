@@ -48,8 +48,8 @@ func (s *Store) appendTx(ctx context.Context, what, runID string, events []run.E
 		if rowSet != nil {
 			rowSet(e, u)
 		}
-		items := []types.TransactWriteItem{s.runRowUpdate(runID, st, len(events), now, e, u, nil)}
-		evs, seqs := s.eventPuts(runID, st.lastSeq, events, now)
+		evs, seqs, head := s.eventPuts(runID, st.lastSeq, st.lastHash, events, now)
+		items := []types.TransactWriteItem{s.runRowUpdate(runID, st, len(events), head, now, e, u, nil)}
 		items = append(items, evs...)
 		var explain func(ctx context.Context, i int) error
 		if extra != nil {
@@ -61,6 +61,9 @@ func (s *Store) appendTx(ctx context.Context, what, runID string, events []run.E
 		if err == nil {
 			st.ver++
 			st.lastSeq += int64(len(events))
+			if head != "" {
+				st.lastHash = head
+			}
 			s.remember(runID, st)
 			return seqs, st, nil
 		}
@@ -151,15 +154,6 @@ func (s *Store) seqRange(ctx context.Context, runID, from, to string, limit int)
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 	return out, nil
-}
-
-// GetOperation implements store.Operations.
-func (s *Store) GetOperation(ctx context.Context, runID, opID string) (run.Operation, error) {
-	it, err := s.child(ctx, "operation", runID, opID, opSK(opID))
-	if err != nil {
-		return run.Operation{}, err
-	}
-	return itemToOp(runID, it), nil
 }
 
 // child reads one child item, ErrNotFound when absent.

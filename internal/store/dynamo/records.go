@@ -47,6 +47,7 @@ func runItem(r run.Run) item {
 	it.setN("step_count", r.StepCount)
 	it.setS("checkpoint_id", r.CheckpointID)
 	it.setN("last_seq", r.LastSeq)
+	it.setS("last_hash", r.LastHash)
 	it.setN("cp_seq", 0)
 	it.setN("ver", 1)
 	it.setS("parent_run_id", r.ParentRunID)
@@ -85,6 +86,7 @@ func itemToRun(it item) run.Run {
 		StepCount:        it.n("step_count"),
 		CheckpointID:     it.s("checkpoint_id"),
 		LastSeq:          it.n("last_seq"),
+		LastHash:         it.s("last_hash"),
 		ParentRunID:      it.s("parent_run_id"),
 		ForkCheckpointID: it.s("fork_checkpoint_id"),
 		CreatedAt:        it.t("created_at"),
@@ -94,7 +96,8 @@ func itemToRun(it item) run.Run {
 
 func itemToEvent(runID string, it item) run.Event {
 	return run.Event{RunID: runID, Seq: it.n("seq"), Type: run.EventType(it.s("type")), Time: it.t("time"),
-		PlanItemID: it.s("plan_item_id"), OperationID: it.s("operation_id"), Data: it.b("data")}
+		PlanItemID: it.s("plan_item_id"), OperationID: it.s("operation_id"), Data: it.b("data"),
+		PrevHash: it.s("prev_hash"), Hash: it.s("hash")}
 }
 
 func opItem(runID string, op run.Operation, ord int64) item {

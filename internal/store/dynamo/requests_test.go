@@ -81,10 +81,6 @@ func TestRequestsPerCall(t *testing.T) {
 			_, err := s.AppendEvents(ctx, r.ID, []run.Event{{Type: run.EventToolProgress}})
 			return err
 		}, map[string]int{"TransactWriteItems": 1}},
-		{"Settle", func() error {
-			_, err := s.Settle(ctx, r.ID, store.Amounts{}, store.Amounts{Tokens: 3})
-			return err
-		}, map[string]int{"UpdateItem": 1}},
 		{"EnqueueInput", func() error { _, err := s.EnqueueInput(ctx, r.ID, "more"); return err },
 			map[string]int{"TransactWriteItems": 1}},
 		{"GetRun", func() error { _, err := s.GetRun(ctx, r.ID); return err },

@@ -26,6 +26,8 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 	}
 	now := s.now()
 	r.CreatedAt, r.UpdatedAt = now, now
+	evs, _, head := s.eventPuts(r.ID, 0, "", []run.Event{{Type: run.EventRunCreated, Time: now}}, now)
+	r.LastHash = head
 	row := runItem(r)
 
 	var items []types.TransactWriteItem
@@ -37,7 +39,6 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 	}
 	runIdx := len(items)
 	items = append(items, s.putNew(row))
-	evs, _ := s.eventPuts(r.ID, 0, []run.Event{{Type: run.EventRunCreated, Time: now}}, now)
 	items = append(items, evs...)
 	e := newExpr()
 	sessIdx := len(items)

@@ -116,6 +116,7 @@ func (s *Store) now() time.Time { return s.clock().UTC() }
 type runState struct {
 	ver       int64
 	lastSeq   int64
+	lastHash  string // the chain's head: the hash of the event at lastSeq
 	cpSeq     int64
 	status    run.Status
 	sessionID string
@@ -127,7 +128,7 @@ type runState struct {
 
 func stateOf(it item) runState {
 	r := itemToRun(it)
-	return runState{ver: it.n("ver"), lastSeq: r.LastSeq, cpSeq: it.n("cp_seq"), status: r.Status,
+	return runState{ver: it.n("ver"), lastSeq: r.LastSeq, lastHash: r.LastHash, cpSeq: it.n("cp_seq"), status: r.Status,
 		sessionID: r.SessionID, limits: r.Limits, token: r.Lease.Token, leased: r.Lease.Owner != "",
 		reserved: store.Amounts{Tokens: r.Budget.TokensReserved, SpendMicroUSD: r.Budget.SpendReservedMicroUSD,
 			ToolCalls: r.Budget.ToolCallsReserved}}
@@ -354,13 +355,17 @@ func tooContended(what, runID string) error {
 }
 
 // runRowUpdate is the first action of every transaction that appends
-// events: it moves ver and last_seq, conditioned on the ver the caller
-// built the transaction from.
-func (s *Store) runRowUpdate(runID string, st runState, nEvents int, now time.Time, e *expr, u *update, conds []string) types.TransactWriteItem {
+// events: it moves ver, last_seq and last_hash (head, from eventPuts),
+// conditioned on the ver the caller built the transaction from — the ver
+// that st.lastHash belongs to.
+func (s *Store) runRowUpdate(runID string, st runState, nEvents int, head string, now time.Time, e *expr, u *update, conds []string) types.TransactWriteItem {
 	u.set = append(u.set,
 		e.name("ver")+" = "+e.value(nv(st.ver+1)),
 		e.name("last_seq")+" = "+e.value(nv(st.lastSeq+int64(nEvents))),
 		e.name("updated_at")+" = "+e.value(tv(now)))
+	if head != "" {
+		u.set = append(u.set, e.name("last_hash")+" = "+e.value(sv(head)))
+	}
 	conds = append([]string{"attribute_exists(" + e.name("pk") + ")", e.name("ver") + " = " + e.value(nv(st.ver))}, conds...)
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(s.table),
@@ -372,16 +377,23 @@ func (s *Store) runRowUpdate(runID string, st runState, nEvents int, now time.Ti
 	}}
 }
 
-// eventPuts builds the puts of events after lastSeq; zero times become now.
-func (s *Store) eventPuts(runID string, lastSeq int64, events []run.Event, now time.Time) ([]types.TransactWriteItem, []int64) {
+// eventPuts builds the puts of events after lastSeq, chained after the
+// event whose hash is prev, and returns the new head; zero times become now.
+func (s *Store) eventPuts(runID string, lastSeq int64, prev string, events []run.Event, now time.Time) ([]types.TransactWriteItem, []int64, string) {
 	items := make([]types.TransactWriteItem, len(events))
 	seqs := make([]int64, len(events))
+	chained := make([]run.Event, len(events))
 	for i, ev := range events {
-		seq := lastSeq + int64(i) + 1
-		seqs[i] = seq
 		if ev.Time.IsZero() {
 			ev.Time = now
 		}
+		ev.Time = ts(nanos(ev.Time)) // hashed as stored
+		chained[i] = ev
+	}
+	head := run.Chain(runID, prev, chained)
+	for i, ev := range chained {
+		seq := lastSeq + int64(i) + 1
+		seqs[i] = seq
 		it := item{"pk": sv(runPK(runID)), "sk": sv(eventSK(seq))}
 		it.setN("seq", seq)
 		it.setS("type", string(ev.Type))
@@ -389,9 +401,11 @@ func (s *Store) eventPuts(runID string, lastSeq int64, events []run.Event, now t
 		it.setS("plan_item_id", ev.PlanItemID)
 		it.setS("operation_id", ev.OperationID)
 		it.setB("data", ev.Data)
+		it.setS("prev_hash", ev.PrevHash)
+		it.setS("hash", ev.Hash)
 		items[i] = s.putNew(it)
 	}
-	return items, seqs
+	return items, seqs, head
 }
 
 // putNew is a Put that fails if the item exists.

@@ -126,26 +126,27 @@ func (s *Store) HasGrant(ctx context.Context, sessionID, tool string) (bool, err
 }
 
 const (
-	qLastSeq    = `SELECT last_seq FROM runs WHERE id = ?`
-	qSetLastSeq = `UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?`
+	qLastSeq    = `SELECT last_seq, last_hash FROM runs WHERE id = ?`
+	qSetLastSeq = `UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ? WHERE id = ?`
 )
 
 // appendTx appends events to a run inside a write transaction, keeping
-// last_seq in step, and returns their seqs.
+// last_seq and last_hash in step, and returns their seqs.
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, runID string, now time.Time, events ...run.Event) ([]int64, error) {
 	var last int64
-	if err := s.queryRow(ctx, tx, qLastSeq, runID).Scan(&last); err != nil {
+	var prev string
+	if err := s.queryRow(ctx, tx, qLastSeq, runID).Scan(&last, &prev); err != nil {
 		if err == sql.ErrNoRows {
 			return nil, fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
 		}
 		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}
-	seqs, err := s.insertEvents(ctx, tx, runID, last, events, now)
+	seqs, head, err := s.insertEvents(ctx, tx, runID, last, prev, events, now)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.exec(ctx, tx, qSetLastSeq,
-		last+int64(len(events)), now.UnixNano(), runID); err != nil {
+		last+int64(len(events)), head, now.UnixNano(), runID); err != nil {
 		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}
 	return seqs, nil

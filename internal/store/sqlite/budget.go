@@ -53,33 +53,3 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 	}
 	return out, nil
 }
-
-// Settle implements store.Budgets. Releasing more than is reserved leaves
-// the reservation at zero rather than negative.
-func (s *Store) Settle(ctx context.Context, runID string, reserved, used store.Amounts) (run.Budget, error) {
-	if err := store.ValidateSettle(runID, reserved, used); err != nil {
-		return run.Budget{}, err
-	}
-	var out run.Budget
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		b, err := scanBudget(tx.QueryRowContext(ctx, `UPDATE runs SET
-			tokens_reserved = MAX(0, tokens_reserved - ?1), spend_reserved = MAX(0, spend_reserved - ?2),
-			tool_calls_reserved = MAX(0, tool_calls_reserved - ?3),
-			tokens_used = tokens_used + ?4, spend_used = spend_used + ?5, tool_calls_used = tool_calls_used + ?6,
-			updated_at = ?7 WHERE id = ?8 RETURNING `+budgetColumns,
-			reserved.Tokens, reserved.SpendMicroUSD, reserved.ToolCalls, used.Tokens, used.SpendMicroUSD, used.ToolCalls,
-			s.now(), runID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: settle on %q: %w", runID, err)
-		}
-		out = b
-		return nil
-	})
-	if err != nil {
-		return run.Budget{}, err
-	}
-	return out, nil
-}

@@ -44,10 +44,11 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		leaseOwner string
 		token      int64
 		lastSeq    int64
+		lastHash   string
 		sessionID  string
 	)
 	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&status, &leaseOwner, &token, &lastSeq, &sessionID)
+		c.RunID).Scan(&status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
 	}
@@ -173,7 +174,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 			return nil, err
 		}
 	}
-	seqs, err := s.insertEvents(ctx, tx, c.RunID, lastSeq, c.Events, now)
+	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, lastSeq, lastHash, c.Events, now)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		cpID = checkpointID
 	}
 	if _, err := s.exec(ctx, tx, qCommitUpdateRun,
-		newStatus, output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)),
+		newStatus, output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)), head,
 		c.Used.Tokens, c.Used.SpendMicroUSD, c.Used.ToolCalls, c.Released.Tokens, c.Released.SpendMicroUSD, c.Released.ToolCalls,
 		release, release, nowN, c.RunID); err != nil {
 		return nil, fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
@@ -206,7 +207,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
-	qCommitRun = `SELECT status, lease_owner, lease_token, last_seq, session_id FROM runs WHERE id = ?`
+	qCommitRun = `SELECT status, lease_owner, lease_token, last_seq, last_hash, session_id FROM runs WHERE id = ?`
 	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
 	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
@@ -225,7 +226,7 @@ const (
 			ON CONFLICT DO NOTHING`
 	qCommitUpdateRun = `UPDATE runs SET status = COALESCE(?, status), output = COALESCE(?, output),
 		error = COALESCE(?, error), command = COALESCE(?, command), step_count = step_count + ?,
-		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?,
+		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?, last_hash = ?,
 		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
 		tokens_reserved = MAX(0, tokens_reserved - ?), spend_reserved = MAX(0, spend_reserved - ?),
 		tool_calls_reserved = MAX(0, tool_calls_reserved - ?),

@@ -10,30 +10,36 @@ import (
 	"github.com/keelrun/keel/internal/store"
 )
 
-const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data)
-	VALUES (?, ?, ?, ?, ?, ?, ?)`
+const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data, prev_hash, hash)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// insertEvents writes events after seq last and returns their seqs. The
-// caller holds the write lock and updates runs.last_seq; the primary key
-// (run_id, seq) would refuse a duplicate even if it did not.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, events []run.Event, now time.Time) ([]int64, error) {
+// insertEvents writes events after seq last, whose hash is prev, and returns
+// their seqs and the new head of the chain. The caller holds the write lock
+// and updates runs.last_seq and runs.last_hash; the primary key (run_id, seq)
+// would refuse a duplicate even if it did not.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, prev string, events []run.Event, now time.Time) ([]int64, string, error) {
 	seqs := make([]int64, len(events))
+	chained := make([]run.Event, len(events))
 	for i, e := range events {
-		seq := last + int64(i) + 1
-		t := e.Time
-		if t.IsZero() {
-			t = now
+		if e.Time.IsZero() {
+			e.Time = now
 		}
+		e.Time = ts(e.Time.UnixNano()) // hashed as stored
+		chained[i] = e
+	}
+	head := run.Chain(runID, prev, chained)
+	for i, e := range chained {
+		seq := last + int64(i) + 1
 		var data any
 		if len(e.Data) > 0 {
 			data = []byte(e.Data)
 		}
-		if _, err := s.exec(ctx, tx, qEventInsert, runID, seq, e.Type, t.UnixNano(), e.PlanItemID, e.OperationID, data); err != nil {
-			return nil, fmt.Errorf("sqlite: append event %d to %q: %w", seq, runID, err)
+		if _, err := s.exec(ctx, tx, qEventInsert, runID, seq, e.Type, e.Time.UnixNano(), e.PlanItemID, e.OperationID, data, e.PrevHash, e.Hash); err != nil {
+			return nil, "", fmt.Errorf("sqlite: append event %d to %q: %w", seq, runID, err)
 		}
 		seqs[i] = seq
 	}
-	return seqs, nil
+	return seqs, head, nil
 }
 
 // AppendEvents implements store.Events.
@@ -60,7 +66,7 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, type, time, plan_item_id, operation_id, data FROM events
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, type, time, plan_item_id, operation_id, data, prev_hash, hash FROM events
 		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
@@ -71,7 +77,7 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 		e := run.Event{RunID: runID}
 		var t int64
 		var data []byte
-		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.PlanItemID, &e.OperationID, &data); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.PlanItemID, &e.OperationID, &data, &e.PrevHash, &e.Hash); err != nil {
 			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 		}
 		e.Time = ts(t)

@@ -80,12 +80,6 @@ func raw(b []byte) []byte {
 	return b
 }
 
-// GetOperation implements store.Operations.
-func (s *Store) GetOperation(ctx context.Context, runID, opID string) (run.Operation, error) {
-	return getRow(ctx, s.r, "operation", runID, opID,
-		`SELECT `+opColumns+` FROM operations WHERE run_id = ? AND id = ?`, scanOp)
-}
-
 // ListOperations implements store.Operations; oldest first is insertion order.
 func (s *Store) ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error) {
 	if pendingOnly {

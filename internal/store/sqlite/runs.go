@@ -16,7 +16,7 @@ import (
 const runColumns = `id, session_id, owner, agent, COALESCE(client_key, ''), request, command, status,
 	output, error, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline,
 	tokens_used, tokens_reserved, spend_used, spend_reserved, tool_calls_used, tool_calls_reserved,
-	lease_owner, lease_token, lease_expiry, cancel_requested, step_count, checkpoint_id, last_seq,
+	lease_owner, lease_token, lease_expiry, cancel_requested, step_count, checkpoint_id, last_seq, last_hash,
 	parent_run_id, fork_checkpoint_id, created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -30,7 +30,7 @@ func scanRun(sc scanner) (run.Run, error) {
 		&r.Limits.MaxSpendMicroUSD, &deadline,
 		&r.Budget.TokensUsed, &r.Budget.TokensReserved, &r.Budget.SpendUsedMicroUSD, &r.Budget.SpendReservedMicroUSD,
 		&r.Budget.ToolCallsUsed, &r.Budget.ToolCallsReserved,
-		&r.Lease.Owner, &r.Lease.Token, &expiry, &cancel, &r.StepCount, &r.CheckpointID, &r.LastSeq,
+		&r.Lease.Owner, &r.Lease.Token, &expiry, &cancel, &r.StepCount, &r.CheckpointID, &r.LastSeq, &r.LastHash,
 		&r.ParentRunID, &r.ForkCheckpointID, &created, &updated)
 	if err != nil {
 		return run.Run{}, err
@@ -120,19 +120,21 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		if r.ClientKey != "" {
 			clientKey = r.ClientKey
 		}
+		first := []run.Event{{Type: run.EventRunCreated, Time: ts(now.UnixNano())}}
+		head := run.Chain(r.ID, "", first)
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs(id, session_id, owner, agent, client_key, request, command,
-			status, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline, last_seq,
+			status, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline, last_seq, last_hash,
 			parent_run_id, fork_checkpoint_id, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.SessionID, r.Owner, r.Agent, clientKey, r.Request, r.Command,
 			r.Status, r.InputPolicy, r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens,
-			r.Limits.MaxSpendMicroUSD, nanos(r.Limits.Deadline), r.LastSeq,
+			r.Limits.MaxSpendMicroUSD, nanos(r.Limits.Deadline), r.LastSeq, head,
 			r.ParentRunID, r.ForkCheckpointID, now.UnixNano(), now.UnixNano())
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events(run_id, seq, type, time) VALUES (?, 1, ?, ?)`,
-			r.ID, run.EventRunCreated, now.UnixNano()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events(run_id, seq, type, time, prev_hash, hash) VALUES (?, 1, ?, ?, '', ?)`,
+			r.ID, run.EventRunCreated, now.UnixNano(), first[0].Hash); err != nil {
 			return fmt.Errorf("sqlite: insert run_created: %w", err)
 		}
 		stored, err = getRun(ctx, tx, r.ID)

@@ -19,14 +19,14 @@ func testOperations(t *testing.T, e *env) {
 		{ID: "op_2", Tool: "email", ArgsHash: "deadbeef", IdempotencyKey: "mail-key"}},
 		Events: []run.Event{{Type: run.EventOpIntent, OperationID: "op_1"}}})
 	must(t, err)
-	op, err := e.s.GetOperation(e.ctx, r.ID, "op_1")
+	op, err := e.operation(r.ID, "op_1")
 	must(t, err)
 	wantHash, _ := run.ArgsHash(args)
 	if op.Status != run.OpPending || op.ArgsHash != wantHash || op.IdempotencyKey != "op_1" || op.RunID != r.ID ||
 		op.Destination != "blog" || op.ArtifactHash != "abc123" || string(op.Args) != string(args) || !op.CreatedAt.Equal(epoch) {
 		t.Fatalf("intent stored as %s", dump(op))
 	}
-	op2, err := e.s.GetOperation(e.ctx, r.ID, "op_2")
+	op2, err := e.operation(r.ID, "op_2")
 	must(t, err)
 	if op2.ArgsHash != "deadbeef" || op2.IdempotencyKey != "mail-key" || op2.Args != nil {
 		t.Fatalf("hash-only intent stored as %s", dump(op2))
@@ -54,7 +54,7 @@ func testOperations(t *testing.T, e *env) {
 				Result: json.RawMessage(`{"url":"https://blog/77"}`), AttemptsDelta: 2}},
 			Events: []run.Event{{Type: run.EventOpSucceeded, OperationID: "op_1"}}})
 		must(t, err)
-		op, err := e.s.GetOperation(e.ctx, r.ID, "op_1")
+		op, err := e.operation(r.ID, "op_1")
 		must(t, err)
 		if op.Status != run.OpSucceeded || op.ExternalID != "post-77" || op.Attempts != 2 ||
 			string(op.Result) != `{"url":"https://blog/77"}` || !op.UpdatedAt.Equal(e.clock.Now()) || !op.CreatedAt.Equal(epoch) {
@@ -89,7 +89,7 @@ func testOperations(t *testing.T, e *env) {
 		}
 	})
 	t.Run("Unknown", func(t *testing.T) {
-		_, err := e.s.GetOperation(e.ctx, r.ID, "op_nope")
+		_, err := e.operation(r.ID, "op_nope")
 		wantErr(t, err, store.ErrNotFound)
 		_, err = e.s.ListOperations(e.ctx, "run_nope", false)
 		wantErr(t, err, store.ErrNotFound)
@@ -155,6 +155,21 @@ func testApprovals(t *testing.T, e *env) {
 		must(t, err)
 		if has {
 			t.Fatal("mutating approval created a grant")
+		}
+	})
+	t.Run("LegacyHashStillDecides", func(t *testing.T) {
+		// An approval stored by a Keel whose hashes had no version prefix.
+		args := json.RawMessage(`{"amount":12.50,"to":"acct-1"}`)
+		legacy, err := run.LegacyArgsHash(args)
+		must(t, err)
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok,
+			NewApprovals: []run.Approval{{ID: "ap_legacy", PlanItemID: "p9", Tool: "pay", Mode: run.ModeMutating, Args: args, ArgsHash: legacy}},
+			Events:       []run.Event{ev(run.EventApprovalRequested, "")}})
+		must(t, err)
+		a, err := e.s.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: "ap_legacy", Approve: true, ArgsHash: legacy, DecidedBy: "carol"})
+		must(t, err)
+		if a.Status != run.ApprovalApproved || a.ArgsHash != legacy {
+			t.Fatalf("legacy approval decided as %s", dump(a))
 		}
 	})
 	t.Run("DecideTwice", func(t *testing.T) {
@@ -245,7 +260,7 @@ func testBudget(t *testing.T, e *env) {
 		}
 	})
 	t.Run("Settle", func(t *testing.T) {
-		b, err := e.s.Settle(e.ctx, r.ID, store.Amounts{Tokens: 600, SpendMicroUSD: 100, ToolCalls: 1},
+		b, err := e.settle(r.ID, store.Amounts{Tokens: 600, SpendMicroUSD: 100, ToolCalls: 1},
 			store.Amounts{Tokens: 550, SpendMicroUSD: 100, ToolCalls: 1})
 		must(t, err)
 		want := run.Budget{TokensUsed: 550, TokensReserved: 400, SpendUsedMicroUSD: 100, SpendReservedMicroUSD: 400,
@@ -269,7 +284,7 @@ func testBudget(t *testing.T, e *env) {
 		_, err := e.s.Reserve(e.ctx, r.ID, store.Amounts{Tokens: 100})
 		must(t, err)
 		// The model used more than was reserved: a fact, stored as is.
-		b, err := e.s.Settle(e.ctx, r.ID, store.Amounts{Tokens: 100}, store.Amounts{Tokens: 130})
+		b, err := e.settle(r.ID, store.Amounts{Tokens: 100}, store.Amounts{Tokens: 130})
 		must(t, err)
 		if b.TokensUsed != 130 || b.TokensReserved != 0 {
 			t.Fatalf("%+v", b)
@@ -306,11 +321,11 @@ func testBudget(t *testing.T, e *env) {
 	t.Run("BadInput", func(t *testing.T) {
 		_, err := e.s.Reserve(e.ctx, r.ID, store.Amounts{Tokens: -1})
 		wantErr(t, err, store.ErrInvalid)
-		_, err = e.s.Settle(e.ctx, r.ID, store.Amounts{}, store.Amounts{SpendMicroUSD: -5})
+		_, err = e.settle(r.ID, store.Amounts{}, store.Amounts{SpendMicroUSD: -5})
 		wantErr(t, err, store.ErrInvalid)
 		_, err = e.s.Reserve(e.ctx, "run_nope", store.Amounts{Tokens: 1})
 		wantErr(t, err, store.ErrNotFound)
-		_, err = e.s.Settle(e.ctx, "run_nope", store.Amounts{}, store.Amounts{Tokens: 1})
+		_, err = e.settle("run_nope", store.Amounts{}, store.Amounts{Tokens: 1})
 		wantErr(t, err, store.ErrNotFound)
 	})
 }

@@ -25,6 +25,7 @@ func testCreateRun(t *testing.T, e *env) {
 	want := in
 	want.Status = run.StatusCreated
 	want.LastSeq = 1
+	want.LastHash = run.Chain(in.ID, "", []run.Event{{Type: run.EventRunCreated, Time: epoch}})
 	want.CreatedAt, want.UpdatedAt = epoch, epoch
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("CreateRun returned\n%s\nwant\n%s", dump(got), dump(want))

@@ -271,6 +271,9 @@ func (e *env) checkGapless(s store.Store, runID string) []run.Event {
 	if r.LastSeq != int64(len(evs)) {
 		e.t.Fatalf("run LastSeq = %d, log has %d events", r.LastSeq, len(evs))
 	}
+	if problems := run.VerifyChain(runID, evs, r.LastSeq, r.LastHash); len(problems) > 0 {
+		e.t.Fatalf("the event chain is broken: %v", problems)
+	}
 	return evs
 }
 
@@ -280,4 +283,33 @@ func eventTypes(evs []run.Event) []run.EventType {
 		out[i] = x.Type
 	}
 	return out
+}
+
+// settle releases reserved and records used as a Step does: in a commit
+// under the run's lease. It returns the budget stored afterwards.
+func (e *env) settle(runID string, reserved, used store.Amounts) (run.Budget, error) {
+	r, err := e.s.AcquireLease(e.ctx, runID, "settler", time.Minute)
+	if err != nil {
+		return run.Budget{}, err
+	}
+	if _, err := e.s.Commit(e.ctx, store.Commit{RunID: runID, Token: r.Lease.Token, Released: reserved, Used: used,
+		Run: &store.RunPatch{ReleaseLease: true}}); err != nil {
+		return run.Budget{}, err
+	}
+	got, err := e.s.GetRun(e.ctx, runID)
+	return got.Budget, err
+}
+
+// operation finds one operation of a run through ListOperations.
+func (e *env) operation(runID, opID string) (run.Operation, error) {
+	ops, err := e.s.ListOperations(e.ctx, runID, false)
+	if err != nil {
+		return run.Operation{}, err
+	}
+	for _, op := range ops {
+		if op.ID == opID {
+			return op, nil
+		}
+	}
+	return run.Operation{}, fmt.Errorf("operation %q of run %q: %w", opID, runID, store.ErrNotFound)
 }

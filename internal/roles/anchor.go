@@ -1,0 +1,45 @@
+package roles
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// AuditHeadName is the artifact Finalize writes for every finished run: the
+// head of its event chain when it finished, so the head is kept outside the
+// store (on AWS in S3, where object lock can make it unchangeable). An
+// audit export later verifies against it: every event up to that head is
+// pinned (README, Auditing a run).
+const AuditHeadName = "audit-head.json"
+
+// AuditHead is the document stored as AuditHeadName.
+type AuditHead struct {
+	RunID  string     `json:"run_id"`
+	Status run.Status `json:"status"`
+	Seq    int64      `json:"seq"`
+	Hash   string     `json:"hash"`
+}
+
+// writeAuditHead stores r's chain head under its last checkpoint (or
+// "final"). Artifacts are immutable: a second Finalize of the same run finds
+// the head already there (ErrExists when the log grew since, e.g. a fork
+// recorded on it; the first head stays, which is the point).
+func writeAuditHead(ctx context.Context, s store.AuditReader, arts artifact.Store, runID string) (artifact.Info, error) {
+	r, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return artifact.Info{}, err
+	}
+	b, err := json.MarshalIndent(AuditHead{RunID: r.ID, Status: r.Status, Seq: r.LastSeq, Hash: r.LastHash}, "", "  ")
+	if err != nil {
+		return artifact.Info{}, err
+	}
+	cp := r.CheckpointID
+	if cp == "" {
+		cp = "final"
+	}
+	return arts.Put(ctx, artifact.Key{RunID: runID, CheckpointID: cp, Name: AuditHeadName}, append(b, '\n'))
+}

@@ -1,0 +1,132 @@
+package run
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+)
+
+// The event log of a run is a hash chain: each event carries the hash of
+// its predecessor (PrevHash) and its own (Hash), and the run row carries the
+// head (LastSeq, LastHash). Stores set them as they append, in the write
+// that appends. An event's hash covers everything the event says and the
+// hash before it, so editing, deleting or reordering one event breaks the
+// chain at that event (VerifyChain names it).
+//
+// It does not protect against someone who can rewrite the store and
+// recomputes the chain and the run's head from the first changed event on:
+// the chain is then whole again. Against that, keep the head somewhere that
+// writer cannot reach: `keel verify` prints it, GET /v1/runs/{id}/audit
+// exports it, and a copy compared later (a ticket, a signed e-mail, an S3
+// object under object lock) pins every event up to it.
+
+// EventTime is the form of an event's time in its hash and in an audit
+// export: RFC 3339 in UTC with as many fractional digits as it has.
+func EventTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// EventHash is the hex sha256 of the RFC 8785 form of the object
+//
+//	{"data": DATA, "operation_id": ..., "plan_item_id": ..., "prev_hash": ...,
+//	 "run_id": ..., "time": EventTime(e.Time), "type": ...}
+//
+// where DATA is the event's data as the string of its stored bytes ("" when
+// it has none). Every member is a string, so any JSON library that sorts
+// keys and writes no whitespace nor \u escapes of non-ASCII characters makes
+// the same bytes (Python: json.dumps(obj, sort_keys=True,
+// separators=(",", ":"), ensure_ascii=False)). The seq is not hashed: an
+// event's place is its link to the one before it.
+func EventHash(e Event) string {
+	var b bytes.Buffer
+	fields := [...][2]string{ // in RFC 8785 order
+		{"data", string(e.Data)},
+		{"operation_id", e.OperationID},
+		{"plan_item_id", e.PlanItemID},
+		{"prev_hash", e.PrevHash},
+		{"run_id", e.RunID},
+		{"time", EventTime(e.Time)},
+		{"type", string(e.Type)},
+	}
+	b.WriteByte('{')
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(&b, f[0])
+		b.WriteByte(':')
+		writeString(&b, f[1])
+	}
+	b.WriteByte('}')
+	return HashBytes(b.Bytes())
+}
+
+// Chain sets RunID, PrevHash and Hash of events appended after an event
+// whose hash is prev, in order, and returns the new head. Times must be set.
+func Chain(runID, prev string, events []Event) string {
+	for i := range events {
+		events[i].RunID = runID
+		events[i].PrevHash = prev
+		events[i].Hash = EventHash(events[i])
+		prev = events[i].Hash
+	}
+	return prev
+}
+
+// ChainProblem is one place where a run's log and its chain disagree.
+type ChainProblem struct {
+	Seq  int64  `json:"seq"`
+	Kind string `json:"kind"` // edited, deleted, reordered, truncated, unchained
+	Text string `json:"text"`
+}
+
+func (p ChainProblem) String() string { return fmt.Sprintf("seq %d: %s: %s", p.Seq, p.Kind, p.Text) }
+
+// The kinds of ChainProblem.
+const (
+	ChainEdited    = "edited"    // the event does not hash to its Hash
+	ChainDeleted   = "deleted"   // events are missing before this one
+	ChainReordered = "reordered" // the event follows another than the one before it
+	ChainTruncated = "truncated" // the log ends before the run's head
+	ChainUnchained = "unchained" // the event has no hash though a chained one came before
+)
+
+// VerifyChain checks a run's whole log, in seq order, against its head
+// (the run's LastSeq and LastHash). Events stored before the chain existed
+// (no Hash, before every chained event) are accepted as they are; the first
+// chained event then starts from "". It returns nil when the chain holds.
+func VerifyChain(runID string, events []Event, headSeq int64, headHash string) []ChainProblem {
+	var out []ChainProblem
+	where := map[string]int64{}
+	for _, e := range events {
+		if e.Hash != "" {
+			where[e.Hash] = e.Seq
+		}
+	}
+	prev, prevSeq, chained := "", int64(0), false
+	for _, e := range events {
+		if e.Seq != prevSeq+1 {
+			out = append(out, ChainProblem{e.Seq, ChainDeleted, fmt.Sprintf("events %d..%d are missing", prevSeq+1, e.Seq-1)})
+		}
+		if e.Hash == "" && !chained {
+			prevSeq = e.Seq
+			continue
+		}
+		switch {
+		case e.Hash == "":
+			out = append(out, ChainProblem{e.Seq, ChainUnchained, "the event has no hash, though the log before it is chained"})
+		case e.RunID != runID || EventHash(e) != e.Hash:
+			out = append(out, ChainProblem{e.Seq, ChainEdited, "the event's content does not match its hash " + e.Hash})
+		case e.PrevHash != prev:
+			if at, ok := where[e.PrevHash]; ok && at != e.Seq {
+				out = append(out, ChainProblem{e.Seq, ChainReordered, fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
+			} else if e.Seq == prevSeq+1 {
+				out = append(out, ChainProblem{e.Seq, ChainDeleted, fmt.Sprintf("the event follows %s, which is not in the log: an event before it was removed", e.PrevHash)})
+			}
+		}
+		chained = chained || e.Hash != ""
+		prev, prevSeq = e.Hash, e.Seq
+	}
+	if prevSeq != headSeq || (chained && prev != headHash) {
+		out = append(out, ChainProblem{prevSeq, ChainTruncated, fmt.Sprintf("the log ends at seq %d (%s) but the run's head is seq %d (%s)", prevSeq, prev, headSeq, headHash)})
+	}
+	return out
+}
