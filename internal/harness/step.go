@@ -456,7 +456,12 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
 	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(map[string]any{
 		"usage": resp.Usage, "stop_reason": resp.StopReason, "response_id": resp.ResponseID, "model": resp.Model,
-		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts)})})
+		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts),
+		// What the model answered, so that `keel record` can replay the
+		// run's decisions: the text and each call's name and arguments
+		// (arguments never hold secrets: they are shown to the model and
+		// stored on the plan item already).
+		"answer": recordedAnswer{Text: resp.Text, Calls: answerCalls(resp.ToolCalls)}})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)
@@ -1155,4 +1160,29 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// recordedAnswer is a model answer as model_call_completed records it.
+type recordedAnswer struct {
+	Text  string         `json:"text,omitempty"`
+	Calls []recordedCall `json:"calls,omitempty"`
+}
+
+type recordedCall struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+func answerCalls(tcs []model.ToolCall) []recordedCall {
+	out := make([]recordedCall, 0, len(tcs))
+	for _, tc := range tcs {
+		args := tc.Args
+		if !json.Valid(args) {
+			// Never dispatched (the call fails validation); kept as a
+			// string so that the event stays JSON.
+			args, _ = json.Marshal(string(tc.Args))
+		}
+		out = append(out, recordedCall{Name: tc.Name, Args: args})
+	}
+	return out
 }
