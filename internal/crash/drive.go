@@ -172,8 +172,7 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if st.runID == "" {
-		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: AgentName,
-			Input: "Write a short report on durable agents and publish it."}, st.key)
+		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: n.cfg.agent(), Input: n.cfg.input()}, st.key)
 		if err != nil {
 			return false, n.classify("create run", err)
 		}
