@@ -26,6 +26,7 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/crash"
 )
 
 // Exit codes.
@@ -86,6 +87,8 @@ type command struct {
 	// fields maps API error fields to the flag or argument that set them,
 	// so a refusal names what the user typed.
 	fields map[string]string
+	// hidden: not listed in the usage (a program's internal command).
+	hidden bool
 }
 
 // commands is the dispatch table.
@@ -107,6 +110,10 @@ func commands() map[string]command {
 		"task":        taskCommand(),
 		"step":        stepCommand(),
 		"init":        initCommand(),
+		"record":      recordCommand(),
+		"crashtest":   crashtestCommand(),
+
+		crash.ObserveCommand: observeCommand(),
 	}
 }
 
@@ -220,7 +227,9 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
-		names = append(names, n)
+		if !cmds[n].hidden {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
