@@ -16,7 +16,8 @@
 // With Config.Store "dynamo" every scenario runs keel dev on the DynamoDB
 // store and S3 artifacts, a table and a bucket of its own, at an endpoint
 // that outlives the processes the suite kills (Config.AWS: served by the
-// suite's process, StartLocalAWS, or the caller's, ExternalAWS). keel dev
+// suite's process, LocalAWS with internal/crash/localaws, or the caller's,
+// ExternalAWS). keel dev
 // gets a short step budget and lease TTL there: a restart does not end a
 // dead incarnation's lease on a shared table, it runs out.
 //

@@ -70,7 +70,7 @@ func (c Config) input() string {
 }
 
 // ErrNoAWS: the dynamo backend was asked for without an endpoint.
-var ErrNoAWS = errors.New("-store dynamo needs an AWS endpoint (StartLocalAWS, or ExternalAWS for LocalStack)")
+var ErrNoAWS = errors.New("-store dynamo needs an AWS endpoint (LocalAWS, or ExternalAWS for LocalStack)")
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
