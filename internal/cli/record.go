@@ -58,8 +58,9 @@ type recordedAnswer struct {
 	Answer *struct {
 		Text  string `json:"text"`
 		Calls []struct {
-			Name string          `json:"name"`
-			Args json.RawMessage `json:"args"`
+			Name       string          `json:"name"`
+			Args       json.RawMessage `json:"args"`
+			ReplayArgs json.RawMessage `json:"replay_args"`
 		} `json:"calls"`
 	} `json:"answer"`
 }
@@ -106,7 +107,13 @@ func recordScript(ctx context.Context, cl *client.Client, runID string) (scripte
 			t.Usage = &u
 		}
 		for _, c := range a.Answer.Calls {
-			t.ToolCalls = append(t.ToolCalls, scripted.ToolCall{Name: c.Name, Args: c.Args})
+			args := c.Args
+			if len(c.ReplayArgs) > 0 {
+				// Values the run's own tools returned (an artifact key, an
+				// id) are references, filled from the replay's results.
+				args = c.ReplayArgs
+			}
+			t.ToolCalls = append(t.ToolCalls, scripted.ToolCall{Name: c.Name, Args: args})
 		}
 		s.Turns = append(s.Turns, t)
 	}

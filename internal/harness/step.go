@@ -461,7 +461,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		"answer": recordedAnswer{Text: resp.Text, Calls: answerCalls(resp.ToolCalls)}})})
+		"answer": recordedAnswer{Text: resp.Text, Calls: answerCalls(resp.ToolCalls, s.msgs)}})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)
@@ -1171,10 +1171,17 @@ type recordedAnswer struct {
 type recordedCall struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	// ReplayArgs, when set, are Args with every string that equals a
+	// field of an earlier tool's latest result replaced by a reference to
+	// it ("{{tool.field}}", the scripted model's template): a replay then
+	// passes what its own run's tool returned (an artifact key, an id),
+	// not this run's value. Only tool and field names are added.
+	ReplayArgs json.RawMessage `json:"replay_args,omitempty"`
 }
 
-func answerCalls(tcs []model.ToolCall) []recordedCall {
+func answerCalls(tcs []model.ToolCall, transcript []model.Message) []recordedCall {
 	out := make([]recordedCall, 0, len(tcs))
+	refs := resultFields(transcript)
 	for _, tc := range tcs {
 		args := tc.Args
 		if !json.Valid(args) {
@@ -1182,7 +1189,73 @@ func answerCalls(tcs []model.ToolCall) []recordedCall {
 			// string so that the event stays JSON.
 			args, _ = json.Marshal(string(tc.Args))
 		}
-		out = append(out, recordedCall{Name: tc.Name, Args: args})
+		c := recordedCall{Name: tc.Name, Args: args}
+		var v any
+		if len(refs) > 0 && json.Unmarshal(args, &v) == nil {
+			if v, changed := templated(v, refs); changed {
+				c.ReplayArgs, _ = json.Marshal(v)
+			}
+		}
+		out = append(out, c)
 	}
 	return out
+}
+
+// resultFields maps each string value of a top-level field of each tool's
+// latest successful JSON-object result to "{{tool.field}}"; where two
+// results hold the value, the latest wins.
+func resultFields(msgs []model.Message) map[string]string {
+	names := map[string]string{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			names[tc.ID] = tc.Name
+		}
+	}
+	refs := map[string]string{}
+	seen := map[string]bool{}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := len(msgs[i].ToolResults) - 1; j >= 0; j-- {
+			tr := msgs[i].ToolResults[j]
+			tool := names[tr.CallID]
+			if tool == "" || tr.IsError || seen[tool] {
+				continue
+			}
+			seen[tool] = true
+			var obj map[string]any
+			if json.Unmarshal([]byte(tr.Content), &obj) != nil {
+				continue
+			}
+			for f, v := range obj {
+				if str, ok := v.(string); ok && str != "" {
+					if _, taken := refs[str]; !taken {
+						refs[str] = "{{" + tool + "." + f + "}}"
+					}
+				}
+			}
+		}
+	}
+	return refs
+}
+
+func templated(v any, refs map[string]string) (any, bool) {
+	changed := false
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			var c bool
+			t[k], c = templated(e, refs)
+			changed = changed || c
+		}
+	case []any:
+		for i, e := range t {
+			var c bool
+			t[i], c = templated(e, refs)
+			changed = changed || c
+		}
+	case string:
+		if r, ok := refs[t]; ok {
+			return r, true
+		}
+	}
+	return v, changed
 }
