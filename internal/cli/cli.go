@@ -1,7 +1,8 @@
 // Package cli is the command line of every Keel binary: the stock `keel`
 // and each program that calls keel.Main. It is the client of any Keel API
 // (run, approve, events, ...), the embedded server (`dev`), the operator's
-// `step`, the long-running task child (`task`), `init`, and — when
+// `step`, the long-running task child (`task`), `init`, `record` and
+// `crashtest` (the program's own agents under the fault matrix), and — when
 // KEEL_ROLE is set — the role of a deployed function or task.
 //
 // Exit codes: 0 success; 1 failure (including a watched run that did not

@@ -38,6 +38,15 @@
 // reconciliation, and the after_dispatch row reports a duplicate
 // publication (TestBrokenBuildIsCaught).
 //
+// ProgramMatrix plays a user's own agent the same way (keel crashtest):
+// the program's binary instead of keel, no publication server, and the
+// destination observed through an EffectCounter — ProgramCounter asks the
+// program itself (its hidden crashtest-observe command), which answers
+// with each effect's count hook or Lookup. An unkilled run armed with
+// KEEL_FAULTPOINT=* first counts each point's hits; then every point is
+// killed at its first hit (or every hit), and a soak kills at random
+// moments. Check holds each operation to its observation (checkEffects).
+//
 // Contracts: Play ends every process it started before it returns, and
 // keeps a failing scenario's directory (logs, data, the destination's log)
 // for inspection. No assertion depends on wall-clock time; time bounds are

@@ -1171,9 +1171,9 @@ type recordedAnswer struct {
 type recordedCall struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
-	// ReplayArgs, when set, are Args with every string that equals a
-	// field of an earlier tool's latest result replaced by a reference to
-	// it ("{{tool.field}}", the scripted model's template): a replay then
+	// ReplayArgs, when set, are Args with every string (of minRefLen
+	// bytes or more) that equals a field of an earlier tool's latest
+	// result replaced by a reference to it ("{{tool.field}}", the scripted model's template): a replay then
 	// passes what its own run's tool returned (an artifact key, an id),
 	// not this run's value. Only tool and field names are added.
 	ReplayArgs json.RawMessage `json:"replay_args,omitempty"`
@@ -1201,6 +1201,10 @@ func answerCalls(tcs []model.ToolCall, transcript []model.Message) []recordedCal
 	return out
 }
 
+// minRefLen is the shortest result value answerCalls turns into a
+// reference.
+const minRefLen = 8
+
 // resultFields maps each string value of a top-level field of each tool's
 // latest successful JSON-object result to "{{tool.field}}"; where two
 // results hold the value, the latest wins.
@@ -1226,7 +1230,10 @@ func resultFields(msgs []model.Message) map[string]string {
 				continue
 			}
 			for f, v := range obj {
-				if str, ok := v.(string); ok && str != "" {
+				// Short values ("open", a small id) are more likely the
+				// model's own words than a value it copied, and replay as
+				// they are.
+				if str, ok := v.(string); ok && len(str) >= minRefLen {
 					if _, taken := refs[str]; !taken {
 						refs[str] = "{{" + tool + "." + f + "}}"
 					}
