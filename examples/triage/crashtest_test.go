@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -45,13 +46,15 @@ func crashtest(t *testing.T, svc *tickets.Server, args ...string) (string, int) 
 // TestCrashtest: the triage program's own `crashtest` kills it at each
 // fault point (the first hit; -crashtest.all-hits: every hit), restarts
 // it, and counts update_ticket's effects at the ticket service by key:
-// one row per effect and point, each applied exactly once.
+// one row per effect and point, each applied exactly once; and a short
+// soak of random kills.
 func TestCrashtest(t *testing.T) {
 	svc, err := tickets.NewServer(token, tickets.SampleData())
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--json"}
+	const soak = 4
+	args := []string{"--json", "--soak", fmt.Sprint(soak)}
 	if *allHits {
 		args = append(args, "--all-hits")
 	}
@@ -83,11 +86,12 @@ func TestCrashtest(t *testing.T) {
 			want += n - 1
 		}
 	}
-	if len(rep.Rows) != want || want < 9 {
+	if len(rep.Rows) != want+soak || want < 9 {
 		t.Fatalf("%d rows for hits %v", len(rep.Rows), rep.Hits)
 	}
 	for _, r := range rep.Rows {
-		if r.Kills != 1 || len(r.Violations) > 0 || len(r.Effects) != 1 {
+		soaked := strings.HasPrefix(r.Name, "soak-")
+		if (r.Kills != 1 && !soaked) || len(r.Violations) > 0 || len(r.Effects) != 1 {
 			t.Errorf("%s: kills %d, violations %v, effects %+v", r.Name, r.Kills, r.Violations, r.Effects)
 			continue
 		}
