@@ -26,15 +26,15 @@ type Expect struct {
 
 // Verdict is the outcome of the invariants on one run.
 type Verdict struct {
-	Status       run.Status
-	Publications int  // effects the destination received
-	Duplicates   int  // effects beyond the one the run may cause
-	NeedsHuman   bool // the run ended needs_human
-	OpsTruth     bool // every operation's status equals the destination's truth
-	Gapless      bool // the event log is seq 1..n, complete
-	Violations   []string
+	Status       run.Status `json:"status"`
+	Publications int        `json:"applied"`     // effects the destination received
+	Duplicates   int        `json:"duplicates"`  // effects beyond the one the run may cause
+	NeedsHuman   bool       `json:"needs_human"` // the run ended needs_human
+	OpsTruth     bool       `json:"ops_agree"`   // every operation's status equals the destination's truth
+	Gapless      bool       `json:"gapless"`     // the event log is seq 1..n, complete
+	Violations   []string   `json:"violations,omitempty"`
 	// Findings are notes that are not violations.
-	Findings []string
+	Findings []string `json:"-"`
 }
 
 func (v *Verdict) fail(format string, a ...any) {

@@ -161,25 +161,25 @@ type Scenario struct {
 
 // Result is one played scenario.
 type Result struct {
-	Name  string
-	RunID string
+	Name  string `json:"name"`
+	RunID string `json:"run_id"`
 	// Kills are the SIGKILLs that happened: keel dev deaths and deaths of
 	// its long-running task child.
-	Kills int
+	Kills int `json:"kills"`
 	// RandomKills are those of Kills the suite made at a random moment.
-	RandomKills int
+	RandomKills int `json:"random_kills"`
 	Verdict
-	Notes []string
+	Notes []string `json:"notes,omitempty"`
 	// Effects are the run's effects, one row each (EffectCounter only).
-	Effects []EffectRow
+	Effects []EffectRow `json:"effects,omitempty"`
 	// Hits counts the fault points reached, by name, in processes armed
 	// with KEEL_FAULTPOINT=* (faults.CountAll).
-	Hits map[string]int
+	Hits map[string]int `json:"hits,omitempty"`
 	// Explain are the events of a failed run that tell its effects' story
 	// (operations, tool calls, approvals, kills recovered from).
-	Explain []string
-	Dir     string
-	Elapsed time.Duration
+	Explain []string      `json:"explain,omitempty"`
+	Dir     string        `json:"dir,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 }
 
 // Pass reports whether every invariant held.
