@@ -20,7 +20,8 @@ type ProgramOptions struct {
 	// otherwise each point's first hit only.
 	AllHits bool
 	// Soak adds that many runs killed at random moments (one to three
-	// kills each, at a delay drawn from the unkilled run's duration).
+	// incarnations each, killed at a delay drawn from the unkilled run's
+	// duration plus 50ms; a kill after the run ended kills nothing).
 	Soak int
 	// Seed makes the soak repeatable.
 	Seed uint64
@@ -86,7 +87,10 @@ func ProgramMatrix(ctx context.Context, cfg Config, opt ProgramOptions) ProgramR
 			scs = append(scs, sc)
 		}
 	}
-	window := max(base.Elapsed, 100*time.Millisecond)
+	// Kills land from the program serving to a little after the run's
+	// own duration: before, during and after its approvals and effects
+	// (the driver creates the run at its first tick, 25ms).
+	window := base.RunTime + 50*time.Millisecond
 	for i := range opt.Soak {
 		rng := rand.New(rand.NewPCG(opt.Seed, uint64(i)))
 		var incs []Incarnation

@@ -177,7 +177,9 @@ type Result struct {
 	Hits map[string]int `json:"hits,omitempty"`
 	// Explain are the events of a failed run that tell its effects' story
 	// (operations, tool calls, approvals, kills recovered from).
-	Explain []string      `json:"explain,omitempty"`
+	Explain []string `json:"explain,omitempty"`
+	// RunTime is from the run's first event to its last.
+	RunTime time.Duration `json:"run_time_ns"`
 	Dir     string        `json:"dir,omitempty"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 }
@@ -253,6 +255,9 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 			res.Effects = effectRows(ev)
 		}
 		res.Hits = countHits(dir)
+		if n := len(ev.Events); n > 0 {
+			res.RunTime = ev.Events[n-1].Time.Sub(ev.Events[0].Time)
+		}
 		if sc.check != nil {
 			sc.check(ev, &res)
 		}
