@@ -54,6 +54,13 @@ func crashtestCommand() command {
 			if *agent == "" && len(c.app.Agents) == 1 {
 				*agent = c.app.Agents[0].Name
 			}
+			known := false
+			for _, a := range c.app.Agents {
+				known = known || a.Name == *agent
+			}
+			if *agent != "" && !known {
+				return usagef("--agent %q: this program has no such agent", *agent)
+			}
 		}
 		if *agent == "" {
 			return usagef("--agent: name the agent to run")
