@@ -56,8 +56,9 @@ func recordCommand() command {
 type recordedAnswer struct {
 	Usage  model.Usage `json:"usage"`
 	Answer *struct {
-		Text  string `json:"text"`
-		Calls []struct {
+		OmittedBytes int    `json:"omitted_bytes"`
+		Text         string `json:"text"`
+		Calls        []struct {
 			Name       string          `json:"name"`
 			Args       json.RawMessage `json:"args"`
 			ReplayArgs json.RawMessage `json:"replay_args"`
@@ -100,6 +101,9 @@ func recordScript(ctx context.Context, cl *client.Client, runID string) (scripte
 		}
 		if a.Answer == nil {
 			return scripted.Script{}, fmt.Errorf("event %d (model_call_completed) does not hold the answer: the run was recorded by an older Keel", e.Seq)
+		}
+		if a.Answer.OmittedBytes > 0 {
+			return scripted.Script{}, fmt.Errorf("event %d (model_call_completed): the answer (%d bytes) was too large to be kept in the event", e.Seq, a.Answer.OmittedBytes)
 		}
 		t := scripted.Turn{Text: a.Answer.Text}
 		if a.Usage != (model.Usage{}) {

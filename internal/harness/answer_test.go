@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/model"
@@ -36,5 +37,18 @@ func TestAnswerCalls(t *testing.T) {
 				t.Errorf("replay args %s, want %s", got[0].ReplayArgs, tc.replay)
 			}
 		})
+	}
+}
+
+// TestRecordAnswerBounded: an answer too large for an event is left out
+// (it stays in the checkpoint) and says so.
+func TestRecordAnswerBounded(t *testing.T) {
+	small := recordAnswer(model.Response{Text: "ok"}, nil)
+	if small.Text != "ok" || small.OmittedBytes != 0 {
+		t.Fatalf("small answer recorded as %+v", small)
+	}
+	big := recordAnswer(model.Response{Text: strings.Repeat("x", maxRecordedAnswer)}, nil)
+	if big.Text != "" || big.OmittedBytes <= maxRecordedAnswer {
+		t.Fatalf("large answer recorded as text of %d bytes, omitted %d", len(big.Text), big.OmittedBytes)
 	}
 }

@@ -461,7 +461,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		"answer": recordedAnswer{Text: resp.Text, Calls: answerCalls(resp.ToolCalls, s.msgs)}})})
+		"answer": recordAnswer(resp, s.msgs)})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)
@@ -1166,6 +1166,23 @@ func errString(err error) string {
 type recordedAnswer struct {
 	Text  string         `json:"text,omitempty"`
 	Calls []recordedCall `json:"calls,omitempty"`
+	// OmittedBytes > 0: the answer was larger than maxRecordedAnswer and
+	// is not in the event (it is in the checkpoint); the run cannot be
+	// recorded as a script.
+	OmittedBytes int `json:"omitted_bytes,omitempty"`
+}
+
+// maxRecordedAnswer bounds the answer an event holds: an event is one
+// item of the store (a DynamoDB item is at most 400 KB), and the answer is
+// in the checkpoint anyway.
+const maxRecordedAnswer = 64 << 10
+
+func recordAnswer(resp model.Response, transcript []model.Message) recordedAnswer {
+	a := recordedAnswer{Text: resp.Text, Calls: answerCalls(resp.ToolCalls, transcript)}
+	if b, err := json.Marshal(a); err != nil || len(b) > maxRecordedAnswer {
+		return recordedAnswer{OmittedBytes: max(len(b), 1)}
+	}
+	return a
 }
 
 type recordedCall struct {
