@@ -158,6 +158,15 @@ crash: crash-bins
 soak: crash-bins
 	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(N) -store $(STORE) $(CRASH_FLAGS) soak
 
+# crashtest: `keel crashtest` on both examples at every hit of every fault
+# point (make test plays each point's first hit): the research agent of the
+# stock program with its publication server, and the triage program with
+# its ticket service.
+.PHONY: crashtest
+crashtest:
+	$(GO) test -count=1 -run 'TestCrashtestResearch$$' ./internal/cli -args -crashtest.all-hits
+	cd examples/triage && $(GO) test -count=1 -run 'TestCrashtest$$' . -args -crashtest.all-hits
+
 # test-examples: the examples that are Go modules of their own (they may
 # use only Keel's public API: the compiler forbids them internal/) build,
 # vet and pass their tests.

@@ -76,6 +76,12 @@ type EffectSpec[A any] struct {
 	Lookup func(ctx context.Context, operationID string) (out Outcome, found bool, err error)
 	// Promises declares what the destination guarantees.
 	Promises Promise
+	// Count, optional and for tests only, says how many times the
+	// destination applied operationID: `keel crashtest` compares it with
+	// Keel's records to find a duplicate, which Lookup (found or not)
+	// cannot show. Point it at a sandbox of the destination that keeps
+	// such a count. A run never calls it; an error means "cannot tell".
+	Count func(ctx context.Context, operationID string) (int, error)
 	// Destination names the destination in operation records and
 	// reports (default: the tool's name).
 	Destination string
@@ -108,7 +114,7 @@ func Effect[A any](name, description string, spec EffectSpec[A]) Tool {
 		return Tool{name: name, err: fmt.Errorf("effect %q: unknown Promises bits %#x", name, uint8(spec.Promises))}
 	}
 	f := agentdef.EffectFuncs[A]{Contract: spec.Promises.contract(), Destination: spec.Destination,
-		ConfirmOnce: spec.ConfirmOnce, Prepare: spec.Prepare}
+		ConfirmOnce: spec.ConfirmOnce, Prepare: spec.Prepare, Count: spec.Count}
 	if d := spec.Dispatch; d != nil {
 		f.Dispatch = func(ctx context.Context, opID string, a A) (ops.Outcome, error) {
 			out, err := d(ctx, opID, a)

@@ -196,6 +196,39 @@ func (h HTTPPublisher) Find(ctx context.Context, opID string) (keel.Outcome, boo
 	}
 }
 
+var _ Counter = HTTPPublisher{}
+
+// Count implements Counter: the publications the server lists for
+// operationID (GET {base}/publications, which answers whatever the
+// contract; a test's sandbox, not a production lookup).
+func (h HTTPPublisher) Count(ctx context.Context, opID string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(h.Base, "/")+"/publications", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := h.client().Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("list publications: status %d", resp.StatusCode)
+	}
+	var list struct {
+		Publications []Publication `json:"publications"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&list); err != nil {
+		return 0, fmt.Errorf("list publications: %w", err)
+	}
+	n := 0
+	for _, p := range list.Publications {
+		if p.OperationID == opID {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Publication is one effect the server received.
 type Publication struct {
 	ID          string    `json:"id"`

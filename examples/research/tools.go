@@ -263,7 +263,16 @@ func Publish(to Publisher) keel.EffectSpec[PublishArgs] {
 	if to.Promises()&keel.LookupByKey != 0 {
 		spec.Lookup = to.Find
 	}
+	if c, ok := to.(Counter); ok {
+		spec.Count = c.Count
+	}
 	return spec
+}
+
+// Counter is a Publisher that can say how many publications an operation
+// id made: the count hook of `keel crashtest` (keel.EffectSpec.Count).
+type Counter interface {
+	Count(ctx context.Context, operationID string) (int, error)
 }
 
 // Tools returns the four tools of the research agent.

@@ -83,6 +83,9 @@ type EffectFuncs[A any] struct {
 	Destination string
 	ConfirmOnce bool
 	Prepare     func(ctx context.Context, args A) (string, error)
+	// Count, for crashtest only: how many times the destination applied
+	// an operation id.
+	Count func(ctx context.Context, operationID string) (int, error)
 }
 
 func (s EffectFuncs[A]) check() error {
@@ -179,4 +182,41 @@ func (e effectTool[A]) Describe(op run.Operation) tool.Result {
 	}
 	b, _ := json.Marshal(m)
 	return tool.Result{Content: string(b), Data: b}
+}
+
+// Observation is what an effect's own code says of one operation at its
+// destination, for `keel crashtest`: the count hook's answer where the
+// effect has one, else its Lookup's (found: 1, not found: 0), else nothing.
+type Observation struct {
+	// By is "count", "lookup" or "" (the destination cannot be observed).
+	By         string `json:"by,omitempty"`
+	Count      int    `json:"count"`
+	ExternalID string `json:"external_id,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Observe asks the destination about op with the effect's Count hook, or
+// its Lookup. It never dispatches.
+func (e effectTool[A]) Observe(ctx context.Context, op run.Operation) Observation {
+	ctx = e.opCtx(ctx, op)
+	var o Observation
+	if e.f.Lookup != nil {
+		o.By = "lookup"
+		out, found, err := e.f.Lookup(ctx, op.IdempotencyKey)
+		if err != nil {
+			o.Error = err.Error()
+		}
+		if found {
+			o.Count, o.ExternalID = 1, out.ExternalID
+		}
+	}
+	if e.f.Count != nil {
+		o.By = "count"
+		n, err := e.f.Count(ctx, op.IdempotencyKey)
+		if err != nil {
+			o.Error = err.Error()
+		}
+		o.Count = n
+	}
+	return o
 }

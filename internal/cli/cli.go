@@ -1,7 +1,8 @@
 // Package cli is the command line of every Keel binary: the stock `keel`
 // and each program that calls keel.Main. It is the client of any Keel API
 // (run, approve, events, ...), the embedded server (`dev`), the operator's
-// `step`, the long-running task child (`task`), `init`, and — when
+// `step`, the long-running task child (`task`), `init`, `record` and
+// `crashtest` (the program's own agents under the fault matrix), and — when
 // KEEL_ROLE is set — the role of a deployed function or task.
 //
 // Exit codes: 0 success; 1 failure (including a watched run that did not
@@ -26,6 +27,7 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/crash"
 )
 
 // Exit codes.
@@ -86,6 +88,8 @@ type command struct {
 	// fields maps API error fields to the flag or argument that set them,
 	// so a refusal names what the user typed.
 	fields map[string]string
+	// hidden: not listed in the usage (a program's internal command).
+	hidden bool
 }
 
 // commands is the dispatch table.
@@ -108,6 +112,10 @@ func commands() map[string]command {
 		"task":        taskCommand(),
 		"step":        stepCommand(),
 		"init":        initCommand(),
+		"record":      recordCommand(),
+		"crashtest":   crashtestCommand(),
+
+		crash.ObserveCommand: observeCommand(),
 	}
 }
 
@@ -221,7 +229,9 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
-		names = append(names, n)
+		if !cmds[n].hidden {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

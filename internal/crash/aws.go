@@ -1,18 +1,10 @@
 package crash
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,9 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-	miniserver "github.com/truora/minidyn/server"
 
 	"github.com/keelrun/keel/internal/store/dynamo"
 )
@@ -50,29 +39,19 @@ type AWS struct {
 	close func()
 }
 
-// StartLocalAWS serves DynamoDB (in-process minidyn) and S3 (in-process
-// gofakes3) on one loopback URL, routed by request shape the way
-// LocalStack's single port is: DynamoDB's JSON protocol names its
-// operation in X-Amz-Target, everything else is S3. Close stops it.
-func StartLocalAWS() (*AWS, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	rt := &awsRouter{ddb: miniserver.NewServer(), s3: gofakes3.New(s3mem.New()).Server()}
-	srv := &http.Server{Handler: rt, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	url := "http://" + ln.Addr().String()
+// LocalAWS uses an endpoint served by the caller's own process
+// (internal/crash/localaws: in-process DynamoDB and S3 on one URL; close
+// stops it). The keel processes get static test credentials, so nothing of
+// the caller's AWS configuration (profiles, instance metadata) is looked up
+// or used.
+func LocalAWS(url string, close func()) *AWS {
 	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
 	a := newAWS(cfg, url)
-	// The keel processes get the same static credentials, so nothing
-	// of the caller's AWS configuration (profiles, instance metadata)
-	// is looked up or used.
 	a.env = append(a.env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=",
 		"AWS_REGION=us-east-1", "AWS_PROFILE=", "AWS_EC2_METADATA_DISABLED=true")
-	a.close = func() { _ = srv.Close() }
-	return a, nil
+	a.close = close
+	return a
 }
 
 // ExternalAWS uses an endpoint the caller runs (LocalStack, or any
@@ -141,40 +120,6 @@ func (a *AWS) dropWorld(ctx context.Context, table, bucket string) error {
 // the records the API does not show.
 func (a *AWS) store(table string) (*dynamo.Store, error) {
 	return dynamo.New(a.ddb, dynamo.Options{Table: table})
-}
-
-// awsRouter is the single endpoint. It also adds the X-Amz-Crc32 header
-// DynamoDB puts on every response and minidyn does not: the SDK checks the
-// body against it when present, and logs a checksum mismatch against 0
-// when it is missing.
-//
-// It serves one DynamoDB request at a time: minidyn's server reads its
-// table map outside its lock (getTable) while CreateTable and DeleteTable
-// write it, a data race once scenarios create tables while others run
-// (the race detector reports it). minidyn holds one global lock for
-// nearly every operation anyway, so this costs no concurrency.
-type awsRouter struct {
-	ddb, s3 http.Handler
-	ddbMu   sync.Mutex
-}
-
-func (rt *awsRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.") {
-		rt.s3.ServeHTTP(w, r)
-		return
-	}
-	rec := httptest.NewRecorder()
-	rt.ddbMu.Lock()
-	rt.ddb.ServeHTTP(rec, r)
-	rt.ddbMu.Unlock()
-	body := rec.Body.Bytes()
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
-	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(rec.Code)
-	_, _ = bytes.NewReader(body).WriteTo(w)
 }
 
 // awsEnvDefaults are the settings an external endpoint needs that the

@@ -19,17 +19,22 @@ type Expect struct {
 	// Kills is how many SIGKILLs must have happened (a row whose fault
 	// point was never reached proves nothing).
 	Kills int
+	// OpsPerEffect, when set, is how many operations each effect must
+	// have in a completed run (the unkilled run's).
+	OpsPerEffect map[string]int
 }
 
 // Verdict is the outcome of the invariants on one run.
 type Verdict struct {
-	Status       run.Status
-	Publications int  // effects the destination received
-	Duplicates   int  // effects beyond the one the run may cause
-	NeedsHuman   bool // the run ended needs_human
-	OpsTruth     bool // every operation's status equals the destination's truth
-	Gapless      bool // the event log is seq 1..n, complete
-	Violations   []string
+	Status       run.Status `json:"status"`
+	Publications int        `json:"applied"`     // effects the destination received
+	Duplicates   int        `json:"duplicates"`  // effects beyond the one the run may cause
+	NeedsHuman   bool       `json:"needs_human"` // the run ended needs_human
+	OpsTruth     bool       `json:"ops_agree"`   // every operation's status equals the destination's truth
+	Gapless      bool       `json:"gapless"`     // the event log is seq 1..n, complete
+	Violations   []string   `json:"violations,omitempty"`
+	// Findings are notes that are not violations.
+	Findings []string `json:"-"`
 }
 
 func (v *Verdict) fail(format string, a ...any) {
@@ -64,6 +69,20 @@ func Check(ev Evidence, x Expect) Verdict {
 		v.fail("run ended %s (error %q), want one of %v", ev.Run.Status, ev.Run.Error, statuses)
 	}
 
+	if ev.Observed != nil {
+		// A program's own effects, observed through its count hooks and
+		// lookups (EffectCounter) instead of the publication log.
+		checkEffects(ev, x, &v)
+	} else {
+		checkPublications(ev, x, &v)
+	}
+	checkLog(ev, &v)
+	return v
+}
+
+// checkPublications holds the research agent's destination to Keel's
+// records: the publication server's log.
+func checkPublications(ev Evidence, x Expect, v *Verdict) {
 	// Publications.
 	if len(ev.Pubs) > 1 {
 		v.Duplicates = len(ev.Pubs) - 1
@@ -150,6 +169,15 @@ func Check(ev Evidence, x Expect) Verdict {
 		}
 	}
 
+}
+
+// checkLog: the log is gapless and complete, and tells every operation's
+// story.
+func checkLog(ev Evidence, v *Verdict) {
+	known := map[string]run.Operation{}
+	for _, op := range ev.Ops {
+		known[op.ID] = op
+	}
 	// The log: gapless and complete.
 	for i, e := range ev.Events {
 		if e.Seq != int64(i+1) {
@@ -219,7 +247,6 @@ func Check(ev Evidence, x Expect) Verdict {
 	if n := countType(ev.Events, run.EventRunCompleted); n > 1 {
 		v.fail("%d run_completed events", n)
 	}
-	return v
 }
 
 func countType(evs []api.Event, t run.EventType) int {

@@ -16,7 +16,8 @@
 // With Config.Store "dynamo" every scenario runs keel dev on the DynamoDB
 // store and S3 artifacts, a table and a bucket of its own, at an endpoint
 // that outlives the processes the suite kills (Config.AWS: served by the
-// suite's process, StartLocalAWS, or the caller's, ExternalAWS). keel dev
+// suite's process, LocalAWS with internal/crash/localaws, or the caller's,
+// ExternalAWS). keel dev
 // gets a short step budget and lease TTL there: a restart does not end a
 // dead incarnation's lease on a shared table, it runs out.
 //
@@ -36,6 +37,15 @@
 // The suite can fail: built with `-tags keel_skip_reconcile`, keel skips
 // reconciliation, and the after_dispatch row reports a duplicate
 // publication (TestBrokenBuildIsCaught).
+//
+// ProgramMatrix plays a user's own agent the same way (keel crashtest):
+// the program's binary instead of keel, no publication server, and the
+// destination observed through an EffectCounter — ProgramCounter asks the
+// program itself (its hidden crashtest-observe command), which answers
+// with each effect's count hook or Lookup. An unkilled run armed with
+// KEEL_FAULTPOINT=* first counts each point's hits; then every point is
+// killed at its first hit (or every hit), and a soak kills at random
+// moments. Check holds each operation to its observation (checkEffects).
 //
 // Contracts: Play ends every process it started before it returns, and
 // keeps a failing scenario's directory (logs, data, the destination's log)

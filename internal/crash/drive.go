@@ -172,8 +172,7 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if st.runID == "" {
-		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: AgentName,
-			Input: "Write a short report on durable agents and publish it."}, st.key)
+		r, _, err := n.c.CreateRun(cctx, api.CreateRunRequest{Agent: n.cfg.agent(), Input: n.cfg.input()}, st.key)
 		if err != nil {
 			return false, n.classify("create run", err)
 		}
@@ -191,36 +190,44 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	if terminal(r.Status) {
 		return true, nil
 	}
-	if r.Status == run.StatusAwaitingApproval && !st.approved {
-		return false, n.approve(cctx, st)
+	if r.Status != run.StatusAwaitingApproval {
+		return false, nil
 	}
-	if r.Status == run.StatusAwaitingApproval && !n.sc.idle && time.Since(st.decidedAt) > resumeGuard {
+	decided, err := n.approve(cctx, st)
+	if err != nil {
+		return false, err
+	}
+	if !decided && !n.sc.idle && time.Since(st.decidedAt) > resumeGuard {
 		return false, fmt.Errorf("LOST WAKEUP: the approval was decided (the API accepted it) %s ago and the run is still awaiting_approval",
 			time.Since(st.decidedAt).Round(time.Second))
 	}
 	return false, nil
 }
 
-// approve approves the exact action shown (its args hash). A decision
+// approve approves the exact action of every pending approval (its args
+// hash) and reports whether it decided one. The first time, a decision
 // already taken is repeated the same way: that is how a caller whose
-// answer was lost in a crash makes sure the run was woken.
-func (n *node) approve(ctx context.Context, st *driveState) error {
+// answer was lost in a crash makes sure the run was woken. A run may ask
+// for several approvals in turn (a confirm-once tool, then an effect).
+func (n *node) approve(ctx context.Context, st *driveState) (bool, error) {
 	aps, err := n.c.ListApprovals(ctx, st.runID)
 	if err != nil {
-		return n.classify("list approvals", err)
+		return false, n.classify("list approvals", err)
 	}
+	decided := false
 	for _, a := range aps {
-		if a.Status != run.ApprovalPending && a.Status != run.ApprovalApproved {
+		if a.Status != run.ApprovalPending && (a.Status != run.ApprovalApproved || st.approved) {
 			continue
 		}
 		_, err := n.c.Decide(ctx, st.runID, a.ApprovalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: a.ArgsHash})
 		var ae *api.Error
 		if err != nil && !(errors.As(err, &ae) && ae.Code == api.CodeApprovalNotPending) {
-			return n.classify("approve", err)
+			return false, n.classify("approve", err)
 		}
-		if !st.approved {
-			st.approved, st.decidedAt = true, time.Now()
-		}
+		decided = true
 	}
-	return nil
+	if decided {
+		st.approved, st.decidedAt = true, time.Now()
+	}
+	return decided, nil
 }

@@ -36,7 +36,7 @@ const maxNth = 40
 // between a crash and a second publication.
 func FaultScenario(point string, nth int, contract string) *Scenario {
 	name := fmt.Sprintf("%s:%d", point, nth)
-	if contract != "lookup" {
+	if contract != "lookup" && contract != "" {
 		name += " [" + contract + "]"
 	}
 	st := allowed(run.StatusCompleted)

@@ -80,7 +80,10 @@ func (n *node) startPub(ctx context.Context) error {
 
 // keelEnv is the environment of every keel process of the scenario.
 func (n *node) keelEnv() []string {
-	env := []string{"RESEARCH_PUBLISH=" + n.pubURL, "RESEARCH_PUBLISH_CONTRACT=" + n.sc.Contract}
+	env := append([]string(nil), n.cfg.Env...)
+	if n.cfg.Counter == nil {
+		env = append(env, "RESEARCH_PUBLISH="+n.pubURL, "RESEARCH_PUBLISH_CONTRACT="+n.sc.Contract)
+	}
 	if n.sc.PublishTimeout > 0 {
 		env = append(env, "RESEARCH_PUBLISH_TIMEOUT="+n.sc.PublishTimeout.String())
 	}
@@ -144,6 +147,9 @@ type Evidence struct {
 	Ops       []run.Operation
 	Items     []run.PlanItem
 	Pubs      []Publication
+	// Observed is what an EffectCounter said of each operation (by id);
+	// nil when the destination is the publication server.
+	Observed map[string]Observation
 }
 
 // collectAPI reads the run's records through the API of the live keel dev.
@@ -177,8 +183,10 @@ func (n *node) collectAPI(ctx context.Context, runID string, ev *Evidence) error
 // and the publications from the destination's log.
 func (n *node) collectRecords(ctx context.Context, runID string, ev *Evidence) error {
 	var err error
-	if ev.Pubs, err = readPublications(n.pubLog); err != nil {
-		return err
+	if n.cfg.Counter == nil {
+		if ev.Pubs, err = readPublications(n.pubLog); err != nil {
+			return err
+		}
 	}
 	st, err := n.records(ctx)
 	if err != nil {

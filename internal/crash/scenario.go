@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelrun/keel/internal/faults"
 	"github.com/keelrun/keel/internal/run"
 )
 
@@ -43,10 +44,33 @@ type Config struct {
 	// ScenarioTimeout is a hang guard per scenario (default 8m; the task
 	// rows wait over two minutes for a heartbeat timeout).
 	ScenarioTimeout time.Duration
+
+	// Counter, when set, plays a program's own agent instead of the
+	// research example (keel crashtest): no publication server is
+	// started, Keel is the program's binary, its effects are observed
+	// through Counter, and Agent, Input and Env say what to run.
+	Counter EffectCounter
+	Agent   string   // the agent to run (default AgentName)
+	Input   string   // the run's input
+	Env     []string // added to every program process (its destination, credentials)
+}
+
+func (c Config) agent() string {
+	if c.Agent != "" {
+		return c.Agent
+	}
+	return AgentName
+}
+
+func (c Config) input() string {
+	if c.Input != "" {
+		return c.Input
+	}
+	return "Write a short report on durable agents and publish it."
 }
 
 // ErrNoAWS: the dynamo backend was asked for without an endpoint.
-var ErrNoAWS = errors.New("-store dynamo needs an AWS endpoint (StartLocalAWS, or ExternalAWS for LocalStack)")
+var ErrNoAWS = errors.New("-store dynamo needs an AWS endpoint (LocalAWS, or ExternalAWS for LocalStack)")
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
@@ -62,10 +86,14 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("-store %q: want sqlite or dynamo", c.Store)
 	}
-	if len(c.Script) == 0 {
-		return errors.New("no research script (-script examples/research/script.json)")
+	bins := []string{c.Keel}
+	if c.Counter == nil {
+		if len(c.Script) == 0 {
+			return errors.New("no research script (-script examples/research/script.json)")
+		}
+		bins = append(bins, c.PubServer)
 	}
-	for _, b := range []string{c.Keel, c.PubServer} {
+	for _, b := range bins {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("binary: %w", err)
 		}
@@ -133,17 +161,27 @@ type Scenario struct {
 
 // Result is one played scenario.
 type Result struct {
-	Name  string
-	RunID string
+	Name  string `json:"name"`
+	RunID string `json:"run_id"`
 	// Kills are the SIGKILLs that happened: keel dev deaths and deaths of
 	// its long-running task child.
-	Kills int
+	Kills int `json:"kills"`
 	// RandomKills are those of Kills the suite made at a random moment.
-	RandomKills int
+	RandomKills int `json:"random_kills"`
 	Verdict
-	Notes   []string
-	Dir     string
-	Elapsed time.Duration
+	Notes []string `json:"notes,omitempty"`
+	// Effects are the run's effects, one row each (EffectCounter only).
+	Effects []EffectRow `json:"effects,omitempty"`
+	// Hits counts the fault points reached, by name, in processes armed
+	// with KEEL_FAULTPOINT=* (faults.CountAll).
+	Hits map[string]int `json:"hits,omitempty"`
+	// Explain are the events of a failed run that tell its effects' story
+	// (operations, tool calls, approvals, kills recovered from).
+	Explain []string `json:"explain,omitempty"`
+	// RunTime is from the run's first event to its last.
+	RunTime time.Duration `json:"run_time_ns"`
+	Dir     string        `json:"dir,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 }
 
 // Pass reports whether every invariant held.
@@ -182,8 +220,10 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 			}
 			n.sc = withEnv(sc, "KEEL_MODEL=scripted:"+path)
 		}
-		if err := n.startPub(ctx); err != nil {
-			return Evidence{}, err
+		if cfg.Counter == nil {
+			if err := n.startPub(ctx); err != nil {
+				return Evidence{}, err
+			}
 		}
 		if cfg.Store == "dynamo" {
 			table, bucket, err := cfg.AWS.newWorld(ctx)
@@ -210,12 +250,23 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 		v := Check(ev, sc.Expect)
 		v.Violations = append(res.Violations, v.Violations...)
 		res.Verdict = v
+		res.Notes = append(res.Notes, v.Findings...)
+		if ev.Observed != nil {
+			res.Effects = effectRows(ev)
+		}
+		res.Hits = countHits(dir)
+		if n := len(ev.Events); n > 0 {
+			res.RunTime = ev.Events[n-1].Time.Sub(ev.Events[0].Time)
+		}
 		if sc.check != nil {
 			sc.check(ev, &res)
 		}
 	}
 	if res.Kills < sc.Expect.Kills {
 		res.fail("fault point not reached: %d kills, want %d", res.Kills, sc.Expect.Kills)
+	}
+	if !res.Pass() && ev.Observed != nil {
+		res.Explain = explain(ev)
 	}
 	res.Elapsed = time.Since(start)
 	if res.Pass() && !cfg.Keep {
@@ -249,7 +300,38 @@ func (n *node) finish(ctx context.Context, st *driveState) (Evidence, error) {
 		return ev, err
 	}
 	n.keel.stop()
-	return ev, n.collectRecords(ctx, st.runID, &ev)
+	if err := n.collectRecords(ctx, st.runID, &ev); err != nil {
+		return ev, err
+	}
+	if n.cfg.Counter != nil {
+		var err error
+		if ev.Observed, err = n.cfg.Counter.Observe(ctx, n.cfg.agent(), ev.Ops); err != nil {
+			return ev, fmt.Errorf("observing the destination: %w", err)
+		}
+	}
+	return ev, nil
+}
+
+// countHits counts the fault points reached in the scenario's program
+// logs, as written under KEEL_FAULTPOINT=*.
+func countHits(dir string) map[string]int {
+	logs, _ := filepath.Glob(filepath.Join(dir, "keel-dev-*.log"))
+	var hits map[string]int
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if p, ok := strings.CutPrefix(line, faults.HitPrefix); ok {
+				if hits == nil {
+					hits = map[string]int{}
+				}
+				hits[strings.TrimSpace(p)]++
+			}
+		}
+	}
+	return hits
 }
 
 // taskKills counts long-running task children keel dev saw die by

@@ -23,7 +23,15 @@ type Points struct {
 	kill func()
 }
 
-// Parse reads "name" or "name:nth". An empty spec gives Points that never fire.
+// CountAll, as KEEL_FAULTPOINT, kills nowhere and writes one line
+// (HitPrefix + point name) to stderr at every hit of every point: how
+// `keel crashtest` learns how often a run reaches each point.
+const CountAll = "*"
+
+// HitPrefix starts the stderr line of a hit counted under CountAll.
+const HitPrefix = "keel: fault point hit: "
+
+// Parse reads "name" or "name:nth", or CountAll. An empty spec gives Points that never fire.
 func Parse(spec string) (*Points, error) {
 	p := &Points{kill: killSelf}
 	if spec == "" {
@@ -52,7 +60,14 @@ func (p *Points) Name() string { return p.name }
 
 // Hit is called at each fault point.
 func (p *Points) Hit(name string) {
-	if p == nil || p.name == "" || p.name != name {
+	if p == nil || p.name == "" {
+		return
+	}
+	if p.name == CountAll {
+		fmt.Fprintf(os.Stderr, "%s%s\n", HitPrefix, name)
+		return
+	}
+	if p.name != name {
 		return
 	}
 	if p.seen.Add(1) == p.nth {

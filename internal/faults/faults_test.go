@@ -42,3 +42,16 @@ func TestParseAndHit(t *testing.T) {
 	var nilPoints *Points
 	nilPoints.Hit("anything") // must not panic
 }
+
+// TestCountAll: KEEL_FAULTPOINT=* kills nowhere.
+func TestCountAll(t *testing.T) {
+	p, err := Parse(CountAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WithKill(func() { t.Fatal("killed under CountAll") })
+	for range 3 {
+		p.Hit("after_dispatch")
+		p.Hit("in_step_commit")
+	}
+}

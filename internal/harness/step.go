@@ -461,7 +461,12 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
 	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(map[string]any{
 		"usage": resp.Usage, "stop_reason": resp.StopReason, "response_id": resp.ResponseID, "model": resp.Model,
-		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts)})})
+		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts),
+		// What the model answered, so that `keel record` can replay the
+		// run's decisions: the text and each call's name and arguments
+		// (arguments never hold secrets: they are shown to the model and
+		// stored on the plan item already).
+		"answer": recordAnswer(resp, s.msgs)})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)

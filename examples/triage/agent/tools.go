@@ -56,6 +56,12 @@ func Tools(c *tickets.Client) []keel.Tool {
 			Dispatch:    UpdateTicket(c),
 			Promises:    keel.IdempotentByKey,
 			Destination: "tickets",
+			// For keel crashtest: the service counts the updates applied
+			// under each key.
+			Count: func(ctx context.Context, operationID string) (int, error) {
+				a, err := c.AppliedUnder(ctx, operationID)
+				return len(a), err
+			},
 		}),
 	}
 }

@@ -95,6 +95,17 @@ func (c *Client) Update(ctx context.Context, id, key string, u Update) (Applied,
 	return a, err
 }
 
+// AppliedUnder returns the updates the service applied under key (GET
+// /updates?key=): one when the key was applied, none when it was not. For
+// crash tests: how many times an operation took effect.
+func (c *Client) AppliedUnder(ctx context.Context, key string) ([]Applied, error) {
+	var out struct {
+		Applied []Applied `json:"applied"`
+	}
+	err := c.do(ctx, http.MethodGet, "/updates?key="+url.QueryEscape(key), nil, nil, &out)
+	return out.Applied, err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, h http.Header, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {

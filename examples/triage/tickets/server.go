@@ -112,6 +112,39 @@ type Server struct {
 	received  int              // update requests received, keyed or not
 	applied   []Applied        // in order
 	now       func() time.Time
+	// broken: keys are ignored, every update request is applied (see
+	// BreakIdempotency).
+	broken bool
+}
+
+// BreakIdempotency makes the service ignore Idempotency-Key from now on:
+// every update request is applied again, as a destination that does not
+// keep its promise. For tests that must catch such a destination (keel
+// crashtest reports the duplicate).
+func (s *Server) BreakIdempotency() {
+	s.mu.Lock()
+	s.broken = true
+	s.mu.Unlock()
+}
+
+// listApplied answers GET /updates?key=K: the updates applied under key,
+// in order (more than one only when idempotency is broken). A sandbox's
+// count of effects, for crash tests.
+func (s *Server) listApplied(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	if key == "" {
+		writeError(w, http.StatusBadRequest, "key is required")
+		return
+	}
+	s.mu.Lock()
+	out := []Applied{}
+	for _, a := range s.applied {
+		if a.Key == key {
+			out = append(out, a)
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"applied": out})
 }
 
 // keyed is what a key applied, and the body it applied, so that a key
@@ -144,6 +177,7 @@ func NewServer(token string, d Data) (*Server, error) {
 	mux.HandleFunc("GET /tickets/{id}/similar", s.similar)
 	mux.HandleFunc("GET /customers/{id}", s.getCustomer)
 	mux.HandleFunc("POST /tickets/{id}/updates", s.update)
+	mux.HandleFunc("GET /updates", s.listApplied)
 	s.mux = mux
 	return s, nil
 }
@@ -279,7 +313,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests[key]++
-	if k, ok := s.byKey[key]; ok {
+	if k, ok := s.byKey[key]; ok && !s.broken {
 		if k.body != sum {
 			writeError(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used for another update")
 			return

@@ -232,3 +232,38 @@ func TestNewClient(t *testing.T) {
 		t.Fatalf("transport error %v", err)
 	}
 }
+
+// TestAppliedUnder: the service counts what a key applied — once, however
+// often it is sent — until its idempotency is broken on purpose.
+func TestAppliedUnder(t *testing.T) {
+	s, hs := newService(t)
+	c := newClient(t, hs.URL, token)
+	ctx := context.Background()
+	u := tickets.Update{Status: tickets.StatusPending, Reply: "We are looking into it."}
+	count := func(key string) int {
+		t.Helper()
+		a, err := c.AppliedUnder(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(a)
+	}
+	if n := count("op_1"); n != 0 {
+		t.Fatalf("%d applied before any update", n)
+	}
+	for range 2 {
+		if _, err := c.Update(ctx, "T-1001", "op_1", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count("op_1"); n != 1 {
+		t.Fatalf("op_1 applied %d times, want 1", n)
+	}
+	s.BreakIdempotency()
+	if _, err := c.Update(ctx, "T-1001", "op_1", u); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("op_1"); n != 2 {
+		t.Fatalf("broken: op_1 applied %d times, want 2", n)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/keelrun/keel/internal/crash"
+	"github.com/keelrun/keel/internal/crash/localaws"
 )
 
 func main() {
@@ -127,7 +128,11 @@ func run() int {
 func awsEndpoint(ctx context.Context) (*crash.AWS, error) {
 	endpoint := os.Getenv("AWS_ENDPOINT_URL")
 	if endpoint == "" {
-		return crash.StartLocalAWS()
+		s, err := localaws.Start()
+		if err != nil {
+			return nil, err
+		}
+		return crash.LocalAWS(s.URL, s.Close), nil
 	}
 	var opts []func(*config.LoadOptions) error
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {

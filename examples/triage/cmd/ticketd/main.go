@@ -24,20 +24,24 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8181", "address to listen on")
+	broken := flag.Bool("break-idempotency", false, "apply every update request, ignoring Idempotency-Key (a destination that breaks its promise: keel crashtest must catch it)")
 	flag.Parse()
-	if err := run(*addr, os.Getenv("TRIAGE_TICKETS_TOKEN")); err != nil {
+	if err := run(*addr, os.Getenv("TRIAGE_TICKETS_TOKEN"), *broken); err != nil {
 		fmt.Fprintln(os.Stderr, "ticketd:", err)
 		os.Exit(2)
 	}
 }
 
-func run(addr, token string) error {
+func run(addr, token string, broken bool) error {
 	if token == "" {
 		return errors.New("TRIAGE_TICKETS_TOKEN is not set: the token clients must send")
 	}
 	srv, err := tickets.NewServer(token, tickets.SampleData())
 	if err != nil {
 		return err
+	}
+	if broken {
+		srv.BreakIdempotency()
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,0 +1,263 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/crash"
+	"github.com/keelrun/keel/internal/model/scripted"
+	"github.com/keelrun/keel/keeltest"
+)
+
+var allHits = flag.Bool("crashtest.all-hits", false, "TestCrashtestResearch kills at every hit of every fault point, not only the first")
+
+// Built once for the tests of this file: the stock program (the research
+// agent) and its publication server.
+var (
+	buildOnce         sync.Once
+	keelBin, pubBin   string
+	buildErr          error
+	researchScript, _ = filepath.Abs("../../examples/research/script.json")
+)
+
+func binaries(t *testing.T) (string, string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "keel-crashtest-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		keelBin, pubBin = filepath.Join(dir, "keel"), filepath.Join(dir, "pubserver")
+		for bin, pkg := range map[string]string{keelBin: "github.com/keelrun/keel/cmd/keel", pubBin: "github.com/keelrun/keel/examples/research/cmd/pubserver"} {
+			if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, pkg).CombinedOutput(); err != nil {
+				buildErr = errors.Join(buildErr, errors.New(string(out)))
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return keelBin, pubBin
+}
+
+// pubserver starts the research agent's destination in a process of its
+// own (it outlives every kill) and returns its URL.
+func pubserver(t *testing.T, flags ...string) string {
+	t.Helper()
+	_, pub := binaries(t)
+	dir := t.TempDir()
+	urlFile := filepath.Join(dir, "url")
+	cmd := exec.Command(pub, append([]string{"-log", filepath.Join(dir, "pubs.jsonl"), "-url-file", urlFile}, flags...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(urlFile); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return string(bytes.TrimSpace(b))
+		}
+	}
+	t.Fatal("pubserver did not serve")
+	return ""
+}
+
+// researchRun runs the research agent once on the program's dev with
+// model, approves the publication, and returns the run's recorded script
+// (keel record) and its tool sequence.
+func researchRun(t *testing.T, model, pubURL string) (scripted.Script, []string) {
+	t.Helper()
+	bin, _ := binaries(t)
+	p := keeltest.StartProgram(t, bin, "KEEL_MODEL=scripted:"+model, "RESEARCH_PUBLISH="+pubURL)
+	id := p.StartRun(t, "research", "Write a short report on durable agents and publish it.")
+	p.Approve(t, id, p.WaitApproval(t, id))
+	p.WaitFor(t, id, "completed")
+	out := filepath.Join(t.TempDir(), "recorded.json")
+	cmd := exec.Command(bin, "record", "-o", out, id)
+	cmd.Env = append(os.Environ(), "KEEL_URL="+p.URL, "KEEL_TOKEN="+p.Token)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("keel record: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s scripted.Script
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("recorded script: %v\n%s", err, b)
+	}
+	var tools []string
+	for _, e := range p.Events(t, id) {
+		if e.Type == "tool_started" {
+			var d struct{ Tool string }
+			_ = json.Unmarshal(e.Data, &d)
+			tools = append(tools, d.Tool)
+		}
+	}
+	return s, tools
+}
+
+// TestRecordReplaysToolCalls: a run on the hand-written research script is
+// recorded with keel record; a run on the recorded script makes exactly
+// the same tool calls (names and arguments, turn by turn), and recording
+// that run gives the same script again.
+func TestRecordReplaysToolCalls(t *testing.T) {
+	t.Parallel()
+	url := pubserver(t)
+	first, firstTools := researchRun(t, researchScript, url)
+	var orig scripted.Script
+	b, _ := os.ReadFile(researchScript)
+	if err := json.Unmarshal(b, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Turns) != len(orig.Turns)+1 { // the final answer is a turn of its own
+		t.Fatalf("recorded %d turns, the script has %d and a final answer", len(first.Turns), len(orig.Turns))
+	}
+	for i, turn := range orig.Turns {
+		if len(turn.ToolCalls) != len(first.Turns[i].ToolCalls) {
+			t.Fatalf("turn %d: recorded %d calls, the script has %d", i, len(first.Turns[i].ToolCalls), len(turn.ToolCalls))
+		}
+		for j, c := range turn.ToolCalls {
+			// The script's references ({{draft_report.sha256}}) are
+			// recorded as references again.
+			if got := first.Turns[i].ToolCalls[j]; got.Name != c.Name || strings.Count(string(got.Args), "{{") != strings.Count(string(c.Args), "{{") {
+				t.Errorf("turn %d call %d: recorded %s %s, scripted %s %s", i, j, got.Name, got.Args, c.Name, c.Args)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "recorded.json")
+	rb, _ := json.Marshal(first)
+	if err := os.WriteFile(path, rb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, secondTools := researchRun(t, path, url)
+	calls := func(s scripted.Script) [][]string {
+		var out [][]string
+		for _, turn := range s.Turns {
+			var cs []string
+			for _, c := range turn.ToolCalls {
+				var v any
+				_ = json.Unmarshal(c.Args, &v)
+				canon, _ := json.Marshal(v)
+				cs = append(cs, c.Name+" "+string(canon))
+			}
+			out = append(out, cs)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(calls(first), calls(second)) {
+		t.Errorf("replay made other tool calls:\nrecorded %q\nreplayed %q", calls(first), calls(second))
+	}
+	if !reflect.DeepEqual(firstTools, secondTools) || len(firstTools) == 0 {
+		t.Errorf("tools started: recorded run %v, replay %v", firstTools, secondTools)
+	}
+	if first.Final != second.Final || first.Final == "" {
+		t.Errorf("final answer: recorded %q, replayed %q", first.Final, second.Final)
+	}
+}
+
+// crashtest runs `keel crashtest` on the research agent against pubURL
+// with contract (what the agent is told the destination promises).
+func crashtest(t *testing.T, pubURL, contract string, extra ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin, _ := binaries(t)
+	args := append([]string{"crashtest", "--agent", "research", "--script", researchScript, "--dir", t.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "RESEARCH_PUBLISH="+pubURL, "RESEARCH_PUBLISH_CONTRACT="+contract)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestCrashtestResearch: the stock program's research agent, on a
+// destination that ignores Idempotency-Key and answers lookups (so only
+// Keel's reconciliation stands between a crash and a second publication),
+// passes every fault point's first hit: one row each, killed once,
+// published exactly once by the count hook.
+func TestCrashtestResearch(t *testing.T) {
+	t.Parallel()
+	args := []string{"--json"}
+	if *allHits {
+		args = append(args, "--all-hits")
+	}
+	out, errOut, code := crashtest(t, pubserver(t, "-no-idempotency"), "lookup", args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep crash.ProgramReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	byName := map[string]crash.Result{}
+	for _, r := range rep.Rows {
+		byName[r.Name] = r
+	}
+	want := 0
+	for _, p := range crash.Points {
+		last := min(rep.Hits[p], 1)
+		if *allHits {
+			last = rep.Hits[p]
+		}
+		if last == 0 {
+			t.Errorf("the research run never reaches %s", p)
+		}
+		want += last
+		for nth := 1; nth <= last; nth++ {
+			name := fmt.Sprintf("%s:%d", p, nth)
+			r, ok := byName[name]
+			if !ok {
+				t.Errorf("no row for %s (hits %v)", name, rep.Hits)
+				continue
+			}
+			if r.Kills != 1 || !r.Pass() || len(r.Effects) != 1 {
+				t.Errorf("%s: kills %d, pass %v, effects %+v, violations %v", r.Name, r.Kills, r.Pass(), r.Effects, r.Violations)
+				continue
+			}
+			if e := r.Effects[0]; e.Effect != "publish_report" || e.Destination != 1 || e.By != "count" || e.Recorded != "succeeded" {
+				t.Errorf("%s: effect row %+v, want publish_report applied once by count, succeeded", r.Name, e)
+			}
+		}
+	}
+	if len(rep.Rows) != want || rep.Kills != want {
+		t.Errorf("%d rows and %d kills for hits %v, want %d", len(rep.Rows), rep.Kills, rep.Hits, want)
+	}
+}
+
+// TestCrashtestCatchesABrokenEffect: the agent is told the destination is
+// idempotent by key (and cannot be looked up), but it applies every
+// request. A kill after the dispatch makes Keel send it again with the
+// same key, and crashtest reports the duplicate and exits non-zero.
+func TestCrashtestCatchesABrokenEffect(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := crashtest(t, pubserver(t, "-no-idempotency", "-no-lookup"), "idempotent")
+	t.Logf("\n%s", out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "FAIL after_dispatch:1") || !strings.Contains(out, "DUPLICATE: publish_report operation") || !strings.Contains(out, "applied 2 times") {
+		t.Errorf("the report does not name the duplicate after after_dispatch:1")
+	}
+	if !strings.Contains(out, "op_reconciled") {
+		t.Errorf("the failure does not show the events that explain it")
+	}
+}

@@ -1,0 +1,106 @@
+package crash
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/run"
+)
+
+// observed is good() as a program's run: its effect observed by count.
+func observed() Evidence {
+	e := good()
+	e.Pubs = nil
+	e.Ops[0].Tool, e.Ops[0].PlanItemID, e.Ops[0].Attempts = "update_ticket", "item_1", 1
+	e.Items = []run.PlanItem{{ID: "item_1", Tool: "update_ticket", Mode: run.ModeMutating}}
+	e.Observed = map[string]Observation{"op_1": {By: "count", Count: 1}}
+	return e
+}
+
+func TestCheckEffects(t *testing.T) {
+	statuses := allowed(run.StatusCompleted, run.StatusNeedsHuman)
+	cases := []struct {
+		name   string
+		mutate func(*Evidence)
+		expect Expect
+		want   string // a violation containing this; "" for none
+		dups   int
+	}{
+		{name: "good", mutate: func(*Evidence) {}},
+		{name: "applied twice", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{By: "count", Count: 2} },
+			want: "DUPLICATE: update_ticket operation op_1 applied 2 times", dups: 1},
+		{name: "succeeded, not at the destination", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{By: "count"} },
+			want: "recorded succeeded but the destination does not hold it"},
+		{name: "failed, yet applied", mutate: func(e *Evidence) {
+			e.Run.Status = run.StatusCompleted
+			e.Ops[0].Status = run.OpFailed
+			e.Events[4].Type = run.EventOpFailed
+		}, want: "recorded failed but the destination applied it"},
+		{name: "a lookup's external id is not Keel's", mutate: func(e *Evidence) {
+			e.Observed["op_1"] = Observation{By: "lookup", Count: 1, ExternalID: "pub_9"}
+		}, want: "records external id pub_1, the destination says pub_9"},
+		{name: "needs_human with nothing at the destination", mutate: func(e *Evidence) {
+			e.Run.Status = run.StatusNeedsHuman
+			e.LogDone = false
+			e.Ops[0].Status = run.OpNeedsHuman
+			e.Events[4].Type = run.EventOpNeedsHuman
+			e.Events[5].Type = run.EventRunNeedsHuman
+			e.Observed["op_1"] = Observation{By: "lookup"}
+		}, expect: Expect{Statuses: statuses}},
+		{name: "the destination cannot be asked", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{} }},
+		{name: "the destination could not answer", mutate: func(e *Evidence) {
+			e.Observed["op_1"] = Observation{By: "count", Error: "connection refused"}
+		}, want: "could not be asked: connection refused"},
+		{name: "two operations for one plan item", mutate: func(e *Evidence) {
+			e.Ops = append(e.Ops, run.Operation{ID: "op_2", Tool: "update_ticket", PlanItemID: "item_1", Status: run.OpSucceeded, ArgsHash: "h1"})
+			e.Observed["op_2"] = Observation{By: "count", Count: 1}
+			e.Events = append(e.Events[:5:5], api.Event{Seq: 6, Type: run.EventOpIntent, OperationID: "op_2"},
+				api.Event{Seq: 7, Type: run.EventOpSucceeded, OperationID: "op_2"}, api.Event{Seq: 8, Type: run.EventRunCompleted})
+		}, want: "DUPLICATE: plan item item_1 (update_ticket) has 2 operations"},
+		{name: "more operations than the unkilled run", mutate: func(*Evidence) {},
+			expect: Expect{OpsPerEffect: map[string]int{"update_ticket": 0}}, want: "update_ticket: 1 operations, the unkilled run had 0"},
+		{name: "an approval lost", mutate: func(e *Evidence) {
+			e.Approvals = append(e.Approvals, api.Approval{ApprovalID: "apr_2", Tool: "read_customer", Status: run.ApprovalPending})
+		}, want: "LOST APPROVAL: approval apr_2 (read_customer) still pending"},
+		{name: "granted twice", mutate: func(e *Evidence) {
+			e.Events = append(e.Events[:3:3], append([]api.Event{{Type: run.EventApprovalGranted}}, e.Events[3:]...)...)
+			for i := range e.Events {
+				e.Events[i].Seq = int64(i + 1)
+			}
+		}, want: "LOST APPROVAL: 2 approval_granted events for 1 approved approvals"},
+		{name: "dispatched args nobody approved", mutate: func(e *Evidence) { e.Ops[0].ArgsHash = "h2" },
+			want: "dispatched args h2 that no approved approval covers"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := observed()
+			tc.mutate(&ev)
+			v := Check(ev, tc.expect)
+			got := strings.Join(v.Violations, "; ")
+			switch {
+			case tc.want == "" && got != "":
+				t.Fatalf("violations: %s", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Fatalf("violations %q, want one containing %q", got, tc.want)
+			}
+			if v.Duplicates != tc.dups {
+				t.Errorf("duplicates %d, want %d", v.Duplicates, tc.dups)
+			}
+		})
+	}
+}
+
+func TestEffectRows(t *testing.T) {
+	ev := observed()
+	ev.Ops = append(ev.Ops, run.Operation{ID: "op_2", Tool: "update_ticket", Status: run.OpNeedsHuman, Attempts: 2})
+	ev.Observed["op_2"] = Observation{By: "count", Count: 1}
+	rows := effectRows(ev)
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	r := rows[0]
+	if r.Effect != "update_ticket" || r.Operations != 2 || r.Dispatches != 3 || r.Recorded != "succeeded,needs_human" || r.Destination != 2 || !r.NeedsHuman || r.By != "count" {
+		t.Fatalf("row %+v", r)
+	}
+}
