@@ -76,15 +76,56 @@ type Config struct {
 	TaskCommand []string
 	// StepBudget bounds one Step (default 60s).
 	StepBudget time.Duration
-	Logger     *slog.Logger
+	// AllowRemote lets Addr be other than a loopback address. The API is
+	// then reachable by anyone who can reach the address, over plain
+	// HTTP, guarded only by the bearer token: without it, Start refuses.
+	AllowRemote bool
+	// HTTP bounds the API's connections (zero fields: the defaults of
+	// HTTPLimits).
+	HTTP   HTTPLimits
+	Logger *slog.Logger
+}
+
+// HTTPLimits are the API server's timeouts and connection cap. Event
+// streams (SSE) are exempt from WriteTimeout: they clear their write
+// deadline and are bounded by their own maximum duration instead.
+type HTTPLimits struct {
+	ReadHeaderTimeout time.Duration // default 10s
+	ReadTimeout       time.Duration // whole request, body included; default 1m
+	WriteTimeout      time.Duration // default 1m
+	IdleTimeout       time.Duration // an idle keep-alive connection is closed; default 2m
+	// MaxConns caps the open connections: more wait in the kernel's
+	// accept queue until one closes (default 1024).
+	MaxConns int
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&l.ReadHeaderTimeout, 10*time.Second)
+	def(&l.ReadTimeout, time.Minute)
+	def(&l.WriteTimeout, time.Minute)
+	def(&l.IdleTimeout, 2*time.Minute)
+	if l.MaxConns <= 0 {
+		l.MaxConns = 1024
+	}
+	return l
 }
 
 // Server is a running dev server.
 type Server struct {
 	URL   string
 	Token string
+	// SFNURL is the local Step Functions endpoint (a loopback listener of
+	// its own, empty without TaskCommand): only the task children are
+	// given it, and it answers only requests signed by the dev token.
+	SFNURL string
 
 	http     *http.Server
+	sfnHTTP  *http.Server
 	exec     *states.Executor
 	tasks    *states.ExecTaskRunner
 	rt       *compose.Runtime
@@ -111,6 +152,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := cfg.Logger
+	if err := checkAddr(cfg.Addr, cfg.AllowRemote); err != nil {
+		return nil, err
+	} else if !isLoopback(cfg.Addr) {
+		log.Warn("keel dev is serving on a non-loopback address: anyone who reaches it over plain HTTP can try the bearer token", "addr", cfg.Addr)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -151,6 +197,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
 	}
 	s.URL = "http://" + ln.Addr().String()
+	var sfnLn net.Listener
+	if len(cfg.TaskCommand) > 0 {
+		// The task children's Step Functions endpoint: loopback only, on a
+		// port of its own that nothing but them is told.
+		if sfnLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			ln.Close()
+			return fail(fmt.Errorf("listen for the local Step Functions endpoint: %w", err))
+		}
+		s.SFNURL = "http://" + sfnLn.Addr().String()
+	}
+	closeLns := func() {
+		ln.Close()
+		if sfnLn != nil {
+			sfnLn.Close()
+		}
+	}
 
 	// Step Functions state is always local: in keel.db beside the runs on
 	// SQLite, in its own sfn.db otherwise.
@@ -162,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.sfnStore = sfnStore
 	}
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	if len(cfg.TaskCommand) > 0 {
@@ -182,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// from the environment it inherits.
 		env = append(env,
 			"KEEL_STORE="+rt.Config.Store, "KEEL_ARTIFACTS="+rt.Config.Artifacts, "KEEL_DATA_DIR="+cfg.DataDir,
-			"KEEL_SFN_ENDPOINT="+s.URL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
+			"KEEL_SFN_ENDPOINT="+s.SFNURL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
 		if rt.Config.Model != "" {
 			env = append(env, "KEEL_MODEL="+rt.Config.Model)
 		}
@@ -205,7 +267,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		finalizeFn: lambda(fin.Handle),
 	}})
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	tokens.e = s.exec
@@ -215,12 +277,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		"ContainerName": "keel",
 	})
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	arn, err := s.exec.Register(ctx, machineName, machine)
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	apiHandler, err := api.New(api.Deps{
@@ -232,26 +294,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:  log,
 	})
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
-	sfnAPI := states.NewHandler(s.exec, log)
-	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The AWS JSON protocol names its operation in X-Amz-Target: those
-		// requests are for the local Step Functions endpoint, the rest for
-		// Keel's API. The SDK signs with the dev token as its secret, and
-		// the access key must be "keel-dev".
-		if strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSStepFunctions.") {
-			if !strings.Contains(r.Header.Get("Authorization"), "Credential=keel-dev/") {
-				http.Error(w, `{"__type":"UnrecognizedClientException","message":"unknown access key"}`, http.StatusForbidden)
-				return
-			}
-			sfnAPI.ServeHTTP(w, r)
-			return
-		}
-		apiHandler.ServeHTTP(w, r)
-	})
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The API port serves the documented API and nothing else.
+	lim := cfg.HTTP.withDefaults()
+	s.http = &http.Server{Handler: apiHandler, ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout, IdleTimeout: lim.IdleTimeout}
+	ln = limitListener(ln, lim.MaxConns)
+	if sfnLn != nil {
+		// The SDK of the task signs with access key "keel-dev" and the dev
+		// token as its secret: the signature is verified.
+		sfnAPI := requireSigV4(s.Token, time.Now, states.NewHandler(s.exec, log))
+		s.sfnHTTP = &http.Server{Handler: sfnAPI, ReadHeaderTimeout: lim.ReadHeaderTimeout,
+			ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout, IdleTimeout: lim.IdleTimeout}
+		go func() { _ = s.sfnHTTP.Serve(limitListener(sfnLn, 64)) }()
+	}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	if err := s.exec.Start(ctx); err != nil {
 		return fail(err)
@@ -278,6 +336,9 @@ func (s *Server) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.http.Shutdown(ctx)
 		cancel()
+	}
+	if s.sfnHTTP != nil {
+		_ = s.sfnHTTP.Close()
 	}
 	if s.exec != nil {
 		s.exec.Close()
