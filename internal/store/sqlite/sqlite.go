@@ -200,9 +200,4 @@ func ts(n int64) time.Time {
 }
 
 // nanos converts a time for storage; the zero time is 0.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+func nanos(t time.Time) int64 { return store.UnixNanos(t) }
