@@ -228,3 +228,34 @@ func TestHTTPLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestDevToken: surrounding white space is dropped (it could never
+// authenticate), and a short token is refused.
+func TestDevToken(t *testing.T) {
+	const tok = "abcdefghijklmnopqrstuvwxyz"
+	srv := startDev(t, func(c *devserver.Config) { c.Token = "  " + tok + "\n" })
+	if srv.Token != tok {
+		t.Fatalf("token %q", srv.Token)
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/runs", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if code, body := do(t, req); code != 200 {
+		t.Errorf("the trimmed token: %d %s", code, body)
+	}
+	for _, bad := range []string{"x", "short-token", "abcdefgh ijklmnopq"} {
+		ctx := context.Background()
+		dir := t.TempDir()
+		cfg, err := config.FromEnv(func(k string) string { return map[string]string{"KEEL_DATA_DIR": dir}[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: dir}), compose.Backends{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := devserver.Start(ctx, devserver.Config{DataDir: dir, Addr: "127.0.0.1:0", Runtime: rt, Token: bad}); err == nil {
+			s.Close()
+			t.Errorf("token %q accepted", bad)
+		}
+	}
+}
