@@ -139,7 +139,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 			}
 		}
 		if rr.Status.Terminal() && cursor >= rr.LastSeq {
-			data, _ := json.Marshal(StreamEnd{Status: rr.Status, LastSeq: cursor})
+			// cursor may be a Last-Event-ID beyond the log: the end names
+			// the log's own last seq, never an echo of the client's.
+			data, _ := json.Marshal(StreamEnd{Status: rr.Status, LastSeq: min(cursor, rr.LastSeq)})
 			fmt.Fprintf(bw, "event: end\ndata: %s\n\n", data)
 			_ = flush()
 			return
