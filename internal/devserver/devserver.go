@@ -9,8 +9,10 @@
 // AWS_ENDPOINT_URL). Step Functions state stays local either way:
 // in keel.db with SQLite, in DIR/sfn.db otherwise.
 //
-// The data directory is held exclusively (an flock on DIR/lock): a second
-// `keel dev` on the same directory is refused. Because of that, leases held
+// The data directory is held exclusively (an flock on DIR/lock), and so is
+// the SQLite database file (an flock on PATH.lock, for a KEEL_STORE
+// outside DIR): a second `keel dev` on the same directory or database is
+// refused. Because of that, leases held
 // by an earlier incarnation belong to a dead process and are ended at start,
 // so recovery after a crash does not wait for them to expire (on SQLite
 // only: a shared DynamoDB table may hold leases of live workers elsewhere,
@@ -131,6 +133,7 @@ type Server struct {
 	rt       *compose.Runtime
 	sfnStore *states.Store // opened here (not on the run store's database)
 	lock     *os.File
+	dbLock   *os.File
 	serveErr chan error
 }
 
@@ -172,6 +175,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err
+	}
+	if path, ok := strings.CutPrefix(rt.Config.Store, "sqlite:"); ok && rt.SQLite != nil {
+		// Another data directory may name the same database file: the
+		// file is held too, or a second keel dev would end this one's
+		// leases.
+		if s.dbLock, err = lockFile(path+".lock", "database "+path); err != nil {
+			return fail(err)
+		}
 	}
 	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
 		return fail(err)
@@ -350,6 +361,9 @@ func (s *Server) Close() error {
 	if s.sfnStore != nil {
 		err = errors.Join(err, s.sfnStore.Close())
 	}
+	if s.dbLock != nil {
+		s.dbLock.Close()
+	}
 	if s.lock != nil {
 		s.lock.Close()
 	}
@@ -390,13 +404,21 @@ func (x execStarter) StartExecution(ctx context.Context, arn, name, input string
 }
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	return lockFile(filepath.Join(dir, "lock"), "data dir "+dir)
+}
+
+// lockFile holds an exclusive flock on path (created if missing) until the
+// file is closed; what names the thing it guards in the error. The lock
+// is a file of its own beside what it guards: SQLite's own locks are
+// POSIX locks, which any close of the database file would release.
+func lockFile(path, what string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("data dir %s is in use by another keel dev (%w)", dir, err)
+		return nil, fmt.Errorf("%s is in use by another keel dev (%w)", what, err)
 	}
 	return f, nil
 }

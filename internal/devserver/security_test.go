@@ -259,3 +259,35 @@ func TestDevToken(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondDevOnOneDatabase: a second keel dev with another data
+// directory but the same database file is refused (it would end the
+// first one's leases).
+func TestSecondDevOnOneDatabase(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "shared.db")
+	start := func() (*devserver.Server, error) {
+		dir := t.TempDir()
+		env := map[string]string{"KEEL_DATA_DIR": dir, "KEEL_STORE": "sqlite:" + db}
+		cfg, err := config.FromEnv(func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: dir}), compose.Backends{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return devserver.Start(ctx, devserver.Config{DataDir: dir, Addr: "127.0.0.1:0", Runtime: rt})
+	}
+	first, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if second, err := start(); err == nil {
+		second.Close()
+		t.Fatal("a second keel dev on the same database file started")
+	} else if !strings.Contains(err.Error(), "in use by another keel dev") {
+		t.Errorf("refusal: %v", err)
+	}
+}
