@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keelrun/keel/internal/run"
@@ -52,6 +53,12 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	if stream {
+		if !s.streams.acquire(principal) {
+			writeError(w, &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyStreams,
+				Message: fmt.Sprintf("this principal already has %d event streams open; close one first", s.streams.max)})
+			return
+		}
+		defer s.streams.release(principal)
 		s.stream(w, r, rr, after)
 		return
 	}
@@ -72,7 +79,8 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 }
 
 // stream sends the run's events after cursor as Server-Sent Events (id =
-// seq, event = type, data = the Event as JSON), polling the store, until
+// seq, event = type, data = the Event as JSON), reading the store when the
+// notifier says the run's log grew and every poll interval, until
 // the run is terminal and every event is sent; then an "end" event. It
 // sends a comment line when silent for KeepAlive, and ends early with a
 // retry hint after MaxStreamDuration (the client resumes with
@@ -100,7 +108,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 		}
 		return nil
 	}
-	fmt.Fprintf(bw, "retry: %d\n\n", s.poll.Milliseconds()*4)
+	fmt.Fprintf(bw, "retry: %d\n\n", min(s.poll.Milliseconds()*4, 1000))
 	if flush() != nil {
 		return
 	}
@@ -108,6 +116,12 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 	lastWrite := started
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
+	var wake <-chan struct{} // nil without a notifier: never ready
+	if s.notifier != nil {
+		ch, unsubscribe := s.notifier.Subscribe(rr.ID)
+		defer unsubscribe()
+		wake = ch
+	}
 	first := true
 	for {
 		if !first {
@@ -161,6 +175,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-wake:
 		}
 	}
 }
@@ -185,4 +200,29 @@ func sseToken(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// streamCounter bounds the open streams of each principal.
+type streamCounter struct {
+	mu   sync.Mutex
+	max  int
+	open map[string]int
+}
+
+func (c *streamCounter) acquire(principal string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[principal] >= c.max {
+		return false
+	}
+	c.open[principal]++
+	return true
+}
+
+func (c *streamCounter) release(principal string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[principal]--; c.open[principal] <= 0 {
+		delete(c.open, principal)
+	}
 }

@@ -296,13 +296,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeLns()
 		return fail(err)
 	}
+	// Live streams wait on the store's commits (this process's: a task
+	// child's reach them by polling, every 2s).
+	var notifier api.Notifier
+	if rt.SQLite != nil {
+		b := &api.Broadcaster{}
+		rt.SQLite.OnEvents(b.Notify)
+		notifier = b
+	}
 	apiHandler, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
-		Starter: roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
-		Resumer: roles.Resumer{Tokens: s.exec},
-		Auth:    api.Tokens{s.Token: cfg.Principal},
-		Agents:  rt.Catalog,
-		Logger:  log,
+		Starter:  roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
+		Resumer:  roles.Resumer{Tokens: s.exec},
+		Auth:     api.Tokens{s.Token: cfg.Principal},
+		Agents:   rt.Catalog,
+		Notifier: notifier,
+		Logger:   log,
 	})
 	if err != nil {
 		closeLns()

@@ -17,6 +17,9 @@ const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, 
 // caller holds the write lock and updates runs.last_seq; the primary key
 // (run_id, seq) would refuse a duplicate even if it did not.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, events []run.Event, now time.Time) ([]int64, error) {
+	if len(events) > 0 {
+		s.touch(runID)
+	}
 	seqs := make([]int64, len(events))
 	for i, e := range events {
 		seq := last + int64(i) + 1
