@@ -88,11 +88,15 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, cursor int64) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
-	// A server-wide WriteTimeout would cut a long stream; this one is
-	// bounded by MaxStreamDuration instead.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.DebugContext(ctx, "sse: clearing write deadline", "err", err)
+	// A server-wide WriteTimeout would cut a long stream: each write gets
+	// its own deadline instead (a client that stops reading is cut after
+	// streamWriteTimeout), and the stream is bounded by MaxStreamDuration.
+	extend := func() {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.streamWriteTimeout())); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			s.log.DebugContext(ctx, "sse: extending the write deadline", "err", err)
+		}
 	}
+	extend()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -100,6 +104,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
 	flush := func() error {
+		extend()
 		if err := bw.Flush(); err != nil {
 			return err
 		}
@@ -178,6 +183,13 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 		case <-wake:
 		}
 	}
+}
+
+// streamWriteTimeout is how long after a flush the stream's next writes
+// may take: a stream writes again within a keepalive interval and a poll
+// of its last flush, so only a client that stopped reading hits it.
+func (s *server) streamWriteTimeout() time.Duration {
+	return time.Minute + 2*s.keepAlive + s.poll
 }
 
 // streamFailed ends a stream whose headers are sent: the failure goes to the
