@@ -39,6 +39,9 @@ func devCommand() command {
 			if _, _, err := net.SplitHostPort(*addr); err != nil {
 				return usagef("--addr %q: want HOST:PORT (port 0 picks a free one)", *addr)
 			}
+			if err := devserver.CheckAddr(*addr, *allowRemote); err != nil {
+				return usagef("--addr: %v", err)
+			}
 			cfg.DataDir, cfg.Addr = *dataDir, *addr
 			if err := applyStoreFlags(&cfg, *storeKind, *artsKind); err != nil {
 				return err

@@ -127,3 +127,22 @@ func TestDownloadOutput(t *testing.T) {
 		t.Errorf("--force left the symlink in place: %v", err)
 	}
 }
+
+// TestDevRefusesRemoteAddr (issue #18 finding 1): `keel dev --addr
+// 0.0.0.0:...` is a usage error naming --allow-remote, and nothing is
+// opened.
+func TestDevRefusesRemoteAddr(t *testing.T) {
+	dir := t.TempDir()
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:8080"} {
+		var out, errb strings.Builder
+		c := &cli{stdin: bufio.NewReader(strings.NewReader("")), stdout: &out, stderr: &errb,
+			getenv: func(string) string { return "" }}
+		code := execute(context.Background(), []string{"dev", "--data-dir", dir, "--addr", addr}, c)
+		if code != exitUsage || !strings.Contains(errb.String(), "--allow-remote") {
+			t.Errorf("dev --addr %s: exit %d, %s", addr, code, errb.String())
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the data directory holds %d entries: something was opened", len(entries))
+	}
+}

@@ -155,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := cfg.Logger
-	if err := checkAddr(cfg.Addr, cfg.AllowRemote); err != nil {
+	if err := CheckAddr(cfg.Addr, cfg.AllowRemote); err != nil {
 		return nil, err
 	} else if !isLoopback(cfg.Addr) {
 		log.Warn("keel dev is serving on a non-loopback address: anyone who reaches it over plain HTTP can try the bearer token", "addr", cfg.Addr)

@@ -6,9 +6,10 @@ import (
 	"sync"
 )
 
-// checkAddr refuses a listen address that is not loopback unless
-// allowRemote: keel dev speaks plain HTTP with one bearer token.
-func checkAddr(addr string, allowRemote bool) error {
+// CheckAddr refuses a listen address that is not loopback unless
+// allowRemote: keel dev speaks plain HTTP with one bearer token. Start
+// calls it; the CLI calls it first, to refuse before opening anything.
+func CheckAddr(addr string, allowRemote bool) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("addr %q: want HOST:PORT", addr)
 	}
