@@ -17,8 +17,13 @@ type DevOptions struct {
 	// DataDir holds the SQLite store, the artifacts and the token
 	// (required; a test passes t.TempDir()). One process at a time.
 	DataDir string
-	// Addr to listen on; empty means 127.0.0.1:0 (a free port).
+	// Addr to listen on; empty means 127.0.0.1:0 (a free port). A
+	// non-loopback address is refused unless AllowRemote.
 	Addr string
+	// AllowRemote permits a non-loopback Addr: the API is then reachable
+	// over plain HTTP by anyone who can reach the address, guarded only by
+	// the bearer token.
+	AllowRemote bool
 	// Getenv supplies the rest of the configuration (KEEL_MODEL, provider
 	// keys, ...); nil means none: every agent uses its own model.
 	Getenv func(string) string
@@ -81,7 +86,7 @@ func Dev(ctx context.Context, opts DevOptions, agents ...Agent) (*DevServer, err
 		return nil, err
 	}
 	srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr,
-		Runtime: rt, StepBudget: rt.Config.StepBudget, Logger: log})
+		Runtime: rt, StepBudget: rt.Config.StepBudget, AllowRemote: opts.AllowRemote, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -129,9 +129,17 @@ type Deps struct {
 
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Notifier, when set, wakes SSE streams when their run's log grows
+	// (keel dev: the SQLite store's commits); nil: streams only poll.
+	Notifier Notifier
 	// PollInterval is how often an SSE stream polls the store for new
-	// events; 0 means 250ms.
+	// events; 0 means 1s, or 2s with a Notifier (then polling only
+	// catches what the notifier cannot see, such as another process's
+	// commits).
 	PollInterval time.Duration
+	// MaxStreamsPerPrincipal bounds the SSE streams one principal may
+	// hold open at once; more get 429 too_many_streams. 0 means 32.
+	MaxStreamsPerPrincipal int
 	// KeepAlive is how long an SSE stream may stay silent before it sends a
 	// comment line, so proxies keep the connection; 0 means 15s.
 	KeepAlive time.Duration
@@ -159,6 +167,8 @@ type server struct {
 	poll      time.Duration
 	keepAlive time.Duration
 	maxStream time.Duration
+	notifier  Notifier
+	streams   streamCounter
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -171,7 +181,11 @@ func New(d Deps) (http.Handler, error) {
 		store: d.Store, starter: d.Starter, resumer: d.Resumer, auth: d.Auth,
 		agents: d.Agents, artifacts: d.Artifacts, now: d.Now, log: d.Logger,
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
-		maxStream: d.MaxStreamDuration,
+		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
+		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
+	}
+	if s.streams.max <= 0 {
+		s.streams.max = 32
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -183,7 +197,10 @@ func New(d Deps) (http.Handler, error) {
 		s.maxBody = DefaultMaxBodyBytes
 	}
 	if s.poll <= 0 {
-		s.poll = 250 * time.Millisecond
+		s.poll = time.Second
+		if s.notifier != nil {
+			s.poll = 2 * time.Second
+		}
 	}
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/artifact"
@@ -131,6 +132,17 @@ func TestBadInput(t *testing.T) {
 		{"create negative limit", "POST", "/v1/runs", aliceToken, create(`,"limits":{"max_tokens":-1}`), nil, 400, api.CodeInvalidField, "limits.max_tokens"},
 		{"create bad deadline", "POST", "/v1/runs", aliceToken, create(`,"limits":{"deadline":"tomorrow"}`), nil, 400, api.CodeInvalidField, "limits.deadline"},
 		{"create past deadline", "POST", "/v1/runs", aliceToken, create(`,"limits":{"deadline":"2001-01-01T00:00:00Z"}`), nil, 400, api.CodeInvalidField, "limits.deadline"},
+		{"create far deadline", "POST", "/v1/runs", aliceToken, create(`,"limits":{"deadline":"9999-12-31T23:59:59Z"}`), nil, 400, api.CodeInvalidField, "limits.deadline"},
+		{"create deadline in 11 years", "POST", "/v1/runs", aliceToken, create(`,"limits":{"deadline":"` + time.Now().AddDate(11, 0, 0).UTC().Format(time.RFC3339) + `"}`), nil, 400, api.CodeInvalidField, "limits.deadline"},
+		{"create key reused, other limits", "POST", "/v1/runs", aliceToken, `{"agent":"research","input":"hello","limits":{"max_steps":3}}`, map[string]string{"Idempotency-Key": "k1"}, 409, api.CodeIdempotencyKeyReused, "Idempotency-Key"},
+		{"create key reused, other policy", "POST", "/v1/runs", aliceToken, `{"agent":"research","input":"hello","input_policy":"reject"}`, map[string]string{"Idempotency-Key": "k1"}, 409, api.CodeIdempotencyKeyReused, "Idempotency-Key"},
+		{"create field name case", "POST", "/v1/runs", aliceToken, `{"Agent":"research","input":"hi"}`, nil, 400, api.CodeUnknownField, "Agent"},
+		{"create limit name case", "POST", "/v1/runs", aliceToken, create(`,"limits":{"MAX_STEPS":3}`), nil, 400, api.CodeUnknownField, "MAX_STEPS"},
+		{"create duplicate key", "POST", "/v1/runs", aliceToken, `{"agent":"research","input":"hi","input":"ho"}`, nil, 400, api.CodeMalformedJSON, "input"},
+		{"create duplicate limit", "POST", "/v1/runs", aliceToken, create(`,"limits":{"max_steps":3,"max_steps":4}`), nil, 400, api.CodeMalformedJSON, "limits.max_steps"},
+		{"create invalid UTF-8", "POST", "/v1/runs", aliceToken, "{\"agent\":\"research\",\"input\":\"hi \xff\"}", nil, 400, api.CodeMalformedJSON, ""},
+		{"decide duplicate decision", "POST", apr(fx.active, fx.pending), aliceToken, `{"decision":"deny","decision":"approve","args_hash":"` + fx.pending.ArgsHash + `"}`, nil, 400, api.CodeMalformedJSON, "decision"},
+		{"input field case", "POST", runP(fx.active, "/input"), aliceToken, `{"Text":"a"}`, nil, 400, api.CodeUnknownField, "Text"},
 		{"create bad key", "POST", "/v1/runs", aliceToken, create(""), map[string]string{"Idempotency-Key": "has space"}, 400, api.CodeInvalidField, "Idempotency-Key"},
 		{"create key reused", "POST", "/v1/runs", aliceToken, `{"agent":"research","input":"other"}`, map[string]string{"Idempotency-Key": "k1"}, 409, api.CodeIdempotencyKeyReused, "Idempotency-Key"},
 		{"create text/plain", "POST", "/v1/runs", aliceToken, create(""), map[string]string{"Content-Type": "text/plain"}, 415, api.CodeUnsupportedMediaType, "Content-Type"},

@@ -1,19 +1,22 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 )
 
 // decodeBody reads r's body as exactly one JSON object into dst, refusing
-// unknown fields, wrong types, trailing data, bodies over the size bound and
-// media types other than JSON. An empty body is accepted only with
+// unknown fields (names match exactly, case included), keys given twice,
+// bytes that are not UTF-8, wrong types, trailing data, bodies over the
+// size bound and media types other than JSON. An empty body is accepted only with
 // allowEmpty (dst is then left as it is).
 func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) *Error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -23,10 +26,21 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 				Field: "Content-Type", Message: fmt.Sprintf("the body must be application/json, not %q", ct)}
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, s.maxBody)
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		if tooLarge(err) {
+			return errTooLarge(s.maxBody)
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "the body could not be read"}
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if e := checkStrict(body, reflect.TypeOf(dst)); e != nil {
+			return e
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
+	err = dec.Decode(dst)
 	if err == nil {
 		// Exactly one value: anything after it but white space is an error.
 		var extra json.RawMessage

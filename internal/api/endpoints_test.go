@@ -434,9 +434,10 @@ func TestAgentDefaults(t *testing.T) {
 		got.InputPolicy != run.InputReject || got.Limits.Deadline.Before(time.Now().Add(59*time.Minute)) {
 		t.Fatalf("agent defaults not applied: %+v policy %s", got.Limits, got.InputPolicy)
 	}
-	e.doJSON("POST", "/v1/runs", aliceToken, `{"agent":"bounded","input":"x","input_policy":"queue","limits":{"max_steps":3,"deadline":"2099-01-02T15:04:05Z"}}`,
+	far := time.Now().AddDate(5, 0, 0).UTC().Truncate(time.Second)
+	e.doJSON("POST", "/v1/runs", aliceToken, `{"agent":"bounded","input":"x","input_policy":"queue","limits":{"max_steps":3,"deadline":"`+far.Format(time.RFC3339)+`"}}`,
 		nil, 201, &got)
-	if got.Limits.MaxSteps != 3 || got.Limits.MaxSpendMicroUSD != 1_000 || got.InputPolicy != run.InputQueue || got.Limits.Deadline.Year() != 2099 {
+	if got.Limits.MaxSteps != 3 || got.Limits.MaxSpendMicroUSD != 1_000 || got.InputPolicy != run.InputQueue || !got.Limits.Deadline.Equal(far) {
 		t.Fatalf("the request's own values must win: %+v policy %s", got.Limits, got.InputPolicy)
 	}
 	got = api.Run{}

@@ -27,6 +27,7 @@ const (
 	CodeInputRejected        = "input_rejected"         // 409: the run's input policy is reject
 	CodeInputPolicyRollback  = "input_policy_rollback"  // 409: input under rollback goes through fork
 	CodeIdempotencyKeyReused = "idempotency_key_reused" // 409: same key, other request
+	CodeTooManyStreams       = "too_many_streams"       // 429: the principal's open event streams are at their cap
 	CodeConflict             = "conflict"               // 409: any other refused change
 	CodeInternal             = "internal"               // 500
 	CodeArtifactCorrupt      = "artifact_corrupt"       // 500: the stored blob fails its hash

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keelrun/keel/internal/run"
@@ -52,6 +53,12 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	if stream {
+		if !s.streams.acquire(principal) {
+			writeError(w, &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyStreams,
+				Message: fmt.Sprintf("this principal already has %d event streams open; close one first", s.streams.max)})
+			return
+		}
+		defer s.streams.release(principal)
 		s.stream(w, r, rr, after)
 		return
 	}
@@ -72,7 +79,8 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 }
 
 // stream sends the run's events after cursor as Server-Sent Events (id =
-// seq, event = type, data = the Event as JSON), polling the store, until
+// seq, event = type, data = the Event as JSON), reading the store when the
+// notifier says the run's log grew and every poll interval, until
 // the run is terminal and every event is sent; then an "end" event. It
 // sends a comment line when silent for KeepAlive, and ends early with a
 // retry hint after MaxStreamDuration (the client resumes with
@@ -80,11 +88,15 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, cursor int64) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
-	// A server-wide WriteTimeout would cut a long stream; this one is
-	// bounded by MaxStreamDuration instead.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.DebugContext(ctx, "sse: clearing write deadline", "err", err)
+	// A server-wide WriteTimeout would cut a long stream: each write gets
+	// its own deadline instead (a client that stops reading is cut after
+	// streamWriteTimeout), and the stream is bounded by MaxStreamDuration.
+	extend := func() {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.streamWriteTimeout())); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			s.log.DebugContext(ctx, "sse: extending the write deadline", "err", err)
+		}
 	}
+	extend()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -92,6 +104,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
 	flush := func() error {
+		extend()
 		if err := bw.Flush(); err != nil {
 			return err
 		}
@@ -100,7 +113,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 		}
 		return nil
 	}
-	fmt.Fprintf(bw, "retry: %d\n\n", s.poll.Milliseconds()*4)
+	fmt.Fprintf(bw, "retry: %d\n\n", min(s.poll.Milliseconds()*4, 1000))
 	if flush() != nil {
 		return
 	}
@@ -108,6 +121,12 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 	lastWrite := started
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
+	var wake <-chan struct{} // nil without a notifier: never ready
+	if s.notifier != nil {
+		ch, unsubscribe := s.notifier.Subscribe(rr.ID)
+		defer unsubscribe()
+		wake = ch
+	}
 	first := true
 	for {
 		if !first {
@@ -139,7 +158,9 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 			}
 		}
 		if rr.Status.Terminal() && cursor >= rr.LastSeq {
-			data, _ := json.Marshal(StreamEnd{Status: rr.Status, LastSeq: cursor})
+			// cursor may be a Last-Event-ID beyond the log: the end names
+			// the log's own last seq, never an echo of the client's.
+			data, _ := json.Marshal(StreamEnd{Status: rr.Status, LastSeq: min(cursor, rr.LastSeq)})
 			fmt.Fprintf(bw, "event: end\ndata: %s\n\n", data)
 			_ = flush()
 			return
@@ -159,8 +180,16 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-wake:
 		}
 	}
+}
+
+// streamWriteTimeout is how long after a flush the stream's next writes
+// may take: a stream writes again within a keepalive interval and a poll
+// of its last flush, so only a client that stopped reading hits it.
+func (s *server) streamWriteTimeout() time.Duration {
+	return time.Minute + 2*s.keepAlive + s.poll
 }
 
 // streamFailed ends a stream whose headers are sent: the failure goes to the
@@ -183,4 +212,29 @@ func sseToken(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// streamCounter bounds the open streams of each principal.
+type streamCounter struct {
+	mu   sync.Mutex
+	max  int
+	open map[string]int
+}
+
+func (c *streamCounter) acquire(principal string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[principal] >= c.max {
+		return false
+	}
+	c.open[principal]++
+	return true
+}
+
+func (c *streamCounter) release(principal string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[principal]--; c.open[principal] <= 0 {
+		delete(c.open, principal)
+	}
 }

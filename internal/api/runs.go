@@ -76,6 +76,20 @@ func (s *server) pathRun(w http.ResponseWriter, r *http.Request, principal strin
 	return rr, true
 }
 
+// MaxDeadlineAhead bounds how far ahead a run's deadline may be: the
+// stores keep times as int64 Unix nanoseconds (up to the year 2262), and
+// no run waits a decade.
+const MaxDeadlineAhead = 10 * 365 * 24 * time.Hour
+
+// sameLimits reports whether a retried create asks for the limits the run
+// was stored with. A deadline the request did not give comes from the
+// agent's timeout and the time of the request, so it is not compared.
+func sameLimits(stored, asked run.Limits, explicitDeadline bool) bool {
+	return stored.MaxSteps == asked.MaxSteps && stored.MaxToolCalls == asked.MaxToolCalls &&
+		stored.MaxTokens == asked.MaxTokens && stored.MaxSpendMicroUSD == asked.MaxSpendMicroUSD &&
+		(!explicitDeadline || stored.Deadline.Equal(asked.Deadline))
+}
+
 // validateCreate checks a create request in full and returns the limits
 // and policy to store.
 func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, run.InputPolicy, *Error) {
@@ -121,6 +135,9 @@ func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, 
 			}
 			if !d.After(s.now()) {
 				return run.Limits{}, "", badField(CodeInvalidField, "limits.deadline", "limits.deadline is in the past")
+			}
+			if d.After(s.now().Add(MaxDeadlineAhead)) {
+				return run.Limits{}, "", badField(CodeInvalidField, "limits.deadline", "limits.deadline must be at most 10 years ahead")
 			}
 			lim.Deadline = d.UTC()
 		}
@@ -171,9 +188,10 @@ func (s *server) createRun(w http.ResponseWriter, r *http.Request, principal str
 		return
 	}
 	if !created && (stored.Agent != req.Agent || stored.Request != req.Input ||
-		(req.SessionID != "" && stored.SessionID != req.SessionID)) {
+		(req.SessionID != "" && stored.SessionID != req.SessionID) ||
+		stored.InputPolicy != policy || !sameLimits(stored.Limits, limits, req.Limits != nil && req.Limits.Deadline != "")) {
 		writeError(w, &Error{Status: http.StatusConflict, Code: CodeIdempotencyKeyReused, Field: "Idempotency-Key",
-			Message: "this Idempotency-Key was used for run " + stored.ID + " with another agent, input or session"})
+			Message: "this Idempotency-Key was used for run " + stored.ID + " with another agent, input, session, limits or input policy"})
 		return
 	}
 	s.start(w, r, stored, created)

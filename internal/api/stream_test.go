@@ -203,3 +203,24 @@ func TestStreamMaxDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamEndNamesTheLog: a Last-Event-ID beyond the log is not echoed
+// back as the end's last_seq (issue #18).
+func TestStreamEndNamesTheLog(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.newRun("alice", run.InputQueue)
+	e.setStatus(r.ID, run.StatusFailed)
+	stored, err := e.store.GetRun(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := openStream(t, e, "/v1/runs/"+r.ID+"/events", "999999999999999")
+	f := nextEvent(t, next)
+	var end api.StreamEnd
+	if err := json.Unmarshal([]byte(f.data), &end); err != nil || f.event != "end" {
+		t.Fatalf("frame %+v: %v", f, err)
+	}
+	if end.LastSeq != stored.LastSeq {
+		t.Errorf("end last_seq %d, want the log's %d", end.LastSeq, stored.LastSeq)
+	}
+}

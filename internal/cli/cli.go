@@ -296,12 +296,17 @@ func (c *cli) client() (*client.Client, error) {
 	return cl, nil
 }
 
-// readText joins words into one text; a single "-" reads stdin.
+// readText joins words into one text; a single "-" reads stdin, at most
+// api.DefaultMaxBodyBytes of it (the API refuses a larger body anyway).
 func (c *cli) readText(words []string) (string, error) {
 	if len(words) == 1 && words[0] == "-" {
-		b, err := io.ReadAll(c.stdin)
+		const limit = api.DefaultMaxBodyBytes
+		b, err := io.ReadAll(io.LimitReader(c.stdin, limit+1))
 		if err != nil {
 			return "", fmt.Errorf("reading stdin: %w", err)
+		}
+		if len(b) > limit {
+			return "", usagef("stdin holds more than %d bytes (1 MiB), the most the API accepts; nothing was sent", limit)
 		}
 		return strings.TrimRight(string(b), "\n"), nil
 	}

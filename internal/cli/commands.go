@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -297,7 +298,9 @@ func showCommand() command {
 			fmt.Fprintf(c.stdout, "\n%s\n", r.Output)
 		}
 		for _, a := range aps {
-			if a.Status == run.ApprovalPending {
+			// A finished run's approval cannot be decided (409
+			// run_finished): never offer it, even if it is still pending.
+			if a.Status == run.ApprovalPending && !r.Status.Terminal() {
 				fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  keel approve %s %s   |   keel deny %s %s\n",
 					a.ApprovalID, a.Tool, clip(string(a.Args), 200), a.ArgsHash, r.RunID, a.ApprovalID, r.RunID, a.ApprovalID)
 			}
@@ -609,10 +612,11 @@ func artifactsCommand() command {
 }
 
 func downloadCommand() command {
-	cmd := command{usage: "[-o FILE] RUN_ID CHECKPOINT_ID NAME", summary: "download an artifact, checked against its sha256"}
+	cmd := command{usage: "[-o FILE] [--force] RUN_ID CHECKPOINT_ID NAME", summary: "download an artifact, checked against its sha256"}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("download")
-		out := fs.String("o", "", "write to FILE (default: stdout)")
+		out := fs.String("o", "", "write to FILE, which must not exist (default, or -: stdout)")
+		force := fs.Bool("force", false, "replace FILE if it exists (a symlink is replaced, never followed)")
 		pos, cl, err := c.connect(fs, args, "RUN_ID", "CHECKPOINT_ID", "NAME")
 		if err != nil {
 			return err
@@ -621,15 +625,59 @@ func downloadCommand() command {
 		if err != nil {
 			return err
 		}
-		if *out == "" {
+		if *out == "" || *out == "-" {
 			_, err = c.stdout.Write(b)
 			return err
 		}
-		if err := os.WriteFile(*out, b, 0o644); err != nil {
-			return fmt.Errorf("-o: %w", err)
+		if err := writeNew(*out, b, *force); err != nil {
+			return err
 		}
 		fmt.Fprintf(c.stderr, "wrote %s (%d bytes, sha256 %s)\n", *out, len(b), sum)
 		return nil
 	}
 	return cmd
+}
+
+// writeNew writes b to a file that does not exist yet (O_EXCL: not a
+// symlink either, dangling or not). With force it writes a temporary file
+// beside path and renames it over path, which replaces a symlink instead
+// of writing through it.
+func writeNew(path string, b []byte, force bool) error {
+	if !force {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			return usagef("-o %s: the file exists; nothing was written (--force replaces it)", path)
+		}
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			return fmt.Errorf("-o: %w", err)
+		}
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".keel-download-*")
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("-o: %w", err)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 func devCommand() command {
 	return command{
-		usage:   "[--data-dir DIR] [--addr HOST:PORT] [--dev-token TOKEN] [--store sqlite|dynamo[:TABLE]] [--artifacts fs|s3[:BUCKET]]",
+		usage:   "[--data-dir DIR] [--addr HOST:PORT] [--allow-remote] [--dev-token TOKEN] [--store sqlite|dynamo[:TABLE]] [--artifacts fs|s3[:BUCKET]]",
 		summary: "run Keel on this machine: API, local state machine, SQLite (or --store dynamo --artifacts s3) store (prints URL and token)",
 		run: func(ctx context.Context, c *cli, args []string) error {
 			cfg, err := c.config()
@@ -27,6 +27,7 @@ func devCommand() command {
 			addr := fs.String("addr", cfg.Defaults().Addr, "address to listen on (port 0: a free port); also KEEL_ADDR")
 			tok := fs.String("dev-token", "", "bearer token to accept (default: DIR/token, created if missing)")
 			storeKind := fs.String("store", "", "sqlite (default) or dynamo[:TABLE] (table KEEL_TABLE, default keel, at AWS_ENDPOINT_URL); overrides KEEL_STORE")
+			allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --addr (plain HTTP, one bearer token: anyone who reaches it can try)")
 			artsKind := fs.String("artifacts", "", "fs (default) or s3[:BUCKET] (bucket KEEL_BUCKET, default keel-artifacts); overrides KEEL_ARTIFACTS")
 			rest, err := parse(fs, args)
 			if err != nil {
@@ -37,6 +38,9 @@ func devCommand() command {
 			}
 			if _, _, err := net.SplitHostPort(*addr); err != nil {
 				return usagef("--addr %q: want HOST:PORT (port 0 picks a free one)", *addr)
+			}
+			if err := devserver.CheckAddr(*addr, *allowRemote); err != nil {
+				return usagef("--addr: %v", err)
 			}
 			cfg.DataDir, cfg.Addr = *dataDir, *addr
 			if err := applyStoreFlags(&cfg, *storeKind, *artsKind); err != nil {
@@ -59,7 +63,7 @@ func devCommand() command {
 				return usagef("%v", err)
 			}
 			srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr, Token: *tok,
-				Runtime: rt, TaskCommand: []string{self, "task"}, StepBudget: rt.Config.StepBudget, Logger: log})
+				Runtime: rt, TaskCommand: []string{self, "task"}, StepBudget: rt.Config.StepBudget, AllowRemote: *allowRemote, Logger: log})
 			if err != nil {
 				return err
 			}

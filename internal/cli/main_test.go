@@ -330,9 +330,13 @@ func TestCommands(t *testing.T) {
 	if r.SessionID != "ses_cli" || r.Limits.MaxSteps != 9 || r.Limits.MaxSpendMicroUSD != 1_500_000 || r.InputPolicy != run.InputInterrupt || r.IdempotencyKey != "key-1" {
 		t.Errorf("run %+v", r)
 	}
-	// The same key: the same run.
-	if code, out, _ := e.keel("survey the field\n", "run", "--idempotency-key", "key-1", "--session", "ses_cli", "research", "-"); code != 0 || !strings.Contains(out, r.RunID+" already exists") {
+	// The same key and request: the same run.
+	if code, out, _ := e.keel("survey the field\n", "run", "--idempotency-key", "key-1", "--session", "ses_cli", "--max-steps", "9", "--max-spend-usd", "1.5", "--input-policy", "interrupt", "research", "-"); code != 0 || !strings.Contains(out, r.RunID+" already exists") {
 		t.Errorf("rerun: %d %s", code, out)
+	}
+	// The same key with other limits: refused, not silently the old run.
+	if code, _, errout := e.keel("survey the field\n", "run", "--idempotency-key", "key-1", "--session", "ses_cli", "research", "-"); code != exitConflict || !strings.Contains(errout, "idempotency_key_reused") {
+		t.Errorf("rerun with other limits: %d %s", code, errout)
 	}
 
 	code, out, _ = e.keel("", "runs")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,7 +67,14 @@ func (c *Client) followOnce(ctx context.Context, id string, cursor int64, delay 
 		err := decodeError(resp)
 		return end, false, false, resp.StatusCode >= 500, err
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return readStream(ctx, resp.Body, id, cursor, delay, fn)
+}
+
+// readStream parses one SSE response body (the part of followOnce that
+// reads what the server sent: fuzzed by FuzzReadStream). Events at or
+// before cursor are skipped; fn sees each later one once, in order.
+func readStream(ctx context.Context, body io.Reader, id string, cursor int64, delay *time.Duration, fn func(api.Event) error) (end api.StreamEnd, done, progressed, retry bool, err error) {
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 2<<20) // an event's data is at most 256 KiB before JSON escaping
 	var event, data string
 	var hasData bool

@@ -9,8 +9,10 @@
 // AWS_ENDPOINT_URL). Step Functions state stays local either way:
 // in keel.db with SQLite, in DIR/sfn.db otherwise.
 //
-// The data directory is held exclusively (an flock on DIR/lock): a second
-// `keel dev` on the same directory is refused. Because of that, leases held
+// The data directory is held exclusively (an flock on DIR/lock), and so is
+// the SQLite database file (an flock on PATH.lock, for a KEEL_STORE
+// outside DIR): a second `keel dev` on the same directory or database is
+// refused. Because of that, leases held
 // by an earlier incarnation belong to a dead process and are ended at start,
 // so recovery after a crash does not wait for them to expire (on SQLite
 // only: a shared DynamoDB table may hold leases of live workers elsewhere,
@@ -76,20 +78,62 @@ type Config struct {
 	TaskCommand []string
 	// StepBudget bounds one Step (default 60s).
 	StepBudget time.Duration
-	Logger     *slog.Logger
+	// AllowRemote lets Addr be other than a loopback address. The API is
+	// then reachable by anyone who can reach the address, over plain
+	// HTTP, guarded only by the bearer token: without it, Start refuses.
+	AllowRemote bool
+	// HTTP bounds the API's connections (zero fields: the defaults of
+	// HTTPLimits).
+	HTTP   HTTPLimits
+	Logger *slog.Logger
+}
+
+// HTTPLimits are the API server's timeouts and connection cap. Event
+// streams (SSE) are exempt from WriteTimeout: they clear their write
+// deadline and are bounded by their own maximum duration instead.
+type HTTPLimits struct {
+	ReadHeaderTimeout time.Duration // default 10s
+	ReadTimeout       time.Duration // whole request, body included; default 1m
+	WriteTimeout      time.Duration // default 1m
+	IdleTimeout       time.Duration // an idle keep-alive connection is closed; default 2m
+	// MaxConns caps the open connections: more wait in the kernel's
+	// accept queue until one closes (default 1024).
+	MaxConns int
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&l.ReadHeaderTimeout, 10*time.Second)
+	def(&l.ReadTimeout, time.Minute)
+	def(&l.WriteTimeout, time.Minute)
+	def(&l.IdleTimeout, 2*time.Minute)
+	if l.MaxConns <= 0 {
+		l.MaxConns = 1024
+	}
+	return l
 }
 
 // Server is a running dev server.
 type Server struct {
 	URL   string
 	Token string
+	// SFNURL is the local Step Functions endpoint (a loopback listener of
+	// its own, empty without TaskCommand): only the task children are
+	// given it, and it answers only requests signed by the dev token.
+	SFNURL string
 
 	http     *http.Server
+	sfnHTTP  *http.Server
 	exec     *states.Executor
 	tasks    *states.ExecTaskRunner
 	rt       *compose.Runtime
 	sfnStore *states.Store // opened here (not on the run store's database)
 	lock     *os.File
+	dbLock   *os.File
 	serveErr chan error
 }
 
@@ -111,6 +155,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := cfg.Logger
+	if err := CheckAddr(cfg.Addr, cfg.AllowRemote); err != nil {
+		return nil, err
+	} else if !isLoopback(cfg.Addr) {
+		log.Warn("keel dev is serving on a non-loopback address: anyone who reaches it over plain HTTP can try the bearer token", "addr", cfg.Addr)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -126,6 +175,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err
+	}
+	if path, ok := strings.CutPrefix(rt.Config.Store, "sqlite:"); ok && rt.SQLite != nil {
+		// Another data directory may name the same database file: the
+		// file is held too, or a second keel dev would end this one's
+		// leases.
+		if s.dbLock, err = lockFile(path+".lock", "database "+path); err != nil {
+			return fail(err)
+		}
 	}
 	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
 		return fail(err)
@@ -151,6 +208,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
 	}
 	s.URL = "http://" + ln.Addr().String()
+	var sfnLn net.Listener
+	if len(cfg.TaskCommand) > 0 {
+		// The task children's Step Functions endpoint: loopback only, on a
+		// port of its own that nothing but them is told.
+		if sfnLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			ln.Close()
+			return fail(fmt.Errorf("listen for the local Step Functions endpoint: %w", err))
+		}
+		s.SFNURL = "http://" + sfnLn.Addr().String()
+	}
+	closeLns := func() {
+		ln.Close()
+		if sfnLn != nil {
+			sfnLn.Close()
+		}
+	}
 
 	// Step Functions state is always local: in keel.db beside the runs on
 	// SQLite, in its own sfn.db otherwise.
@@ -162,7 +235,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.sfnStore = sfnStore
 	}
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	if len(cfg.TaskCommand) > 0 {
@@ -182,7 +255,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// from the environment it inherits.
 		env = append(env,
 			"KEEL_STORE="+rt.Config.Store, "KEEL_ARTIFACTS="+rt.Config.Artifacts, "KEEL_DATA_DIR="+cfg.DataDir,
-			"KEEL_SFN_ENDPOINT="+s.URL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
+			"KEEL_SFN_ENDPOINT="+s.SFNURL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
 		if rt.Config.Model != "" {
 			env = append(env, "KEEL_MODEL="+rt.Config.Model)
 		}
@@ -205,7 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		finalizeFn: lambda(fin.Handle),
 	}})
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	tokens.e = s.exec
@@ -215,43 +288,48 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		"ContainerName": "keel",
 	})
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
 	arn, err := s.exec.Register(ctx, machineName, machine)
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
+	}
+	// Live streams wait on the store's commits (this process's: a task
+	// child's reach them by polling, every 2s).
+	var notifier api.Notifier
+	if rt.SQLite != nil {
+		b := &api.Broadcaster{}
+		rt.SQLite.OnEvents(b.Notify)
+		notifier = b
 	}
 	apiHandler, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
-		Starter: roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
-		Resumer: roles.Resumer{Tokens: s.exec},
-		Auth:    api.Tokens{s.Token: cfg.Principal},
-		Agents:  rt.Catalog,
-		Logger:  log,
+		Starter:  roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
+		Resumer:  roles.Resumer{Tokens: s.exec},
+		Auth:     api.Tokens{s.Token: cfg.Principal},
+		Agents:   rt.Catalog,
+		Notifier: notifier,
+		Logger:   log,
 	})
 	if err != nil {
-		ln.Close()
+		closeLns()
 		return fail(err)
 	}
-	sfnAPI := states.NewHandler(s.exec, log)
-	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The AWS JSON protocol names its operation in X-Amz-Target: those
-		// requests are for the local Step Functions endpoint, the rest for
-		// Keel's API. The SDK signs with the dev token as its secret, and
-		// the access key must be "keel-dev".
-		if strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AWSStepFunctions.") {
-			if !strings.Contains(r.Header.Get("Authorization"), "Credential=keel-dev/") {
-				http.Error(w, `{"__type":"UnrecognizedClientException","message":"unknown access key"}`, http.StatusForbidden)
-				return
-			}
-			sfnAPI.ServeHTTP(w, r)
-			return
-		}
-		apiHandler.ServeHTTP(w, r)
-	})
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The API port serves the documented API and nothing else.
+	lim := cfg.HTTP.withDefaults()
+	s.http = &http.Server{Handler: apiHandler, ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout, IdleTimeout: lim.IdleTimeout}
+	ln = limitListener(ln, lim.MaxConns)
+	if sfnLn != nil {
+		// The SDK of the task signs with access key "keel-dev" and the dev
+		// token as its secret: the signature is verified.
+		sfnAPI := requireSigV4(s.Token, time.Now, states.NewHandler(s.exec, log))
+		s.sfnHTTP = &http.Server{Handler: sfnAPI, ReadHeaderTimeout: lim.ReadHeaderTimeout,
+			ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout, IdleTimeout: lim.IdleTimeout}
+		go func() { _ = s.sfnHTTP.Serve(limitListener(sfnLn, 64)) }()
+	}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	if err := s.exec.Start(ctx); err != nil {
 		return fail(err)
@@ -279,6 +357,9 @@ func (s *Server) Close() error {
 		_ = s.http.Shutdown(ctx)
 		cancel()
 	}
+	if s.sfnHTTP != nil {
+		_ = s.sfnHTTP.Close()
+	}
 	if s.exec != nil {
 		s.exec.Close()
 	}
@@ -288,6 +369,9 @@ func (s *Server) Close() error {
 	}
 	if s.sfnStore != nil {
 		err = errors.Join(err, s.sfnStore.Close())
+	}
+	if s.dbLock != nil {
+		s.dbLock.Close()
 	}
 	if s.lock != nil {
 		s.lock.Close()
@@ -329,24 +413,52 @@ func (x execStarter) StartExecution(ctx context.Context, arn, name, input string
 }
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	return lockFile(filepath.Join(dir, "lock"), "data dir "+dir)
+}
+
+// lockFile holds an exclusive flock on path (created if missing) until the
+// file is closed; what names the thing it guards in the error. The lock
+// is a file of its own beside what it guards: SQLite's own locks are
+// POSIX locks, which any close of the database file would release.
+func lockFile(path, what string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("data dir %s is in use by another keel dev (%w)", dir, err)
+		return nil, fmt.Errorf("%s is in use by another keel dev (%w)", what, err)
 	}
 	return f, nil
 }
 
+// MinTokenLen is the shortest dev token Start accepts.
+const MinTokenLen = 16
+
+// token returns the dev token: the given one, else DIR/token, else a new
+// random one written there. Surrounding white space is dropped (a client
+// never sends it: the Authorization header is trimmed); a token shorter
+// than MinTokenLen is refused.
 func token(dir, given string) (string, error) {
 	path := filepath.Join(dir, "token")
-	if given != "" {
+	check := func(t, from string) error {
+		if len(t) < MinTokenLen {
+			return fmt.Errorf("the dev token (%s) is %d characters: at least %d are required", from, len(t), MinTokenLen)
+		}
+		if strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return fmt.Errorf("the dev token (%s) holds white space or control characters", from)
+		}
+		return nil
+	}
+	if given = strings.TrimSpace(given); given != "" {
+		if err := check(given, "--dev-token"); err != nil {
+			return "", err
+		}
 		return given, writeFile(path, given)
 	}
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
+		t := strings.TrimSpace(string(b))
+		return t, check(t, path)
 	}
 	t := "kdev_" + randHex(20)
 	return t, writeFile(path, t)

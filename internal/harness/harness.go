@@ -21,6 +21,7 @@ type Store interface {
 	store.Committer // every write of a Step: there is no unfenced append
 	store.Operations
 	GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error)
+	ListApprovals(ctx context.Context, runID string) ([]run.Approval, error)
 	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)
 	Reserve(ctx context.Context, runID string, r store.Amounts) (run.Budget, error)
 	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
@@ -178,7 +179,8 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 }
 
 // Finalize makes sure a run that the state machine gave up on ends in a
-// final status, recording errMsg. It is idempotent.
+// final status, recording errMsg; its pending approvals are cancelled in
+// the same commit. It is idempotent.
 func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, error) {
 	r, err := h.opt.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -200,9 +202,24 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 		return run.Run{}, &RetryableError{Err: err}
 	}
 	msg := errMsg
+	// A finished run's approvals can never be decided: close them with it.
+	aps, err := h.opt.Store.ListApprovals(ctx, runID)
+	if err != nil {
+		return run.Run{}, &RetryableError{Err: err}
+	}
+	var cancel []string
+	var events []run.Event
+	for _, a := range aps {
+		if a.Status == run.ApprovalPending {
+			cancel = append(cancel, a.ID)
+			events = append(events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: a.PlanItemID,
+				Data: jsonObj("approval_id", a.ID, "by", "finalize")})
+		}
+	}
 	_, err = h.opt.Store.Commit(ctx, store.Commit{RunID: runID, Token: r.Lease.Token,
-		Run:    &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
-		Events: []run.Event{{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")}},
+		Run:             &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
+		CancelApprovals: cancel,
+		Events:          append(events, run.Event{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")}),
 	})
 	if err != nil {
 		return run.Run{}, mapStoreErr(runID, err)

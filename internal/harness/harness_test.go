@@ -852,3 +852,43 @@ func TestLegacyHashApprovalStillDecides(t *testing.T) {
 		t.Fatalf("operations %+v (%v)", ops, err)
 	}
 }
+
+// TestFinishedRunClosesItsApproval (issue #18): a run that ends while its
+// approval waits, by its deadline or by Finalize, leaves no approval
+// pending that a person could still be offered.
+func TestFinishedRunClosesItsApproval(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(e *env, h *harness.Harness, r run.Run)
+	}{
+		{"deadline during the wait", func(e *env, h *harness.Harness, r run.Run) {
+			e.clock.Advance(2 * time.Hour)
+			if d := e.stepUntil(h, r.ID); d.Next != harness.NextFailed {
+				t.Fatalf("after the deadline: %+v", d)
+			}
+		}},
+		{"finalize", func(e *env, h *harness.Harness, r run.Run) {
+			if _, err := h.Finalize(e.ctx, r.ID, "States.Timeout: the approval timed out"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			h := e.harness(nil, e.researchAgents(nil), nil)
+			r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.Limits.Deadline = e.clock.Now().Add(time.Hour) })
+			if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+				t.Fatalf("%+v", d)
+			}
+			tc.end(e, h, r)
+			if st := e.getRun(r.ID).Status; st != run.StatusFailed {
+				t.Fatalf("status %s", st)
+			}
+			aps, _ := e.store.ListApprovals(e.ctx, r.ID)
+			if len(aps) != 1 || aps[0].Status != run.ApprovalCancelled {
+				t.Fatalf("approvals %+v, want the one cancelled", aps)
+			}
+			e.checkGapless(r.ID)
+		})
+	}
+}

@@ -1071,8 +1071,14 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 // exceeded ends the run failed on a limit.
 func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision, error) {
 	msg := fmt.Sprintf("budget exceeded: %s (%v)", limit, value)
+	var cancelApprovals []string
 	for _, tc := range s.openCalls() {
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
+			if it.Status == run.PlanAwaitingApproval {
+				// Its approval can never be decided now (a deadline that
+				// ran out during the wait): close it with the run.
+				cancelApprovals = append(cancelApprovals, approvalID(it))
+			}
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
 		}
 	}
@@ -1081,7 +1087,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision,
 	s.setStatus(run.StatusFailed)
 	s.pend.patch.Error = &msg
 	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil

@@ -15,7 +15,8 @@ import (
 // JSON 1.0 protocol (POST /, X-Amz-Target: AWSStepFunctions.<Operation>,
 // Content-Type: application/x-amz-json-1.0), so that the
 // aws-sdk-go-v2/service/sfn client works against it through BaseEndpoint.
-// Request signatures are not checked: it is meant for localhost.
+// It checks no signature itself: whoever serves it must (keel dev serves
+// it on a loopback listener of its own behind a SigV4 verifier).
 func NewHandler(e *Executor, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()

@@ -212,8 +212,11 @@ type Control interface {
 	// RequestCancel sets the run's cancel flag, cancels its pending
 	// approvals and appends cancel_requested (and approval_cancelled)
 	// events, atomically. It returns the run and the approvals it cancelled
-	// (so the caller can wake a wait through their task tokens).
-	// ErrTerminal if the run is finished.
+	// (so the caller can wake a wait through their task tokens). A run
+	// whose flag is already set and that has no pending approval is
+	// returned as it is: nothing is written, so repeated or concurrent
+	// cancels record one cancel_requested. ErrTerminal if the run is
+	// finished.
 	RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error)
 	// EnqueueInput stores text as input for the run with an input_received
 	// event. ErrTerminal if the run is finished.

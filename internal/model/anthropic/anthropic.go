@@ -191,6 +191,8 @@ func (p *Provider) convert(err error) error {
 				se.RequestID = apiErr.Response.Header.Get("request-id")
 			}
 		}
+		// The request id is the server's to choose: it may echo the key.
+		se.RequestID = model.Redact(se.RequestID, p.cfg.APIKey)
 		if se.Message == "" {
 			se.Message = http.StatusText(se.Status)
 		}
@@ -262,7 +264,7 @@ func (s *stream) emit(c model.Chunk) { s.pending = append(s.pending, c) }
 func (s *stream) event(ev sdk.MessageStreamEventUnion) {
 	switch ev.Type {
 	case "message_start":
-		s.emit(model.Chunk{Kind: model.ChunkStart, ResponseID: ev.Message.ID, Model: string(ev.Message.Model)})
+		s.emit(model.Chunk{Kind: model.ChunkStart, ResponseID: model.Redact(ev.Message.ID, s.p.cfg.APIKey), Model: model.Redact(string(ev.Message.Model), s.p.cfg.APIKey)})
 		u := ev.Message.Usage
 		s.emit(model.Chunk{Kind: model.ChunkUsage, Usage: model.Usage{
 			InputTokens:      u.InputTokens,

@@ -90,7 +90,7 @@ func (p *Provider) Stream(ctx context.Context, req model.Request) (model.Stream,
 		return nil, p.convert(ctx, err)
 	}
 	reqID, _ := awsmiddleware.GetRequestIDMetadata(out.ResultMetadata)
-	return &stream{ctx: ctx, p: p, es: out.GetStream(), requestID: reqID, tools: map[int32]bool{}}, nil
+	return &stream{ctx: ctx, p: p, es: out.GetStream(), requestID: model.Redact(reqID, p.secrets(ctx)...), tools: map[int32]bool{}}, nil
 }
 
 func (p *Provider) input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
@@ -242,6 +242,7 @@ func (p *Provider) convert(ctx context.Context, err error) error {
 			se.Message = http.StatusText(se.Status)
 		}
 		se.Message = model.Redact(se.Message, p.secrets(ctx)...)
+		se.RequestID = model.Redact(se.RequestID, p.secrets(ctx)...) // the server chooses it: it may echo the key
 		return se
 	}
 	return err

@@ -256,6 +256,33 @@ func Run(t *testing.T, p Provider) {
 				}
 			},
 		},
+		{
+			name: "a request id echoing the credential is redacted (error)",
+			replies: []Reply{func() Reply {
+				r := errReply(400, "", "bad request")
+				r.Header = map[string]string{p.Wire.RequestIDHeader: "req-" + secret}
+				return r
+			}()},
+			check: func(t *testing.T, _ model.Response, err error, srv *Server, _ []time.Duration) {
+				var se *model.StatusError
+				if !errors.As(err, &se) {
+					t.Fatalf("err = %v, want a StatusError", err)
+				}
+				if strings.Contains(se.RequestID, secret) || strings.Contains(fmt.Sprintf("%+v", err), secret) {
+					t.Fatalf("the request id leaks the credential: %q", se.RequestID)
+				}
+			},
+		},
+		{
+			name:    "a request id echoing the credential is redacted (stream)",
+			replies: []Reply{{Fixture: "text", Header: map[string]string{p.Wire.RequestIDHeader: "req-" + secret}}},
+			check: func(t *testing.T, resp model.Response, err error, _ *Server, _ []time.Duration) {
+				mustText(t, resp, err)
+				if strings.Contains(fmt.Sprintf("%+v", resp), secret) {
+					t.Fatalf("the response leaks the credential: %+v", resp)
+				}
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -169,7 +169,8 @@ func (p *Provider) convert(err error) error {
 			Message:  model.Redact(apiErr.Message, p.cfg.APIKey),
 		}
 		if apiErr.Response != nil {
-			se.RequestID = apiErr.Response.Header.Get("x-request-id")
+			// The server chooses the request id: it may echo the key.
+			se.RequestID = model.Redact(apiErr.Response.Header.Get("x-request-id"), p.cfg.APIKey)
 			se.RetryAfter = model.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		if se.Message == "" {
@@ -265,7 +266,7 @@ func (s *stream) emit(c model.Chunk) { s.pending = append(s.pending, c) }
 func (s *stream) chunk(c sdk.ChatCompletionChunk) {
 	if !s.started {
 		s.started = true
-		s.emit(model.Chunk{Kind: model.ChunkStart, ResponseID: c.ID, Model: c.Model})
+		s.emit(model.Chunk{Kind: model.ChunkStart, ResponseID: model.Redact(c.ID, s.p.cfg.APIKey), Model: model.Redact(c.Model, s.p.cfg.APIKey)})
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {

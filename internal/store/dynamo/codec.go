@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/keelrun/keel/internal/store"
 )
 
 // item is one DynamoDB item. Setters skip empty strings and payloads, so
@@ -78,12 +80,7 @@ func (it item) t(k string) time.Time {
 }
 
 // nanos is how times are stored: Unix nanoseconds, 0 for the zero time.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+func nanos(t time.Time) int64 { return store.UnixNanos(t) }
 
 func ts(n int64) time.Time {
 	if n == 0 {

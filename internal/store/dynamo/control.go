@@ -23,8 +23,10 @@ func terminalCheck(what, runID string) func(st runState, fresh bool) error {
 // RequestCancel implements store.Control in one TransactWriteItems: the
 // run row (cancel flag, seq), each pending approval set to cancelled
 // (conditioned on still pending) and the events. If an approval is decided
-// meanwhile, the write fails and is rebuilt from a fresh read. Asking again
-// is recorded again.
+// meanwhile, the write fails and is rebuilt from a fresh read. Asking again,
+// with no pending approval left, writes nothing: the run row's version
+// condition makes concurrent cancels all but one start over and find the
+// flag set.
 func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error) {
 	if err := store.ValidateCancel(runID, by); err != nil {
 		return run.Run{}, nil, err
@@ -50,6 +52,9 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 			if a.Status == run.ApprovalPending {
 				pending = append(pending, a)
 			}
+		}
+		if r.CancelRequested && len(pending) == 0 {
+			return r, nil, nil // asked before: nothing new to record
 		}
 		now := s.now()
 		data, err := json.Marshal(map[string]string{"by": by})

@@ -31,6 +31,10 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		if err != nil {
 			return err
 		}
+		if r.CancelRequested && len(pending) == 0 {
+			out = r // asked before: nothing new to record
+			return nil
+		}
 		now := s.clock()
 		data, err := json.Marshal(map[string]string{"by": by})
 		if err != nil {

@@ -18,6 +18,9 @@ const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, 
 // and updates runs.last_seq and runs.last_hash; the primary key (run_id, seq)
 // would refuse a duplicate even if it did not.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, prev string, events []run.Event, now time.Time) ([]int64, string, error) {
+	if len(events) > 0 {
+		s.touch(runID)
+	}
 	seqs := make([]int64, len(events))
 	chained := make([]run.Event, len(events))
 	for i, e := range events {

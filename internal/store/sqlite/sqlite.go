@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelrun/keel/internal/store"
@@ -48,6 +49,36 @@ type Store struct {
 	// half of a step's CPU time before.
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+
+	// onEvents (a func(runID string)) is called after a commit that
+	// appended events; touched collects the runs of the transaction in
+	// flight (there is one at a time: w has one connection).
+	onEvents atomic.Value
+	touchMu  sync.Mutex
+	touched  []string
+}
+
+// OnEvents sets fn to be called, after each transaction that appended
+// events to a run commits, with the run's id: the signal live event
+// streams wait on. fn must not block; it sees only this Store's own
+// commits, not another process's. Call it before the store is shared.
+func (s *Store) OnEvents(fn func(runID string)) { s.onEvents.Store(fn) }
+
+// touch records that the transaction in flight appended events to runID.
+func (s *Store) touch(runID string) {
+	s.touchMu.Lock()
+	if n := len(s.touched); n == 0 || s.touched[n-1] != runID {
+		s.touched = append(s.touched, runID)
+	}
+	s.touchMu.Unlock()
+}
+
+func (s *Store) takeTouched() []string {
+	s.touchMu.Lock()
+	defer s.touchMu.Unlock()
+	t := s.touched
+	s.touched = nil
+	return t
 }
 
 // Open opens (creating if needed) the database file at path, applies the
@@ -183,10 +214,17 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
+		s.takeTouched()
 		return err
 	}
+	touched := s.takeTouched() // while the one write connection is still ours
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	if fn, ok := s.onEvents.Load().(func(string)); ok && fn != nil {
+		for _, id := range touched {
+			fn(id)
+		}
 	}
 	return nil
 }
@@ -200,9 +238,4 @@ func ts(n int64) time.Time {
 }
 
 // nanos converts a time for storage; the zero time is 0.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+func nanos(t time.Time) int64 { return store.UnixNanos(t) }

@@ -75,6 +75,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"Budget", testBudget},
 		{"ConcurrentReservations", testConcurrentReservations},
 		{"Cancel", testCancel},
+		{"CancelOnce", testCancelOnce},
 		{"Inputs", testInputs},
 		{"Checkpoints", testCheckpoints},
 		{"Signals", testSignals},
