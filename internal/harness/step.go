@@ -444,6 +444,11 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		if ctx.Err() != nil {
 			return Decision{}, true, ctx.Err()
 		}
+		var ce *model.CallError
+		if errors.As(err, &ce) && ce.Permanent() {
+			d, err := s.modelRefused(ctx, ce)
+			return d, true, err
+		}
 		s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
 		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
 			return Decision{}, true, ferr
@@ -1049,6 +1054,28 @@ func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision,
 	}
 	s.addEvent(run.Event{Type: run.EventBudgetExceeded, Data: jsonObj("limit", limit, "value", value)})
 	s.addEvent(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
+	s.setStatus(run.StatusFailed)
+	s.pend.patch.Error = &msg
+	s.pend.patch.ReleaseLease = true
+	if err := s.flush(ctx, store.Commit{}); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Next: NextFailed, Error: msg}, nil
+}
+
+// modelRefused fails the run at once on a model error that retrying cannot
+// fix (a 401, a 400): retrying the step would only repeat it. The
+// run_failed event names the provider, the HTTP status and its request id.
+func (s *step) modelRefused(ctx context.Context, ce *model.CallError) (Decision, error) {
+	msg := "model call refused: " + ce.Error()
+	data := map[string]any{"error": msg, "kind": model.AttemptClientError, "provider": ce.Provider, "attempts": len(ce.Attempts)}
+	var se *model.StatusError
+	if errors.As(ce, &se) {
+		data["status"], data["request_id"] = se.Status, se.RequestID
+	}
+	s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: mustJSON(map[string]any{"error": ce.Error(), "kind": model.AttemptClientError,
+		"status": data["status"], "retried": false})})
+	s.addEvent(run.Event{Type: run.EventRunFailed, Data: mustJSON(data)})
 	s.setStatus(run.StatusFailed)
 	s.pend.patch.Error = &msg
 	s.pend.patch.ReleaseLease = true
