@@ -521,7 +521,17 @@ func (s *step) endTurn(ctx context.Context, text string) (Decision, bool, error)
 	return Decision{Next: NextDone}, true, nil
 }
 
-// takeInputs starts a new turn from queued input, if any.
+// inputCommitReserve is what the commit that consumes a batch of inputs
+// writes besides the pending records and the inputs: the run row, the
+// checkpoint, checkpoint_written and turn_started, plus a margin.
+const inputCommitReserve = 8
+
+// takeInputs starts a new turn from queued input, if any. It takes the
+// oldest inputs in a bounded batch — as many as the commit that consumes
+// them can hold under store.MaxItemsPerCommit, and at most store.MaxText
+// bytes of text (the first input always) — so that any number of queued
+// inputs never makes a commit the store refuses; the rest start the
+// following turns, in order.
 func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
 	if err != nil {
@@ -530,8 +540,21 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	if len(inputs) == 0 {
 		return false, nil
 	}
+	room := s.inputRoom()
+	if room < 1 {
+		// The pending records leave no room: commit them first.
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return false, err
+		}
+		room = s.inputRoom()
+	}
 	var texts, ids []string
+	size := 0
 	for _, in := range inputs {
+		if len(ids) >= room || (len(ids) > 0 && size+len(in.Text) > store.MaxText) {
+			break
+		}
+		size += len(in.Text)
 		texts = append(texts, in.Text)
 		ids = append(ids, in.ID)
 	}
@@ -539,6 +562,11 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
 	s.addEvent(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
 	return true, nil
+}
+
+// inputRoom is how many inputs the next commit can still consume.
+func (s *step) inputRoom() int {
+	return store.MaxItemsPerCommit - inputCommitReserve - len(s.pend.events) - len(s.pend.itemIDs) - len(s.pend.consume)
 }
 
 // runCalls works through the open tool calls in order.
