@@ -22,6 +22,7 @@ type Store interface {
 	AppendEvents(ctx context.Context, runID string, events []run.Event) ([]int64, error)
 	store.Operations
 	GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error)
+	ListApprovals(ctx context.Context, runID string) ([]run.Approval, error)
 	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)
 	Reserve(ctx context.Context, runID string, r store.Amounts) (run.Budget, error)
 	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
@@ -200,10 +201,23 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 		return run.Run{}, &RetryableError{Err: err}
 	}
 	msg := errMsg
-	_, err = h.opt.Store.Commit(ctx, store.Commit{RunID: runID, Token: r.Lease.Token,
-		Run:    &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
-		Events: []run.Event{{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")}},
-	})
+	// A finished run asks nobody anything: its pending approvals are
+	// closed in the same write.
+	aps, err := h.opt.Store.ListApprovals(ctx, runID)
+	if err != nil {
+		_ = h.opt.Store.ReleaseLease(ctx, runID, r.Lease.Token)
+		return run.Run{}, &RetryableError{Err: err}
+	}
+	c := store.Commit{RunID: runID, Token: r.Lease.Token,
+		Run: &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true}}
+	for _, ap := range aps {
+		if ap.Status == run.ApprovalPending && len(c.CancelApprovals) < (store.MaxItemsPerCommit-4)/2 {
+			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
+			c.Events = append(c.Events, run.Event{Type: run.EventApprovalCancelled, Data: jsonObj("approval_id", ap.ID, "by", "finalize")})
+		}
+	}
+	c.Events = append(c.Events, run.Event{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")})
+	_, err = h.opt.Store.Commit(ctx, c)
 	if err != nil {
 		return run.Run{}, mapStoreErr(runID, err)
 	}
