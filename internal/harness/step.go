@@ -1075,8 +1075,13 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 // exceeded ends the run failed on a limit.
 func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision, error) {
 	msg := fmt.Sprintf("budget exceeded: %s (%v)", limit, value)
+	var closeApprovals []string // a finished run asks nobody anything
 	for _, tc := range s.openCalls() {
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
+			if it.Status == run.PlanAwaitingApproval {
+				closeApprovals = append(closeApprovals, approvalID(it))
+				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
+			}
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
 		}
 	}
@@ -1085,7 +1090,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision,
 	s.setStatus(run.StatusFailed)
 	s.pend.patch.Error = &msg
 	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	if err := s.flush(ctx, store.Commit{CancelApprovals: closeApprovals}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil
