@@ -27,7 +27,10 @@
 //     restarted forever).
 //
 // The run is read again after its executions were described, so a run
-// that finished meanwhile is left alone. Every repair is a run_swept event
+// that finished meanwhile is left alone, and so is a run whose lease a
+// worker still holds (a Step of a stopped execution finishing its
+// iteration): the next sweep looks again once the lease is released or
+// expired. Every repair is a run_swept event
 // in the run's log (data: found, action, execution, new_execution,
 // reason), appended after the repair succeeded; a finalize is recorded
 // before the run_failed it causes, so run_failed stays the log's last word.

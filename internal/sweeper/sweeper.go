@@ -198,6 +198,12 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 	if r.Status.Terminal() || r.Status == run.StatusNeedsHuman {
 		return rp, false, nil
 	}
+	if r.Lease.Owner != "" && r.Lease.Expiry.After(s.now()) {
+		// A worker still holds the run (a step of a stopped execution
+		// finishing its work): a new execution's Step would only wait for
+		// the lease. The next sweep looks again.
+		return rp, false, nil
+	}
 	if gen < 0 {
 		rp.Found, rp.Action, rp.NewExecution = "no_execution", ActionStarted, ExecutionName(r.ID, 0)
 		if err := s.Executions.StartExecution(ctx, rp.NewExecution, ExecutionInput(r.ID, 0)); err != nil {

@@ -52,15 +52,17 @@ func TestSweepDecisions(t *testing.T) {
 		name        string
 		execs       map[string]string
 		minAge      time.Duration
+		leased      bool
 		wantStarted []string
 		wantAction  string
 	}{
-		{"no execution: started under the run id", map[string]string{}, 0, []string{id}, sweeper.ActionStarted},
-		{"running: left alone", map[string]string{id: "RUNNING"}, 0, nil, ""},
-		{"rolled over, next generation running: left alone", map[string]string{id: "SUCCEEDED", id + "-g1": "RUNNING"}, 0, nil, ""},
-		{"stopped: resumed in the next generation", map[string]string{id: "ABORTED"}, 0, []string{id + "-g1"}, sweeper.ActionResumed},
-		{"rolled over then failed: resumed after the latest", map[string]string{id: "SUCCEEDED", id + "-g1": "FAILED"}, 0, []string{id + "-g2"}, sweeper.ActionResumed},
-		{"too young: left alone", map[string]string{}, time.Hour, nil, ""},
+		{"no execution: started under the run id", map[string]string{}, 0, false, []string{id}, sweeper.ActionStarted},
+		{"running: left alone", map[string]string{id: "RUNNING"}, 0, false, nil, ""},
+		{"rolled over, next generation running: left alone", map[string]string{id: "SUCCEEDED", id + "-g1": "RUNNING"}, 0, false, nil, ""},
+		{"stopped: resumed in the next generation", map[string]string{id: "ABORTED"}, 0, false, []string{id + "-g1"}, sweeper.ActionResumed},
+		{"rolled over then failed: resumed after the latest", map[string]string{id: "SUCCEEDED", id + "-g1": "FAILED"}, 0, false, []string{id + "-g2"}, sweeper.ActionResumed},
+		{"too young: left alone", map[string]string{}, time.Hour, false, nil, ""},
+		{"stopped but a worker holds the lease: left alone", map[string]string{id: "ABORTED"}, 0, true, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +75,11 @@ func TestSweepDecisions(t *testing.T) {
 			if _, _, err := st.CreateRun(ctx, run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
 				InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}); err != nil {
 				t.Fatal(err)
+			}
+			if tc.leased {
+				if _, err := st.AcquireLease(ctx, id, "worker", time.Hour); err != nil {
+					t.Fatal(err)
+				}
 			}
 			x := &executions{status: tc.execs}
 			sw := &sweeper.Sweeper{Store: st, Executions: x, Finalizer: &finalizer{}, MinAge: tc.minAge}
