@@ -28,8 +28,8 @@
 //
 // The binary's contract: it reads KEEL_ROLE and plays that role.
 //
-//   - api, step, approval, finalize, schedule: the Lambda function of that
-//     name (provided.al2023, arm64, handler "bootstrap"; all five share one
+//   - api, step, approval, finalize, schedule, sweep: the Lambda function of
+//     that name (provided.al2023, arm64, handler "bootstrap"; all six share one
 //     code asset, DIR without the Dockerfile).
 //   - task: the long-running Fargate task. Its image is DIR as the Docker
 //     build context: the Dockerfile only copies the prebuilt bootstrap into
@@ -39,7 +39,7 @@
 //     heartbeats with).
 //
 // Every role also gets KEEL_TABLE and KEEL_BUCKET, keel:environment, and
-// where it applies KEEL_STATE_MACHINE_ARN (api, schedule) and
+// where it applies KEEL_STATE_MACHINE_ARN (api, schedule, sweep) and
 // KEEL_MODEL_SECRET_ARN (step, task).
 //
 // # What the stack holds
@@ -50,8 +50,8 @@
 //     run-listing indexes the DynamoDB store queries, on-demand, point-in-time
 //     recovery, retained on stack deletion) and the artifact bucket (public
 //     access blocked, TLS only, SSE-S3, retained).
-//   - NewFunctions: the five Lambda functions (api, step, approval,
-//     finalize, schedule), provided.al2023 on arm64, one shared code asset
+//   - NewFunctions: the six Lambda functions (api, step, approval,
+//     finalize, schedule, sweep), provided.al2023 on arm64, one shared code asset
 //     (the app's bootstrap), each with its KEEL_ROLE.
 //   - NewSpillTask: the VPC, security group, ECS cluster and the arm64
 //     Fargate task definition (container "keel", KEEL_ROLE=task, the image
@@ -63,6 +63,8 @@
 //     proxying every route to the api function.
 //   - NewScheduling: the role EventBridge Scheduler assumes to invoke the
 //     schedule function, and one example schedule, disabled by default.
+//   - NewSweepSchedule: an EventBridge rule invoking the sweep function
+//     every SweepInterval minutes (internal/sweeper).
 //
 // # Contracts
 //

@@ -46,6 +46,7 @@ func functionSpecs() []functionSpec {
 		{Name: "approval", ID: "Approval", Description: "Keel approval wait: records the task token", TimeoutSec: 30, MemoryMiB: 256},
 		{Name: "finalize", ID: "Finalize", Description: "Keel run finalization and debug bundle", TimeoutSec: 300, MemoryMiB: 512, PutArtifacts: true},
 		{Name: "schedule", ID: "Schedule", Description: "Keel scheduled run creation", TimeoutSec: 30, MemoryMiB: 256},
+		{Name: "sweep", ID: "Sweep", Description: "Keel sweeper: repairs runs whose execution is missing or ended", TimeoutSec: 300, MemoryMiB: 256},
 	}
 }
 
@@ -75,7 +76,7 @@ type FunctionsProps struct {
 // endpoints, so a NAT outage cannot stop them.
 type Functions struct {
 	constructs.Construct
-	API, Step, Approval, Finalize, Schedule awslambda.Function
+	API, Step, Approval, Finalize, Schedule, Sweep awslambda.Function
 }
 
 // NewFunctions creates the five functions, each with its own log group and
@@ -137,6 +138,8 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 			out.Finalize = fn
 		case "schedule":
 			out.Schedule = fn
+		case "sweep":
+			out.Sweep = fn
 		}
 	}
 	return out
@@ -146,5 +149,6 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 func (f *Functions) ByName() map[string]awslambda.Function {
 	return map[string]awslambda.Function{
 		"api": f.API, "step": f.Step, "approval": f.Approval, "finalize": f.Finalize, "schedule": f.Schedule,
+		"sweep": f.Sweep,
 	}
 }

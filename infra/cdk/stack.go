@@ -94,6 +94,7 @@ type KeelStack struct {
 	Run       *RunStateMachine
 	API       *API
 	Schedule  *Scheduling
+	Sweep     *SweepSchedule
 }
 
 // NewKeelStack builds Keel's stack. props must have passed Validate and
@@ -145,7 +146,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	// so they may depend on it (its ARN in their environment) without a
 	// cycle.
 	sm := run.StateMachine
-	for _, fn := range []awslambda.Function{fns.API, fns.Schedule} {
+	for _, fn := range []awslambda.Function{fns.API, fns.Schedule, fns.Sweep} {
 		fn.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
 		sm.GrantStartExecution(fn)
 	}
@@ -153,6 +154,10 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	// an approval wait with the recorded task token.
 	sm.GrantRead(fns.API)
 	sm.GrantTaskResponse(fns.API)
+	// The sweeper describes executions and starts missing ones; a rule
+	// invokes it every SweepInterval.
+	sm.GrantRead(fns.Sweep)
+	sweep := NewSweepSchedule(stack, "Sweep", SweepScheduleProps{Function: fns.Sweep})
 	// The Fargate task reports its decision, failure and heartbeats through
 	// the task token RunOnFargate hands it.
 	sm.GrantTaskResponse(spill.TaskDefinition.TaskRole())
@@ -177,7 +182,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	output("SchedulerRoleArn", sched.Role.RoleArn(), "role for further EventBridge Scheduler schedules that target ScheduleFunctionArn")
 	output("ScheduleFunctionArn", fns.Schedule.FunctionArn(), "the function schedules invoke")
 
-	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched}
+	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep}
 }
 
 func (p KeelStackProps) withDefaults() KeelStackProps {

@@ -22,7 +22,7 @@ func TestKeelStack(t *testing.T) {
 		countTypes(t, s, map[string]int{
 			"AWS::DynamoDB::Table":             1,
 			"AWS::S3::Bucket":                  1,
-			"AWS::Lambda::Function":            5, // no custom-resource functions
+			"AWS::Lambda::Function":            6, // no custom-resource functions
 			"AWS::StepFunctions::StateMachine": 1,
 			"AWS::ECS::Cluster":                1,
 			"AWS::ECS::TaskDefinition":         1,
@@ -31,7 +31,8 @@ func TestKeelStack(t *testing.T) {
 			"AWS::ApiGatewayV2::Api":           1,
 			"AWS::ApiGatewayV2::Route":         3, // $default; the viewer's GET / and GET /ui/{file}
 			"AWS::Scheduler::Schedule":         1,
-			"AWS::Logs::LogGroup":              8, // 5 functions, task, state machine, API access
+			"AWS::Logs::LogGroup":              9, // 6 functions, task, state machine, API access
+			"AWS::Events::Rule":                1, // the sweep schedule
 		})
 	})
 
@@ -56,9 +57,40 @@ func TestKeelStack(t *testing.T) {
 		for name, fn := range s.Stack.Functions.ByName() {
 			vars := s.resources("AWS::Lambda::Function")[logicalID(stack, fn)].Props()["Environment"].(map[string]any)["Variables"].(map[string]any)
 			got, has := vars[EnvStateMachineArn]
-			want := name == "api" || name == "schedule"
+			want := name == "api" || name == "schedule" || name == "sweep"
 			if has != want || (has && jsonOf(got) != smRef) {
 				t.Errorf("%s: %s = %s (set: %v, want set: %v)", name, EnvStateMachineArn, jsonOf(got), has, want)
+			}
+		}
+	})
+
+	t.Run("a rule invokes the sweep function every five minutes", func(t *testing.T) {
+		fn := logicalID(stack, s.Stack.Functions.Sweep)
+		vars := s.resources("AWS::Lambda::Function")[fn].Props()["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if vars[EnvRole] != "sweep" {
+			t.Errorf("sweep function %s = %v", EnvRole, vars[EnvRole])
+		}
+		s.Template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+			"ScheduleExpression": "rate(5 minutes)",
+			"State":              "ENABLED",
+			"Targets": []any{map[string]any{
+				"Arn": map[string]any{"Fn::GetAtt": []any{fn, "Arn"}},
+			}},
+		})
+		s.Template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
+			"Action":       "lambda:InvokeFunction",
+			"FunctionName": map[string]any{"Fn::GetAtt": []any{fn, "Arn"}},
+			"Principal":    "events.amazonaws.com",
+		})
+		var acts []string
+		for _, st := range s.policyStatements() {
+			if slices.Contains(s.rolesOf(st.Owner), logicalID(stack, s.Stack.Functions.Sweep.Role())) {
+				acts = append(acts, st.Actions()...)
+			}
+		}
+		for _, want := range []string{"states:StartExecution", "states:DescribeExecution"} {
+			if !slices.Contains(acts, want) {
+				t.Errorf("sweep function may not %s (has %v)", want, acts)
 			}
 		}
 	})

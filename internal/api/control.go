@@ -68,6 +68,15 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request, principal string
 			return
 		}
 	}
+	if after.Status == run.StatusCreated {
+		// Never started (its creator's start was lost): only an execution
+		// can finish it, so start it — by name, idempotent — and its first
+		// Step sees the flag and ends the run cancelled. Should this fail,
+		// the sweeper starts it.
+		if err := s.starter.StartRun(ctx, rr.ID); err != nil {
+			s.log.WarnContext(ctx, "start after cancel of a never-started run", "run_id", rr.ID, "err", err)
+		}
+	}
 	out := CancelResponse{Run: runView(after), CancelledApprovals: make([]Approval, 0, len(cancelled))}
 	for _, a := range cancelled {
 		out.CancelledApprovals = append(out.CancelledApprovals, approvalView(a))

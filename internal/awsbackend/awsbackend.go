@@ -16,6 +16,7 @@ import (
 	"github.com/keelrun/keel/internal/states/sfnclient"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/dynamo"
+	"github.com/keelrun/keel/internal/sweeper"
 )
 
 // Options tune the AWS backends.
@@ -83,4 +84,30 @@ func (x Executions) StartExecution(ctx context.Context, arn, name, input string)
 		return nil
 	}
 	return err
+}
+
+// SweepExecutions adapts a Step Functions client to sweeper.Executions
+// for the executions of one state machine.
+type SweepExecutions struct {
+	Client interface {
+		sfnclient.Starter
+		sfnclient.Describer
+	}
+	StateMachineARN string
+}
+
+var _ sweeper.Executions = SweepExecutions{}
+
+// ExecutionStatus implements sweeper.Executions.
+func (x SweepExecutions) ExecutionStatus(ctx context.Context, name string) (string, error) {
+	d, err := x.Client.DescribeExecution(ctx, sfnclient.ExecutionARN(x.StateMachineARN, name))
+	if errors.Is(err, sfnclient.ErrExecutionDoesNotExist) {
+		return "", sweeper.ErrNoExecution
+	}
+	return d.Status, err
+}
+
+// StartExecution implements sweeper.Executions.
+func (x SweepExecutions) StartExecution(ctx context.Context, name, input string) error {
+	return Executions{Starter: x.Client}.StartExecution(ctx, x.StateMachineARN, name, input)
 }

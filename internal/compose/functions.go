@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/roles"
 	"github.com/keelrun/keel/internal/states/sfnclient"
+	"github.com/keelrun/keel/internal/sweeper"
 )
 
 // StepFunctions is the Step Functions API the roles use: *sfnclient.Client
@@ -20,6 +22,7 @@ import (
 type StepFunctions interface {
 	sfnclient.Starter
 	sfnclient.Tokens
+	sfnclient.Describer
 }
 
 var _ StepFunctions = (*sfnclient.Client)(nil)
@@ -227,4 +230,45 @@ func RunTask(ctx context.Context, d Deps, tokens roles.HeartbeatTokens, stop <-c
 	}
 	return roles.RunTask(ctx, roles.TaskConfig{Harness: h, Tokens: tokens, RunID: rt.Config.RunID,
 		TaskToken: rt.Config.TaskToken, Logger: d.logger()}, stop)
+}
+
+// Sweeper is the sweeper every composition uses, on this runtime's store,
+// finalizing through fin (the harness).
+func (rt *Runtime) Sweeper(x sweeper.Executions, fin sweeper.Finalizer) *sweeper.Sweeper {
+	return &sweeper.Sweeper{Store: rt.Store, Executions: x, Finalizer: fin, MinAge: rt.Config.SweepMinAge, Logger: rt.Logger}
+}
+
+// Sweep is the sweep role: an EventBridge schedule invokes it, and each
+// invocation compares every unfinished run with its executions on
+// KEEL_STATE_MACHINE_ARN and repairs what it finds (package sweeper).
+type Sweep struct {
+	*sweeper.Sweeper
+	closer
+}
+
+// NewSweep builds the sweep role.
+func NewSweep(ctx context.Context, d Deps) (*Sweep, error) {
+	if d.SFN == nil {
+		return nil, errNoSFN
+	}
+	if d.Config.StateMachineARN == "" {
+		return nil, errors.New("KEEL_STATE_MACHINE_ARN is required by the sweep role")
+	}
+	rt, err := d.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h, err := rt.Harness(d.owner("lambda/sweep"), false)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	x := awsbackend.SweepExecutions{Client: d.SFN, StateMachineARN: rt.Config.StateMachineARN}
+	return &Sweep{Sweeper: rt.Sweeper(x, h), closer: closer{rt}}, nil
+}
+
+// Handle implements the schedule's target: one sweep; the event itself is
+// ignored. It fails only when the runs could not be listed.
+func (s *Sweep) Handle(ctx context.Context, _ json.RawMessage) (sweeper.Report, error) {
+	return s.Sweep(ctx)
 }

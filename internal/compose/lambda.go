@@ -47,6 +47,12 @@ func ServeLambda(ctx context.Context, d Deps) error {
 			return err
 		}
 		handler = fn.Handle
+	case config.RoleSweep:
+		fn, err := NewSweep(ctx, d)
+		if err != nil {
+			return err
+		}
+		handler = fn.Handle
 	default:
 		return fmt.Errorf("KEEL_ROLE %q is not a Lambda role", d.Config.Role)
 	}

@@ -31,11 +31,12 @@ const (
 	RoleApproval = "approval"
 	RoleFinalize = "finalize"
 	RoleSchedule = "schedule"
+	RoleSweep    = "sweep"
 	RoleTask     = "task"
 )
 
 // LambdaRoles are the roles deployed as Lambda functions.
-var LambdaRoles = []string{RoleAPI, RoleStep, RoleApproval, RoleFinalize, RoleSchedule}
+var LambdaRoles = []string{RoleAPI, RoleStep, RoleApproval, RoleFinalize, RoleSchedule, RoleSweep}
 
 // Config is everything the runtime is configured with. The zero value of
 // a field means its documented default.
@@ -93,6 +94,14 @@ type Config struct {
 	// StreamMax is KEEL_SSE_MAX_DURATION (default 5s, at most 30s): how long
 	// one buffered SSE answer of the api function collects events.
 	StreamMax time.Duration
+	// SweepInterval is KEEL_SWEEP_INTERVAL (default 5m): how often keel
+	// dev's sweeper compares runs with their executions (it also sweeps
+	// once at start). On AWS the stack's schedule invokes the sweep role.
+	SweepInterval time.Duration
+	// SweepMinAge is KEEL_SWEEP_MIN_AGE (default 1m): the sweeper leaves
+	// alone a run changed more recently than this (one being created and
+	// started right now).
+	SweepMinAge time.Duration
 	// ScheduleOwner is KEEL_SCHEDULE_OWNER (default "scheduler"): owner of
 	// scheduled runs whose event names none.
 	ScheduleOwner string
@@ -148,6 +157,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}{
 		{"KEEL_STEP_BUDGET", &c.StepBudget}, {"KEEL_LEASE_TTL", &c.LeaseTTL},
 		{"KEEL_STEP_MARGIN", &c.StepMargin}, {"KEEL_SSE_MAX_DURATION", &c.StreamMax},
+		{"KEEL_SWEEP_INTERVAL", &c.SweepInterval}, {"KEEL_SWEEP_MIN_AGE", &c.SweepMinAge},
 	} {
 		if *d.to, err = duration(d.name, get(d.name)); err != nil {
 			return c, err
@@ -226,6 +236,12 @@ func (c Config) Defaults() Config {
 	if c.ScheduleOwner == "" {
 		c.ScheduleOwner = "scheduler"
 	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = 5 * time.Minute
+	}
+	if c.SweepMinAge == 0 {
+		c.SweepMinAge = time.Minute
+	}
 	c.Store, c.Artifacts = c.StoreURL(), c.ArtifactsURL()
 	return c
 }
@@ -257,7 +273,7 @@ func (c Config) Validate() error {
 	switch c.Role {
 	case "":
 		return nil
-	case RoleAPI, RoleStep, RoleApproval, RoleFinalize, RoleSchedule:
+	case RoleAPI, RoleStep, RoleApproval, RoleFinalize, RoleSchedule, RoleSweep:
 	case RoleTask:
 		if c.RunID == "" || c.TaskToken == "" {
 			return fmt.Errorf("KEEL_RUN_ID and KEEL_TASK_TOKEN are required by the task role (RunOnFargate sets them)")
@@ -274,7 +290,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("KEEL_BUCKET (or KEEL_ARTIFACTS=s3:BUCKET) is required by the %s role: every function must share one bucket, got %q", c.Role, c.ArtifactsURL())
 		}
 	}
-	if (c.Role == RoleAPI || c.Role == RoleSchedule) && c.StateMachineARN == "" {
+	if (c.Role == RoleAPI || c.Role == RoleSchedule || c.Role == RoleSweep) && c.StateMachineARN == "" {
 		return fmt.Errorf("KEEL_STATE_MACHINE_ARN is required by the %s role", c.Role)
 	}
 	return nil

@@ -43,6 +43,7 @@ import (
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/roles"
 	"github.com/keelrun/keel/internal/states"
+	"github.com/keelrun/keel/internal/sweeper"
 	"github.com/keelrun/keel/stepfunctions"
 )
 
@@ -84,8 +85,12 @@ type Config struct {
 	AllowRemote bool
 	// HTTP bounds the API's connections (zero fields: the defaults of
 	// HTTPLimits).
-	HTTP   HTTPLimits
-	Logger *slog.Logger
+	HTTP HTTPLimits
+	// SweepInterval is how often the sweeper compares runs with their
+	// executions after the sweep at start (default Runtime.Config's
+	// SweepInterval, 5m).
+	SweepInterval time.Duration
+	Logger        *slog.Logger
 }
 
 // HTTPLimits are the API server's timeouts and connection cap. Event
@@ -135,6 +140,9 @@ type Server struct {
 	lock     *os.File
 	dbLock   *os.File
 	serveErr chan error
+	sweeper  *sweeper.Sweeper
+	stopSwp  context.CancelFunc
+	swept    chan struct{}
 }
 
 // Start opens everything, resumes executions and serves until Close.
@@ -334,6 +342,39 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.exec.Start(ctx); err != nil {
 		return fail(err)
 	}
+	// The sweeper: once now — on SQLite nothing else can be starting a
+	// run of this store (the data directory is held), so it need not wait
+	// for runs to age — then every SweepInterval.
+	s.sweeper = rt.Sweeper(execSweep{e: s.exec, arn: arn}, h)
+	first := *s.sweeper
+	if rt.SQLite != nil {
+		first.MinAge = 0
+	}
+	if _, err := first.Sweep(ctx); err != nil {
+		log.Warn("sweep at start failed", "err", err)
+	}
+	interval := cfg.SweepInterval
+	if interval <= 0 {
+		interval = rt.Config.SweepInterval
+	}
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	swpCtx, stop := context.WithCancel(context.Background())
+	s.stopSwp, s.swept = stop, make(chan struct{})
+	go func() {
+		defer close(s.swept)
+		for {
+			select {
+			case <-swpCtx.Done():
+				return
+			case <-time.After(interval):
+			}
+			if _, err := s.sweeper.Sweep(swpCtx); err != nil && swpCtx.Err() == nil {
+				log.Warn("sweep failed", "err", err)
+			}
+		}
+	}()
 	if err := writeFile(filepath.Join(cfg.DataDir, "url"), s.URL); err != nil {
 		return fail(err)
 	}
@@ -352,6 +393,10 @@ func (s *Server) Wait() error {
 
 // Close stops serving and driving executions; they resume at the next Start.
 func (s *Server) Close() error {
+	if s.stopSwp != nil {
+		s.stopSwp()
+		<-s.swept
+	}
 	if s.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.http.Shutdown(ctx)
@@ -409,6 +454,35 @@ type execStarter struct{ e *states.Executor }
 
 func (x execStarter) StartExecution(ctx context.Context, arn, name, input string) error {
 	_, err := x.e.StartExecution(ctx, states.StartExecutionInput{StateMachineArn: arn, Name: name, Input: input})
+	return err
+}
+
+// Sweep runs one sweep now (package sweeper): what `keel dev` does at
+// start and every SweepInterval.
+func (s *Server) Sweep(ctx context.Context) (sweeper.Report, error) { return s.sweeper.Sweep(ctx) }
+
+// execSweep adapts the local executor to sweeper.Executions.
+type execSweep struct {
+	e   *states.Executor
+	arn string
+}
+
+func (x execSweep) ExecutionStatus(ctx context.Context, name string) (string, error) {
+	arn := strings.Replace(x.arn, ":stateMachine:", ":execution:", 1) + ":" + name
+	d, err := x.e.DescribeExecution(ctx, arn)
+	var ae *states.APIError
+	if errors.As(err, &ae) && ae.Code == states.CodeExecutionDoesNotExist {
+		return "", sweeper.ErrNoExecution
+	}
+	return d.Status, err
+}
+
+func (x execSweep) StartExecution(ctx context.Context, name, input string) error {
+	_, err := x.e.StartExecution(ctx, states.StartExecutionInput{StateMachineArn: x.arn, Name: name, Input: input})
+	var ae *states.APIError
+	if errors.As(err, &ae) && ae.Code == states.CodeExecutionAlreadyExists {
+		return nil
+	}
 	return err
 }
 

@@ -32,11 +32,19 @@
 //  6. Bounds. Deadline and step limits end the run failed with a
 //     budget_exceeded event. Token, spend and tool-call use is reserved
 //     before a call (in the store when calls run concurrently) and settled
-//     in the step's commit.
+//     in the step's commit. A model error that calling again cannot fix (a
+//     *model.CallError whose last attempt is a client error: a 4xx other
+//     than 429) fails the run at once, with the provider, status and
+//     request id in run_failed; every other model error is a
+//     RetryableError.
 //  7. Cancellation stops new model and tool calls and is recorded; an
 //     effect already in flight is recorded, not undone.
 //  8. New input follows the run's policy: queue (next turn), interrupt (after
 //     the current tool), reject and rollback (refused or forked by the API).
+//     Queued inputs are taken oldest first in batches that fit one commit
+//     (store.MaxItemsPerCommit by store.CommitItems, and store.MaxText
+//     bytes of text): any number of them makes as many turns as needed,
+//     never a commit the store refuses.
 //  9. The transcript is an append-only log of message deltas: each
 //     checkpoint holds only what its step added and points to its parent, so
 //     a checkpoint costs O(1) in the run's length. Forks and replays reuse

@@ -202,25 +202,23 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 		return run.Run{}, &RetryableError{Err: err}
 	}
 	msg := errMsg
-	// A finished run's approvals can never be decided: close them with it.
+	// A finished run asks nobody anything: its pending approvals are
+	// closed in the same write.
 	aps, err := h.opt.Store.ListApprovals(ctx, runID)
 	if err != nil {
+		_ = h.opt.Store.ReleaseLease(ctx, runID, r.Lease.Token)
 		return run.Run{}, &RetryableError{Err: err}
 	}
-	var cancel []string
-	var events []run.Event
-	for _, a := range aps {
-		if a.Status == run.ApprovalPending {
-			cancel = append(cancel, a.ID)
-			events = append(events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: a.PlanItemID,
-				Data: jsonObj("approval_id", a.ID, "by", "finalize")})
+	c := store.Commit{RunID: runID, Token: r.Lease.Token,
+		Run: &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true}}
+	for _, ap := range aps {
+		if ap.Status == run.ApprovalPending && len(c.CancelApprovals) < (store.MaxItemsPerCommit-4)/2 {
+			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
+			c.Events = append(c.Events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "finalize")})
 		}
 	}
-	_, err = h.opt.Store.Commit(ctx, store.Commit{RunID: runID, Token: r.Lease.Token,
-		Run:             &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
-		CancelApprovals: cancel,
-		Events:          append(events, run.Event{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")}),
-	})
+	c.Events = append(c.Events, run.Event{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")})
+	_, err = h.opt.Store.Commit(ctx, c)
 	if err != nil {
 		return run.Run{}, mapStoreErr(runID, err)
 	}

@@ -449,6 +449,11 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		if ctx.Err() != nil {
 			return Decision{}, true, ctx.Err()
 		}
+		var ce *model.CallError
+		if errors.As(err, &ce) && ce.Permanent() {
+			d, err := s.modelRefused(ctx, ce)
+			return d, true, err
+		}
 		s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
 		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
 			return Decision{}, true, ferr
@@ -531,7 +536,17 @@ func (s *step) endTurn(ctx context.Context, text string) (Decision, bool, error)
 	return Decision{Next: NextDone}, true, nil
 }
 
-// takeInputs starts a new turn from queued input, if any.
+// inputCommitReserve is what the commit that consumes a batch of inputs
+// writes besides the pending records and the inputs: the run row, the
+// checkpoint, checkpoint_written and turn_started, plus a margin.
+const inputCommitReserve = 8
+
+// takeInputs starts a new turn from queued input, if any. It takes the
+// oldest inputs in a bounded batch — as many as the commit that consumes
+// them can hold under store.MaxItemsPerCommit, and at most store.MaxText
+// bytes of text (the first input always) — so that any number of queued
+// inputs never makes a commit the store refuses; the rest start the
+// following turns, in order.
 func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
 	if err != nil {
@@ -540,8 +555,21 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	if len(inputs) == 0 {
 		return false, nil
 	}
+	room := s.inputRoom()
+	if room < 1 {
+		// The pending records leave no room: commit them first.
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return false, err
+		}
+		room = s.inputRoom()
+	}
 	var texts, ids []string
+	size := 0
 	for _, in := range inputs {
+		if len(ids) >= room || (len(ids) > 0 && size+len(in.Text) > store.MaxText) {
+			break
+		}
+		size += len(in.Text)
 		texts = append(texts, in.Text)
 		ids = append(ids, in.ID)
 	}
@@ -549,6 +577,11 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
 	s.addEvent(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
 	return true, nil
+}
+
+// inputRoom is how many inputs the next commit can still consume.
+func (s *step) inputRoom() int {
+	return store.MaxItemsPerCommit - inputCommitReserve - len(s.pend.events) - len(s.pend.itemIDs) - len(s.pend.consume)
 }
 
 // runCalls works through the open tool calls in order.
@@ -1071,13 +1104,12 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 // exceeded ends the run failed on a limit.
 func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision, error) {
 	msg := fmt.Sprintf("budget exceeded: %s (%v)", limit, value)
-	var cancelApprovals []string
+	var closeApprovals []string // a finished run asks nobody anything
 	for _, tc := range s.openCalls() {
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
-				// Its approval can never be decided now (a deadline that
-				// ran out during the wait): close it with the run.
-				cancelApprovals = append(cancelApprovals, approvalID(it))
+				closeApprovals = append(closeApprovals, approvalID(it))
+				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
 			}
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
 		}
@@ -1087,7 +1119,29 @@ func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision,
 	s.setStatus(run.StatusFailed)
 	s.pend.patch.Error = &msg
 	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
+	if err := s.flush(ctx, store.Commit{CancelApprovals: closeApprovals}); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Next: NextFailed, Error: msg}, nil
+}
+
+// modelRefused fails the run at once on a model error that retrying cannot
+// fix (a 401, a 400): retrying the step would only repeat it. The
+// run_failed event names the provider, the HTTP status and its request id.
+func (s *step) modelRefused(ctx context.Context, ce *model.CallError) (Decision, error) {
+	msg := "model call refused: " + ce.Error()
+	data := map[string]any{"error": msg, "kind": model.AttemptClientError, "provider": ce.Provider, "attempts": len(ce.Attempts)}
+	var se *model.StatusError
+	if errors.As(ce, &se) {
+		data["status"], data["request_id"] = se.Status, se.RequestID
+	}
+	s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: mustJSON(map[string]any{"error": ce.Error(), "kind": model.AttemptClientError,
+		"status": data["status"], "retried": false})})
+	s.addEvent(run.Event{Type: run.EventRunFailed, Data: mustJSON(data)})
+	s.setStatus(run.StatusFailed)
+	s.pend.patch.Error = &msg
+	s.pend.patch.ReleaseLease = true
+	if err := s.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil

@@ -224,3 +224,11 @@ func (e *CallError) Error() string {
 }
 
 func (e *CallError) Unwrap() error { return e.Err }
+
+// Permanent reports whether the call failed in a way that calling again
+// cannot fix: its last attempt was a client error (a 4xx other than 429,
+// or a request the provider refused). The harness fails the run at once
+// on such an error instead of retrying the step.
+func (e *CallError) Permanent() bool {
+	return len(e.Attempts) > 0 && e.Attempts[len(e.Attempts)-1].Kind == AttemptClientError
+}

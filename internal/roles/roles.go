@@ -25,6 +25,7 @@ import (
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/sweeper"
 	"github.com/keelrun/keel/internal/telemetry"
 )
 
@@ -234,8 +235,9 @@ type Starter struct {
 
 // StartRun implements api.Starter.
 func (s Starter) StartRun(ctx context.Context, runID string) error {
-	in, _ := json.Marshal(map[string]any{"run_id": runID, "generation": 0})
-	return s.Executions.StartExecution(ctx, s.StateMachineARN, runID, string(in))
+	// The sweeper starts a stored run the same way (name and input), so
+	// the two starts are one execution.
+	return s.Executions.StartExecution(ctx, s.StateMachineARN, sweeper.ExecutionName(runID, 0), sweeper.ExecutionInput(runID, 0))
 }
 
 // RunCreator is what the schedule handler needs.

@@ -216,6 +216,10 @@ const (
 	EventRunCancelled       EventType = "run_cancelled"
 	EventRunNeedsHuman      EventType = "run_needs_human"
 	EventRateLimited        EventType = "rate_limited"
+	// EventRunSwept is a repair by the sweeper: what it found (no
+	// execution, an execution that ended while the run was not finished)
+	// and what it did (started, resumed, finalized).
+	EventRunSwept EventType = "run_swept"
 )
 
 // Event is one entry of a run's append-only log. Seq is assigned by the store:

@@ -36,7 +36,7 @@ const (
 	MaxInlineState    = 300 << 10 // bytes of Checkpoint.State kept inline
 	MaxArgs           = 256 << 10 // bytes of a plan item's or approval's args
 	MaxText           = 256 << 10 // bytes of a run's request, output, error, input text
-	MaxItemsPerCommit = 90        // leaves room under TransactWriteItems' 100
+	MaxItemsPerCommit = 90        // records per Commit (see CommitItems): leaves room under TransactWriteItems' 100
 	MaxEventsPerPage  = 1000
 	MaxRunsPerPage    = 1000
 )

@@ -328,6 +328,20 @@ func ValidateInput(runID, text string) error {
 	return checkSize("input text", len(text), MaxText)
 }
 
+// CommitItems is the number of records c writes, as MaxItemsPerCommit
+// counts them: the run row, each event, plan item, operation (new or
+// updated), approval (new or cancelled), consumed input, and the
+// checkpoint. A writer that batches (the harness taking queued inputs)
+// keeps its commits within MaxItemsPerCommit by this count.
+func CommitItems(c *Commit) int {
+	items := 1 + len(c.Events) + len(c.PlanItems) + len(c.NewOperations) + len(c.OperationUpdates) +
+		len(c.NewApprovals) + len(c.CancelApprovals) + len(c.ConsumeInputs)
+	if c.Checkpoint != nil {
+		items++
+	}
+	return items
+}
+
 // ValidateCommit checks the input of Committer.Commit and fills in the
 // derived fields documented on Commit: plan item status (pending when
 // empty), plan item, operation and approval args hashes (computed from the
@@ -343,12 +357,7 @@ func ValidateCommit(c *Commit) error {
 	if err := ValidateID("run id", c.RunID); err != nil {
 		return err
 	}
-	items := 1 + len(c.Events) + len(c.PlanItems) + len(c.NewOperations) + len(c.OperationUpdates) +
-		len(c.NewApprovals) + len(c.CancelApprovals) + len(c.ConsumeInputs)
-	if c.Checkpoint != nil {
-		items++
-	}
-	if items > MaxItemsPerCommit {
+	if items := CommitItems(c); items > MaxItemsPerCommit {
 		return invalid("commit writes %d items, over %d", items, MaxItemsPerCommit)
 	}
 	if err := validateEvents(c.Events); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -13,6 +14,7 @@ import (
 // Sentinel errors; see the package doc for the AWS codes behind each.
 var (
 	ErrExecutionAlreadyExists   = errors.New("execution already exists")
+	ErrExecutionDoesNotExist    = errors.New("execution does not exist")
 	ErrStateMachineDoesNotExist = errors.New("state machine does not exist")
 	ErrTaskTimedOut             = errors.New("task timed out or already answered")
 	ErrTaskDoesNotExist         = errors.New("task does not exist")
@@ -33,6 +35,8 @@ type API interface {
 	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
 	SendTaskFailure(ctx context.Context, in *sfn.SendTaskFailureInput, opts ...func(*sfn.Options)) (*sfn.SendTaskFailureOutput, error)
 	SendTaskHeartbeat(ctx context.Context, in *sfn.SendTaskHeartbeatInput, opts ...func(*sfn.Options)) (*sfn.SendTaskHeartbeatOutput, error)
+	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, opts ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+	StopExecution(ctx context.Context, in *sfn.StopExecutionInput, opts ...func(*sfn.Options)) (*sfn.StopExecutionOutput, error)
 }
 
 var _ API = (*sfn.Client)(nil)
@@ -49,13 +53,62 @@ type Tokens interface {
 	SendTaskHeartbeat(ctx context.Context, token string) error
 }
 
-// Client implements Starter and Tokens on the Step Functions API.
+// Describer reads and stops executions (the sweeper).
+type Describer interface {
+	// DescribeExecution returns the execution's status;
+	// ErrExecutionDoesNotExist when there is none by that ARN.
+	DescribeExecution(ctx context.Context, executionARN string) (Execution, error)
+	StopExecution(ctx context.Context, executionARN, errName, cause string) error
+}
+
+// Execution is what DescribeExecution reports.
+type Execution struct {
+	ARN    string
+	Name   string
+	Status string // RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED, PENDING_REDRIVE
+	Error  string
+	Cause  string
+}
+
+// Client implements Starter, Tokens and Describer on the Step Functions API.
 type Client struct{ api API }
 
 var (
-	_ Starter = (*Client)(nil)
-	_ Tokens  = (*Client)(nil)
+	_ Starter   = (*Client)(nil)
+	_ Tokens    = (*Client)(nil)
+	_ Describer = (*Client)(nil)
 )
+
+// ExecutionARN is the ARN of the execution named name of the state
+// machine stateMachineARN (arn:PARTITION:states:REGION:ACCOUNT:stateMachine:M
+// → ...:execution:M:NAME); "" when stateMachineARN is not a state
+// machine's ARN.
+func ExecutionARN(stateMachineARN, name string) string {
+	const marker = ":stateMachine:"
+	i := strings.Index(stateMachineARN, marker)
+	if i < 0 || name == "" {
+		return ""
+	}
+	return stateMachineARN[:i] + ":execution:" + stateMachineARN[i+len(marker):] + ":" + name
+}
+
+// DescribeExecution implements Describer.
+func (c *Client) DescribeExecution(ctx context.Context, executionARN string) (Execution, error) {
+	out, err := c.api.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(executionARN)})
+	if err != nil {
+		return Execution{}, mapErr("DescribeExecution", err)
+	}
+	return Execution{ARN: aws.ToString(out.ExecutionArn), Name: aws.ToString(out.Name), Status: string(out.Status),
+		Error: aws.ToString(out.Error), Cause: aws.ToString(out.Cause)}, nil
+}
+
+// StopExecution implements Describer: the execution ends ABORTED with
+// errName and cause (truncated to Step Functions' limits).
+func (c *Client) StopExecution(ctx context.Context, executionARN, errName, cause string) error {
+	_, err := c.api.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(executionARN),
+		Error: aws.String(truncate(errName, maxErrorName)), Cause: aws.String(truncate(cause, maxCause))})
+	return mapErr("StopExecution", err)
+}
 
 // New returns a Client calling api.
 func New(api API) (*Client, error) {
@@ -113,6 +166,7 @@ func truncate(s string, n int) string {
 
 var codes = map[string]error{
 	"ExecutionAlreadyExists":   ErrExecutionAlreadyExists,
+	"ExecutionDoesNotExist":    ErrExecutionDoesNotExist,
 	"StateMachineDoesNotExist": ErrStateMachineDoesNotExist,
 	"TaskTimedOut":             ErrTaskTimedOut,
 	"TaskDoesNotExist":         ErrTaskDoesNotExist,

@@ -294,3 +294,53 @@ func TestTaskTimedOut(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTaskTimedOut", err)
 	}
 }
+
+// DescribeExecution and StopExecution against the local executor: a
+// running execution, one stopped (ABORTED with the given error), and one
+// that never existed (ErrExecutionDoesNotExist), as the sweeper sees them.
+func TestDescribeAndStopExecution(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	arn, err := e.client.StartExecution(ctx, e.machine, "run_9", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sfnclient.ExecutionARN(e.machine, "run_9"); got != arn {
+		t.Fatalf("ExecutionARN = %q, want %q", got, arn)
+	}
+	e.token(t)
+	d, err := e.client.DescribeExecution(ctx, arn)
+	if err != nil || d.Status != "RUNNING" || d.Name != "run_9" || d.ARN != arn {
+		t.Fatalf("describe running: %+v %v", d, err)
+	}
+	if err := e.client.StopExecution(ctx, arn, "Keel.Test", "stopped by the test"); err != nil {
+		t.Fatal(err)
+	}
+	d, err = e.client.DescribeExecution(ctx, arn)
+	if err != nil || d.Status != "ABORTED" || d.Error != "Keel.Test" {
+		t.Fatalf("describe stopped: %+v %v", d, err)
+	}
+	cases := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"DescribeUnknown", func() error {
+			_, err := e.client.DescribeExecution(ctx, sfnclient.ExecutionARN(e.machine, "nope"))
+			return err
+		}, sfnclient.ErrExecutionDoesNotExist},
+		{"StopUnknown", func() error {
+			return e.client.StopExecution(ctx, sfnclient.ExecutionARN(e.machine, "nope"), "", "")
+		}, sfnclient.ErrExecutionDoesNotExist},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if sfnclient.ExecutionARN("not-an-arn", "x") != "" {
+		t.Fatal("ExecutionARN of a non-ARN")
+	}
+}
