@@ -88,43 +88,36 @@ func devCommand() command {
 // under the data directory; dynamo on KEEL_TABLE or "keel", s3 on
 // KEEL_BUCKET or "keel-artifacts", at AWS_ENDPOINT_URL).
 func applyStoreFlags(cfg *config.Config, st, arts string) error {
-	kind, arg, _ := strings.Cut(st, ":")
-	switch kind {
-	case "":
-	case "sqlite":
-		cfg.Store, cfg.Table = st, ""
-		if arg == "" {
-			cfg.Store = "sqlite:" + filepath.Join(cfg.Defaults().DataDir, "keel.db")
-		}
-	case "dynamo":
-		if arg == "" {
-			arg = cfg.Table
-			if arg == "" {
-				arg = "keel"
-			}
-		}
-		cfg.Store = "dynamo:" + arg
-	default:
-		return usagef("--store %q: want sqlite[:PATH] or dynamo[:TABLE]", st)
+	dir := cfg.Defaults().DataDir
+	if err := kindFlag("--store", st, "sqlite", filepath.Join(dir, "keel.db"), "dynamo", "keel", &cfg.Store, &cfg.Table); err != nil {
+		return err
 	}
-	kind, arg, _ = strings.Cut(arts, ":")
+	return kindFlag("--artifacts", arts, "fs", filepath.Join(dir, "artifacts"), "s3", "keel-artifacts", &cfg.Artifacts, &cfg.Bucket)
+}
+
+// kindFlag reads a flag of the form local[:PATH] or cloud[:NAME] into spec
+// (KEEL_STORE or KEEL_ARTIFACTS); name is the cloud resource's own
+// variable (KEEL_TABLE, KEEL_BUCKET), cleared by a local choice so it no
+// longer names the default.
+func kindFlag(flag, v, local, localPath, cloud, cloudDefault string, spec, name *string) error {
+	kind, arg, _ := strings.Cut(v, ":")
 	switch kind {
 	case "":
-	case "fs":
-		cfg.Artifacts, cfg.Bucket = arts, ""
+	case local:
 		if arg == "" {
-			cfg.Artifacts = "fs:" + filepath.Join(cfg.Defaults().DataDir, "artifacts")
+			arg = localPath
 		}
-	case "s3":
+		*spec, *name = local+":"+arg, ""
+	case cloud:
 		if arg == "" {
-			arg = cfg.Bucket
-			if arg == "" {
-				arg = "keel-artifacts"
-			}
+			arg = *name
 		}
-		cfg.Artifacts = "s3:" + arg
+		if arg == "" {
+			arg = cloudDefault
+		}
+		*spec = cloud + ":" + arg
 	default:
-		return usagef("--artifacts %q: want fs[:DIR] or s3[:BUCKET]", arts)
+		return usagef("%s %q: want %s[:PATH] or %s[:NAME]", flag, v, local, cloud)
 	}
 	return nil
 }

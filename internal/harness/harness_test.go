@@ -888,52 +888,11 @@ func TestFinishedRunClosesItsApproval(t *testing.T) {
 			if len(aps) != 1 || aps[0].Status != run.ApprovalCancelled {
 				t.Fatalf("approvals %+v, want the one cancelled", aps)
 			}
-			e.checkGapless(r.ID)
+			// Closed in the same write, before run_failed, the log's last word.
+			evs := e.checkGapless(r.ID)
+			if evs[len(evs)-1].Type != run.EventRunFailed || count(evs, run.EventApprovalCancelled) != 1 {
+				t.Fatalf("last event %s, %d approval_cancelled", evs[len(evs)-1].Type, count(evs, run.EventApprovalCancelled))
+			}
 		})
-	}
-}
-
-// A run whose deadline passed while it waited for a person (a Step after
-// the wait, as the sweeper's resume makes) fails on the deadline and closes
-// the approval: a finished run asks nobody anything (issue #18).
-func TestDeadlineDuringApprovalClosesIt(t *testing.T) {
-	e := newEnv(t)
-	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.Limits.Deadline = e.clock.Now().Add(time.Hour) })
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
-		t.Fatalf("%+v", d)
-	}
-	e.clock.Advance(2 * time.Hour)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextFailed {
-		t.Fatalf("%+v", d)
-	}
-	aps, _ := e.store.ListApprovals(e.ctx, r.ID)
-	if len(aps) != 1 || aps[0].Status != run.ApprovalCancelled {
-		t.Fatalf("approvals of the failed run: %+v", aps)
-	}
-	e.checkGapless(r.ID)
-}
-
-// Finalize of a run waiting for a person (the approval timed out, or the
-// sweeper gave up on it) closes the approval in the same write, before
-// run_failed, the log's last word.
-func TestFinalizeClosesPendingApprovals(t *testing.T) {
-	e := newEnv(t)
-	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(research.AgentName, "s1", nil)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
-		t.Fatalf("%+v", d)
-	}
-	got, err := h.Finalize(e.ctx, r.ID, "States.Timeout: the approval timed out")
-	if err != nil || got.Status != run.StatusFailed {
-		t.Fatalf("finalize: %s %v", got.Status, err)
-	}
-	aps, _ := e.store.ListApprovals(e.ctx, r.ID)
-	if len(aps) != 1 || aps[0].Status != run.ApprovalCancelled {
-		t.Fatalf("approvals of the finalized run: %+v", aps)
-	}
-	evs := e.checkGapless(r.ID)
-	if evs[len(evs)-2].Type != run.EventApprovalCancelled || evs[len(evs)-1].Type != run.EventRunFailed {
-		t.Fatalf("last events %s, %s", evs[len(evs)-2].Type, evs[len(evs)-1].Type)
 	}
 }
