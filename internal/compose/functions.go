@@ -183,7 +183,7 @@ func NewFinalize(ctx context.Context, d Deps) (*Finalize, error) {
 // Finalizer is the Finalize handler every composition uses: it writes the
 // debug bundle of a run that failed or needs a person.
 func (rt *Runtime) Finalizer(h roles.Stepper) roles.Finalize {
-	return roles.Finalize{Harness: h, Records: rt.Store, Artifacts: rt.Artifacts, Logger: rt.Logger}
+	return roles.Finalize{Harness: h, Records: rt.Store, Artifacts: rt.Artifacts, Env: rt.BundleEnv(), Logger: rt.Logger}
 }
 
 // Schedule is the schedule role: an EventBridge Scheduler occurrence

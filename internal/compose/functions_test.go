@@ -21,6 +21,7 @@ import (
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/telemetry"
 )
 
 // The ids the Step Functions payloads in testdata name.
@@ -307,24 +308,70 @@ func TestApprovalFunction(t *testing.T) {
 
 // TestFinalizeFunction: the finalize role records the failure and, built
 // by the same composition root as keel dev's, writes the run's debug
-// bundle on AWS too (it once was built without records or artifacts).
+// bundle on AWS too (it once was built without records or artifacts): the
+// run is stepped by the Step function to its approval, the approval wait
+// times out, and the bundle archive holds all six files.
 func TestFinalizeFunction(t *testing.T) {
+	const canary = "sk-ant-canary-0123456789abcdef"
 	for _, be := range []backend{onSQLite, onAWS} {
-		w := newWorld(t, be, worldOptions{})
+		w := newWorld(t, be, worldOptions{extraEnv: map[string]string{"ANTHROPIC_API_KEY": canary}})
 		createRun(t, w.store, fixtureRun, iamARN)
+		for i := 0; ; i++ {
+			out, err := lambda.NewHandler(w.step.Handle).Invoke(context.Background(), readJSON(t, "sfn-step.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(out), `"next":"approval"`) {
+				break
+			}
+			if i > 20 {
+				t.Fatalf("no approval after %d steps: %s", i, out)
+			}
+		}
 		h := lambda.NewHandler(w.finalize.Handle)
 		out, err := h.Invoke(context.Background(), readJSON(t, "sfn-finalize.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		const bundle = "runs/" + fixtureRun + "/checkpoints/final/debug-bundle-failed.json"
-		if string(out) != `{"status":"failed","failed":true,"debug_bundle":"`+bundle+`"}` {
-			t.Fatalf("output %s", out)
+		var fo struct {
+			DebugBundle string `json:"debug_bundle"`
 		}
-		k, _ := artifact.ParsePath(bundle)
-		b, _, err := w.arts.Get(context.Background(), k)
-		if err != nil || !strings.Contains(string(b), "States.Timeout") {
-			t.Fatalf("debug bundle %.200s, %v", b, err)
+		if err := json.Unmarshal(out, &fo); err != nil || !strings.HasSuffix(fo.DebugBundle, "/debug-bundle-failed.tar.gz") ||
+			!strings.Contains(string(out), `"status":"failed","failed":true`) {
+			t.Fatalf("output %s (%v)", out, err)
+		}
+		k, _ := artifact.ParsePath(fo.DebugBundle)
+		data, _, err := w.arts.Get(context.Background(), k)
+		if err != nil {
+			t.Fatalf("debug bundle: %v", err)
+		}
+		files, err := telemetry.ReadArchive(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != len(telemetry.Files) {
+			t.Fatalf("%d files in the bundle, want %v", len(files), telemetry.Files)
+		}
+		for name, want := range map[string]string{
+			"events.jsonl":      "States.Timeout",
+			"checkpoints.jsonl": `"checkpoint_id"`,
+			"last_state.json":   `"open_approvals"`,
+			"trace.json":        `"execute_tool collect_documents"`,
+			"tool_calls.csv":    "ts,tool,input_hash,latency_ms,status,error\n",
+			"env.txt":           "AnthropicAPIKey=****",
+		} {
+			if name == "checkpoints.jsonl" {
+				want = `"run_id":"` + fixtureRun + `"`
+			}
+			if !strings.Contains(string(files[name]), want) {
+				t.Errorf("%s (%s) lacks %q:\n%.600s", name, be, want, files[name])
+			}
+			if strings.Contains(string(files[name]), canary) {
+				t.Errorf("%s holds the API key", name)
+			}
+		}
+		if !strings.Contains(string(files["tool_calls.csv"]), ",collect_documents,") {
+			t.Errorf("tool_calls.csv:\n%s", files["tool_calls.csv"])
 		}
 		finalizeTwice(t, w, h, out)
 	}

@@ -35,6 +35,9 @@ type Runtime struct {
 	Catalog api.AgentSet
 	Logger  *slog.Logger
 	Faults  harness.FaultPoints
+	// App is what the runtime was built from (keel doctor and the bundle's
+	// env.txt describe it).
+	App App
 }
 
 // Close releases the store.
@@ -55,7 +58,7 @@ func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 	if len(app.Agents) == 0 {
 		return nil, errors.New("no agents: pass at least one keel.Agent to keel.Main")
 	}
-	rt := &Runtime{Config: cfg, Logger: b.logger(), Faults: b.Faults}
+	rt := &Runtime{Config: cfg, Logger: b.logger(), Faults: b.Faults, App: app}
 	if rt.Faults == nil {
 		rt.Faults = cfg.Faults()
 	}

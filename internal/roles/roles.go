@@ -179,7 +179,9 @@ type Finalize struct {
 	Harness   Stepper
 	Records   telemetry.Records
 	Artifacts artifact.Store
-	Logger    *slog.Logger
+	// Env is what the bundle's env.txt says of this deployment.
+	Env    telemetry.Env
+	Logger *slog.Logger
 }
 
 // Handle implements the Finalize task.
@@ -208,7 +210,7 @@ func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput,
 		}
 	}
 	if (r.Status == run.StatusFailed || r.Status == run.StatusNeedsHuman) && f.Records != nil && f.Artifacts != nil {
-		info, err := telemetry.Write(ctx, f.Records, f.Artifacts, in.RunID)
+		info, err := telemetry.Write(ctx, f.Records, f.Artifacts, in.RunID, f.Env)
 		if err != nil && !errors.Is(err, artifact.ErrExists) {
 			// The run's records are intact; only their summary is missing.
 			if f.Logger != nil {

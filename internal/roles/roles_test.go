@@ -194,9 +194,14 @@ func TestFinalizeRecordsFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b telemetry.Bundle
-	if err := json.Unmarshal(data, &b); err != nil || b.Run.Status != run.StatusFailed || len(b.Events) < 2 {
-		t.Fatalf("bundle: %v, %+v", err, b.Run)
+	files, err := telemetry.ReadArchive(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last telemetry.LastState
+	if err := json.Unmarshal(files["last_state.json"], &last); err != nil || last.Run.Status != run.StatusFailed ||
+		strings.Count(string(files["events.jsonl"]), "\n") < 2 {
+		t.Fatalf("bundle: %v, %s", err, files["last_state.json"])
 	}
 	got, _ := st.GetRun(ctx, r.ID)
 	if !out.Failed || got.Status != run.StatusFailed || !strings.Contains(got.Error, "States.Timeout") {

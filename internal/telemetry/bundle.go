@@ -1,22 +1,10 @@
-// Package telemetry holds what an operator reads after the fact. Today:
-// the debug bundle, one JSON document with everything Keel recorded about
-// a run — the run row, every event, plan item, operation, approval (never
-// its task token), queued input and checkpoint (metadata, not state) —
-// written as an artifact when a run ends failed or needs_human, so the
-// person who investigates has the whole story in one file.
-//
-// A bundle holds records only: arguments, results and texts the runtime
-// already stored. Credentials never reach those records (tools get them
-// from their constructors), so they never reach a bundle.
 package telemetry
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/run"
 )
 
@@ -44,7 +32,8 @@ type Bundle struct {
 	Checkpoints []run.Checkpoint `json:"checkpoints"`
 }
 
-// Collect reads a run's records into a bundle. WrittenAt is the run's
+// Collect reads a run's records into a bundle. Checkpoints keep their
+// inline State (last_state.json is made of it; checkpoints.jsonl drops it). WrittenAt is the run's
 // last update, so collecting a finished run twice gives the same bytes.
 func Collect(ctx context.Context, rec Records, runID string) (Bundle, error) {
 	b := Bundle{Version: 1}
@@ -69,10 +58,7 @@ func Collect(ctx context.Context, rec Records, runID string) (Bundle, error) {
 		if err != nil {
 			return b, fmt.Errorf("bundle: checkpoints: %w", err)
 		}
-		for _, cp := range page {
-			cp.State = nil // where to resume, not the transcript itself
-			b.Checkpoints = append(b.Checkpoints, cp)
-		}
+		b.Checkpoints = append(b.Checkpoints, page...)
 		if len(page) < 1000 {
 			break
 		}
@@ -91,23 +77,4 @@ func Collect(ctx context.Context, rec Records, runID string) (Bundle, error) {
 		return b, fmt.Errorf("bundle: inputs: %w", err)
 	}
 	return b, nil
-}
-
-// Write collects the bundle and stores it as the artifact
-// runs/{run}/checkpoints/{last checkpoint or "final"}/debug-bundle-{status}.json.
-// Writing it again for an unchanged run is a no-op.
-func Write(ctx context.Context, rec Records, arts artifact.Store, runID string) (artifact.Info, error) {
-	b, err := Collect(ctx, rec, runID)
-	if err != nil {
-		return artifact.Info{}, err
-	}
-	data, err := json.MarshalIndent(b, "", "  ")
-	if err != nil {
-		return artifact.Info{}, fmt.Errorf("bundle: %w", err)
-	}
-	cp := b.Run.CheckpointID
-	if cp == "" {
-		cp = "final"
-	}
-	return arts.Put(ctx, artifact.Key{RunID: runID, CheckpointID: cp, Name: "debug-bundle-" + string(b.Run.Status) + ".json"}, data)
 }

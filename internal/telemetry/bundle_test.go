@@ -37,26 +37,62 @@ func TestBundleHoldsTheRecordsButNoTaskToken(t *testing.T) {
 	if _, err := st.AttachTaskToken(ctx, r.ID, "apr_1", secret); err != nil {
 		t.Fatal(err)
 	}
-	info, err := telemetry.Write(ctx, st, arts, r.ID)
+	const apiKey = "sk-canary-API-KEY-0123456789"
+	env := telemetry.Env{Version: "v9.9.9", Commit: "abc123", Models: map[string]string{"a": "anthropic:claude-x"},
+		Config: telemetry.MaskedConfig(struct {
+			Store           string
+			AnthropicAPIKey string
+			SFNToken        string
+			MaxTokens       int
+		}{Store: "sqlite:/x", AnthropicAPIKey: apiKey, SFNToken: "tok-SECRET-abcdefgh", MaxTokens: 7})}
+	info, err := telemetry.Write(ctx, st, arts, r.ID, env)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info.Key.Name != "debug-bundle-awaiting_approval.tar.gz" || info.Key.CheckpointID != "cp_1" {
+		t.Fatalf("key %+v", info.Key)
 	}
 	data, _, err := arts.Get(ctx, info.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(data), secret) {
-		t.Fatal("the task token leaked into the bundle")
-	}
-	var b telemetry.Bundle
-	if err := json.Unmarshal(data, &b); err != nil {
+	files, err := telemetry.ReadArchive(data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Approvals) != 1 || len(b.PlanItems) != 1 || len(b.Checkpoints) != 1 || b.Checkpoints[0].State != nil || len(b.Events) == 0 {
-		t.Fatalf("bundle %+v", b)
+	for _, name := range telemetry.Files {
+		if _, ok := files[name]; !ok {
+			t.Fatalf("%s missing from the archive (has %d files)", name, len(files))
+		}
+	}
+	for name, b := range files {
+		for _, secret := range []string{secret, apiKey, "tok-SECRET-abcdefgh"} {
+			if strings.Contains(string(b), secret) {
+				t.Fatalf("%s holds the secret %q", name, secret)
+			}
+		}
+	}
+	env2 := string(files["env.txt"])
+	for _, want := range []string{"keel_version=v9.9.9", "keel_commit=abc123", "model.a=anthropic:claude-x", "AnthropicAPIKey=****", "MaxTokens=7", "Store=sqlite:/x"} {
+		if !strings.Contains(env2, want) {
+			t.Errorf("env.txt lacks %q:\n%s", want, env2)
+		}
+	}
+	var last telemetry.LastState
+	if err := json.Unmarshal(files["last_state.json"], &last); err != nil {
+		t.Fatal(err)
+	}
+	if len(last.Messages) != 1 || len(last.OpenApprovals) != 1 || len(last.OpenItems) != 1 || last.Checkpoint == nil || last.Checkpoint.ID != "cp_1" {
+		t.Fatalf("last state %s", files["last_state.json"])
+	}
+	if strings.Contains(string(files["checkpoints.jsonl"]), "messages") {
+		t.Fatalf("checkpoints.jsonl holds the state: %s", files["checkpoints.jsonl"])
+	}
+	if n := strings.Count(string(files["events.jsonl"]), "\n"); n == 0 {
+		t.Fatal("events.jsonl is empty")
 	}
 	// Writing again for an unchanged run is a no-op, not a conflict.
-	if _, err := telemetry.Write(ctx, st, arts, r.ID); err != nil {
-		t.Fatalf("second write: %v", err)
+	if again, err := telemetry.Write(ctx, st, arts, r.ID, env); err != nil || again.SHA256 != info.SHA256 {
+		t.Fatalf("second write: %v (%s, first %s)", err, again.SHA256, info.SHA256)
 	}
 }

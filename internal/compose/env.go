@@ -1,0 +1,32 @@
+package compose
+
+import "github.com/keelrun/keel/internal/telemetry"
+
+// BundleEnv is what a debug bundle's env.txt says of this runtime: the
+// build, each agent's model and the configuration with its credentials
+// masked.
+func (rt *Runtime) BundleEnv() telemetry.Env {
+	env := telemetry.Env{Models: rt.ModelSpecs(), Config: telemetry.MaskedConfig(rt.Config)}
+	env.Version, env.Commit = telemetry.BuildVersion()
+	return env
+}
+
+// ModelSpecs names each agent's model: KEEL_MODEL when set (it replaces
+// every agent's own), else the agent's provider spec, "scripted" for a
+// scripted model and "custom" for a Go value the program passed.
+func (rt *Runtime) ModelSpecs() map[string]string {
+	out := map[string]string{}
+	for _, def := range rt.App.Agents {
+		switch {
+		case rt.Config.Model != "":
+			out[def.Name] = rt.Config.Model
+		case def.Model.Spec != "":
+			out[def.Name] = def.Model.Spec
+		case def.Model.Script != nil:
+			out[def.Name] = "scripted"
+		case def.Model.Model != nil:
+			out[def.Name] = "custom"
+		}
+	}
+	return out
+}
