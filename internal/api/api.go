@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/telemetry"
 	"github.com/keelrun/keel/internal/viewer"
 )
 
@@ -147,6 +148,14 @@ type Deps struct {
 	// hint; the client reconnects with Last-Event-ID and loses nothing.
 	// Needed behind gateways with a request timeout. 0 means no bound.
 	MaxStreamDuration time.Duration
+
+	// Records, when set, serve a run's story and debug bundle
+	// (GET /v1/runs/{id}/explain and /bundle); nil: those answer 404.
+	Records RunRecords
+	// BundleEnv is what env.txt of a bundle served on demand says.
+	BundleEnv telemetry.Env
+	// Deployment, when set, serves GET /v1/deployment (keel doctor).
+	Deployment Deployment
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a full-size input
@@ -169,6 +178,9 @@ type server struct {
 	maxStream time.Duration
 	notifier  Notifier
 	streams   streamCounter
+	records   RunRecords
+	bundleEnv telemetry.Env
+	deploy    Deployment
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -183,6 +195,7 @@ func New(d Deps) (http.Handler, error) {
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
 		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
+		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment,
 	}
 	if s.streams.max <= 0 {
 		s.streams.max = 32
@@ -233,6 +246,9 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/checkpoints", s.listCheckpoints)
 	authed("GET /v1/runs/{id}/artifacts", s.listArtifacts)
 	authed("GET /v1/runs/{id}/artifacts/{checkpoint_id}/{name}", s.downloadArtifact)
+	authed("GET /v1/runs/{id}/explain", s.explainRun)
+	authed("GET /v1/runs/{id}/bundle", s.bundle)
+	authed("GET /v1/deployment", s.deployment)
 	return s.recoverer(s.logRequests(s.jsonFallbacks(mux)))
 }
 

@@ -114,6 +114,9 @@ func commands() map[string]command {
 		"init":        initCommand(),
 		"record":      recordCommand(),
 		"crashtest":   crashtestCommand(),
+		"explain":     explainCommand(),
+		"doctor":      doctorCommand(),
+		"bundle":      bundleCommand(),
 
 		crash.ObserveCommand: observeCommand(),
 	}

@@ -104,6 +104,8 @@ func NewAPI(ctx context.Context, d Deps) (*API, error) {
 		Agents:            rt.Catalog,
 		Logger:            d.logger(),
 		MaxStreamDuration: rt.Config.StreamMax,
+		Records:           rt.Store, BundleEnv: rt.BundleEnv(),
+		Deployment: Reporter{Runtime: rt, Executor: "aws-stepfunctions"},
 	})
 	if err != nil {
 		rt.Close()

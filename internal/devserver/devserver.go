@@ -320,6 +320,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Agents:   rt.Catalog,
 		Notifier: notifier,
 		Logger:   log,
+		Records:  rt.Store, BundleEnv: rt.BundleEnv(),
+		Deployment: compose.Reporter{Runtime: rt, Executor: "local"},
 	})
 	if err != nil {
 		closeLns()
