@@ -131,8 +131,9 @@ func newEnv(t *testing.T, wrap func(api.Store) api.Store) *env {
 		as = wrap(st)
 	}
 	h, err := api.New(api.Deps{
-		Store: as, Starter: e.starter, Resumer: e.resumer, Artifacts: e.arts,
-		Auth: api.Tokens{aliceToken: "alice", bobToken: "bob"},
+		Store: as, Starter: e.starter, Resumer: e.resumer, Artifacts: e.arts, Records: st,
+		Deployment: fixedDeployment{},
+		Auth:       api.Tokens{aliceToken: "alice", bobToken: "bob"},
 		Agents: api.AgentSet{"research": {}, "echo": {},
 			// An agent with its own run defaults (keel.Agent.Limits, InputPolicy).
 			"bounded": {Limits: run.Limits{MaxSteps: 7, MaxSpendMicroUSD: 1_000}, Timeout: time.Hour, InputPolicy: run.InputReject}},

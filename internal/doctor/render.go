@@ -9,7 +9,11 @@ import (
 // its gaps, then a count of the gaps.
 func Render(f Facts, as []Answer) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Keel %s %s — executor %s, store %s, artifacts %s\n", f.Keel.Version, f.Keel.Commit, f.Executor, backend(f.Store), backend(f.Artifacts))
+	build := f.Keel.Version
+	if f.Keel.Commit != "" {
+		build += " " + f.Keel.Commit
+	}
+	fmt.Fprintf(&b, "Keel %s — executor %s, store %s, artifacts %s\n", build, f.Executor, backend(f.Store), backend(f.Artifacts))
 	for _, a := range as {
 		fmt.Fprintf(&b, "\n%d. %s\n   %s\n", a.N, a.Question, a.Answer)
 		for _, fact := range a.Facts {

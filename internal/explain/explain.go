@@ -139,12 +139,6 @@ func percent(part, whole int64) float64 {
 
 func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 	sp := Spend{ByTool: []ToolShare{}, Repeats: []Repeat{}}
-	share := map[int]int{} // model call → tool calls it asked for
-	for _, c := range tl.Tools {
-		if c.AskedBy >= 0 {
-			share[c.AskedBy]++
-		}
-	}
 	byTool := map[string]*ToolShare{}
 	get := func(name string) *ToolShare {
 		if byTool[name] == nil {
@@ -152,14 +146,25 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 		}
 		return byTool[name]
 	}
-	for i, m := range tl.Models {
-		sp.Tokens += m.InputTokens + m.OutputTokens
+	// A model call's tokens and spend go to the calls its answer named,
+	// shared evenly (whether or not each call then ran); an answer naming
+	// none is the turn's answer.
+	for _, m := range tl.Models {
+		tokens := m.InputTokens + m.OutputTokens
+		sp.Tokens += tokens
 		sp.SpendMicroUSD += m.CostMicroUSD
 		sp.ModelTime += m.End.Sub(m.Start)
-		if share[i] == 0 {
+		if len(m.Calls) == 0 {
 			ts := get("(answer)")
-			ts.Tokens += m.InputTokens + m.OutputTokens
+			ts.Tokens += tokens
 			ts.SpendMicroUSD += m.CostMicroUSD
+			continue
+		}
+		n := int64(len(m.Calls))
+		for _, name := range m.Calls {
+			ts := get(name)
+			ts.Tokens += tokens / n
+			ts.SpendMicroUSD += m.CostMicroUSD / n
 		}
 	}
 	callTokens := make([]int64, len(tl.Tools))
@@ -173,10 +178,7 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 		sp.ToolTime += c.Latency()
 		if c.AskedBy >= 0 {
 			m := tl.Models[c.AskedBy]
-			n := int64(share[c.AskedBy])
-			callTokens[i] = (m.InputTokens + m.OutputTokens) / n
-			ts.Tokens += callTokens[i]
-			ts.SpendMicroUSD += m.CostMicroUSD / n
+			callTokens[i] = (m.InputTokens + m.OutputTokens) / int64(len(m.Calls))
 		}
 	}
 	for _, ap := range tl.Approvals {
