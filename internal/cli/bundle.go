@@ -12,7 +12,7 @@ func bundleCommand() command {
 	cmd := command{usage: "[-o FILE] [--force] RUN_ID", summary: "download a run's debug bundle (tar.gz: events, checkpoints, last state, trace, tool calls, environment)"}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("bundle")
-		out := fs.String("o", "", "write to FILE, which must not exist (default: the server's name, debug-bundle-STATUS.tar.gz, in this directory; -: stdout)")
+		out := fs.String("o", "", "write to FILE, which must not exist (default: RUN_ID-debug-bundle-STATUS.tar.gz in this directory; -: stdout)")
 		force := fs.Bool("force", false, "replace FILE if it exists")
 		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
