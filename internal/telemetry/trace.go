@@ -3,6 +3,7 @@ package telemetry
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -85,22 +86,43 @@ func num(k string, v int64) KeyValue {
 	return KeyValue{Key: k, Value: AnyValue{IntValue: &s}}
 }
 
-// TraceID is the run's trace id. The records keep no trace context yet, so
-// it is derived from the run id: the same run always gets the same id, and
-// trace.json of one run rebuilt twice is the same trace. (When the run
-// row carries a W3C traceparent, its trace id is the one to use, so that
-// trace.json and the live OTLP trace are one trace.)
+// TraceID is the run's trace id: the one of the W3C traceparent stored
+// with the run when there is one, so that trace.json and the live OTLP
+// trace are one trace; otherwise derived from the run id, so the same run
+// always gets the same id and trace.json rebuilt twice is the same trace.
 func TraceID(r run.Run) string {
-	if tp := traceParentOf(r); tp != "" {
-		return tp
+	if tid, ok := traceIDOf(traceParentOf(r)); ok {
+		return tid
 	}
 	h := sha256.Sum256([]byte("keel-trace:" + r.ID))
 	return hex.EncodeToString(h[:16])
 }
 
-// traceParentOf reads the trace id of a W3C traceparent the run row may
-// carry; none today.
-func traceParentOf(run.Run) string { return "" }
+// traceParentOf reads the run row's TraceParent field (W3C traceparent)
+// when the run record has one. It is read by name because the field
+// belongs to the live-tracing side of the records (issue 14, item 1):
+// this package only needs it when present.
+func traceParentOf(r run.Run) string {
+	f := reflect.ValueOf(r).FieldByName("TraceParent")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return ""
+	}
+	return f.String()
+}
+
+// traceIDOf takes the trace id of a W3C traceparent
+// ("00-<32 hex>-<16 hex>-<2 hex>"); false for anything else or an
+// all-zero id.
+func traceIDOf(tp string) (string, bool) {
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || len(parts[0]) != 2 || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
+		return "", false
+	}
+	if _, err := hex.DecodeString(parts[1]); err != nil || strings.Trim(parts[1], "0") == "" || strings.ToLower(parts[1]) != parts[1] {
+		return "", false
+	}
+	return parts[1], true
+}
 
 func spanID(runID, kind, key string) string {
 	h := sha256.Sum256([]byte(runID + "\x00" + kind + "\x00" + key))
