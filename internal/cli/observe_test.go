@@ -146,6 +146,11 @@ func TestExplainBundleDoctorOnDev(t *testing.T) {
 		!strings.Contains(string(files["env.txt"]), "model.research=scripted") {
 		t.Errorf("bundle contents: trace %.300s\ncsv %s\nenv %s", files["trace.json"], files["tool_calls.csv"], files["env.txt"])
 	}
+	sizes := map[string]int{}
+	for name, b := range files {
+		sizes[name] = len(b)
+	}
+	t.Logf("bundle of a cancelled research run: %d bytes tar.gz; files %v", len(data), sizes)
 	if code, _, _ = d.keel("bundle", id, "-o", file); code == 0 {
 		t.Error("keel bundle overwrote an existing file without --force")
 	}

@@ -67,11 +67,17 @@ type KeyValue struct {
 	Value AnyValue `json:"value"`
 }
 
-// AnyValue holds one of a string or an int (OTLP/JSON encodes int64 as a
-// string).
+// AnyValue holds one of a string, an int (OTLP/JSON encodes int64 as a
+// string) or an array of them.
 type AnyValue struct {
-	StringValue *string `json:"stringValue,omitempty"`
-	IntValue    *string `json:"intValue,omitempty"`
+	StringValue *string     `json:"stringValue,omitempty"`
+	IntValue    *string     `json:"intValue,omitempty"`
+	ArrayValue  *ArrayValue `json:"arrayValue,omitempty"`
+}
+
+// ArrayValue is an OTLP array attribute value.
+type ArrayValue struct {
+	Values []AnyValue `json:"values"`
 }
 
 // Span kinds of OTLP.
@@ -192,7 +198,8 @@ func BuildTrace(b Bundle, tl Timeline, env Env) Trace {
 			at = append(at, str("gen_ai.response.id", m.ResponseID))
 		}
 		if m.StopReason != "" {
-			at = append(at, str("gen_ai.response.finish_reasons", m.StopReason))
+			reason := m.StopReason
+			at = append(at, KeyValue{Key: "gen_ai.response.finish_reasons", Value: AnyValue{ArrayValue: &ArrayValue{Values: []AnyValue{{StringValue: &reason}}}}})
 		}
 		at = append(at, num("gen_ai.usage.input_tokens", m.InputTokens), num("gen_ai.usage.output_tokens", m.OutputTokens),
 			num("keel.cost_micro_usd", m.CostMicroUSD), num("keel.retried_attempts", int64(m.Retried)))

@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -13,7 +14,7 @@ import (
 
 // fixture reads a run recorded by the real harness (internal/explain's
 // generator test writes them: go test ./internal/explain -update).
-func fixture(t *testing.T, kind string) telemetry.Bundle {
+func fixture(t testing.TB, kind string) telemetry.Bundle {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "explain", "testdata", kind+".json"))
 	if err != nil {
@@ -60,17 +61,21 @@ func TestTraceOfRecordedRuns(t *testing.T) {
 			for _, s := range spans {
 				attrs := map[string]string{}
 				for _, kv := range s.Attributes {
-					if kv.Value.StringValue != nil {
+					switch {
+					case kv.Value.StringValue != nil:
 						attrs[kv.Key] = *kv.Value.StringValue
-					} else {
+					case kv.Value.IntValue != nil:
 						attrs[kv.Key] = *kv.Value.IntValue
+					default:
+						attrs[kv.Key] = *kv.Value.ArrayValue.Values[0].StringValue
 					}
 				}
 				parent := byID[s.ParentSpanID]
 				switch {
 				case strings.HasPrefix(s.Name, "chat "):
 					if attrs["gen_ai.provider.name"] != "anthropic" || attrs["gen_ai.request.model"] != "claude-x" ||
-						attrs["gen_ai.response.model"] != "scripted" || attrs["gen_ai.usage.input_tokens"] == "" || attrs["gen_ai.conversation.id"] != "s1" {
+						attrs["gen_ai.response.model"] != "scripted" || attrs["gen_ai.usage.input_tokens"] == "" || attrs["gen_ai.conversation.id"] != "s1" ||
+						attrs["gen_ai.response.finish_reasons"] == "" {
 						t.Errorf("chat attributes %v", attrs)
 					}
 					if !strings.HasPrefix(parent.Name, "invoke_agent ") {
@@ -111,4 +116,21 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// BenchmarkArchive renders the bundle of a recorded run (go test
+// -bench Archive ./internal/telemetry).
+func BenchmarkArchive(b *testing.B) {
+	bundle := fixture(b, "budget_exceeded")
+	env := telemetry.Env{Version: "v1", Commit: "c"}
+	var size int
+	for b.Loop() {
+		data, err := telemetry.Archive(context.Background(), bundle, nil, env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(data)
+	}
+	b.ReportMetric(float64(size), "bytes/bundle")
+	b.ReportMetric(float64(len(bundle.Events)), "events")
 }
