@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -86,7 +87,7 @@ func toolFacts(t tool.Tool) doctor.Tool {
 	ft := doctor.Tool{Name: info.Name, Mode: string(info.Mode), Long: info.Long}
 	if e, ok := t.(tool.Effectful); ok {
 		c := e.Contract()
-		ft.Effect, ft.Destination, ft.Idempotent, ft.Lookup = true, e.Name(), c.Idempotent, c.Lookup
+		ft.Effect, ft.Destination, ft.Idempotent, ft.Lookup = true, withoutUserinfo(e.Name()), c.Idempotent, c.Lookup
 	}
 	if sh, ok := t.(tool.SecretHolder); ok && len(sh.Secrets()) > 0 {
 		ft.DeclaresSecrets = true
@@ -139,3 +140,11 @@ func (r Reporter) Deployment(context.Context) doctor.Facts {
 	}
 	return r.Runtime.Deployment(r.Executor, getenv)
 }
+
+// userinfo matches the user:password@ of a URL inside a destination name.
+var userinfo = regexp.MustCompile(`(://)[^/@\s]+@`)
+
+// withoutUserinfo masks credentials a destination's name may carry in a
+// URL (https://user:token@host), since every principal of the API may read
+// the deployment's facts.
+func withoutUserinfo(name string) string { return userinfo.ReplaceAllString(name, "${1}****@") }

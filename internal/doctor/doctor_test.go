@@ -164,3 +164,18 @@ func TestAToolWithoutLookupOrIdempotencyIsAGap(t *testing.T) {
 		t.Errorf("Q10 %q, Q6 %q", a[10].Facts, a[6].Facts)
 	}
 }
+
+// webhook is blindPost at a destination whose URL carries a credential.
+type webhook struct{ blindPost }
+
+func (webhook) Name() string { return "https://deploy:s3cr3t-token@hooks.example/post" }
+
+func TestDestinationCredentialsAreMasked(t *testing.T) {
+	app := compose.App{Agents: []compose.AgentDef{{Name: "hooks", Model: compose.ModelChoice{Script: []byte(`{"turns":[]}`)},
+		Tools: func(artifact.Store) ([]tool.Tool, error) { return []tool.Tool{webhook{}}, nil }}}}
+	f := open(t, app, nil).Deployment("local", func(string) string { return "" })
+	raw, _ := json.Marshal(f)
+	if strings.Contains(string(raw), "s3cr3t-token") || f.Agents[0].Tools[0].Destination != "https://****@hooks.example/post" {
+		t.Fatalf("destination %q", f.Agents[0].Tools[0].Destination)
+	}
+}
