@@ -373,6 +373,20 @@ func TestFinalizeFunction(t *testing.T) {
 		if !strings.Contains(string(files["tool_calls.csv"]), ",collect_documents,") {
 			t.Errorf("tool_calls.csv:\n%s", files["tool_calls.csv"])
 		}
+		// The api function explains the run and serves its bundle from the same records.
+		r := w.callAPI(t, gatewayEvent(t, "apigw-v2-post-runs-iam.json", request("GET", "/v1/runs/"+fixtureRun+"/explain", "")))
+		if r.StatusCode != http.StatusOK || !strings.Contains(r.Body, "States.Timeout") || !strings.Contains(r.Body, "the model asked for publish_report") {
+			t.Errorf("explain on %s: %d %.400s", be, r.StatusCode, r.Body)
+		}
+		r = w.callAPI(t, gatewayEvent(t, "apigw-v2-post-runs-iam.json", request("GET", "/v1/runs/"+fixtureRun+"/bundle", "")))
+		served, err := base64.StdEncoding.DecodeString(r.Body)
+		if r.StatusCode != http.StatusOK || !r.IsBase64Encoded || err != nil {
+			t.Errorf("bundle on %s: %d, base64 %v, %v", be, r.StatusCode, r.IsBase64Encoded, err)
+		}
+		// Same records, same bytes: the bundle served is the one Finalize wrote.
+		if string(served) != string(data) {
+			t.Errorf("the api's bundle (%d bytes) differs from Finalize's (%d bytes)", len(served), len(data))
+		}
 		finalizeTwice(t, w, h, out)
 	}
 }
