@@ -1,0 +1,45 @@
+package awslocal
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestResolve(t *testing.T) {
+	p := &Physical{Region: "us-east-1", Account: "123456789012",
+		Refs:  map[string]string{"Table": "Keel-Table-ABC", "SubA": "subnet-a", "SubB": "subnet-b"},
+		Attrs: map[string]map[string]string{"Fn": {"Arn": "arn:aws:lambda:us-east-1:123456789012:function:fn"}}}
+	for _, tc := range []struct{ name, in, want string }{
+		{"ref", `{"Ref":"Table"}`, `"Keel-Table-ABC"`},
+		{"pseudo", `{"Ref":"AWS::Region"}`, `"us-east-1"`},
+		{"getatt", `{"Fn::GetAtt":["Fn","Arn"]}`, `"arn:aws:lambda:us-east-1:123456789012:function:fn"`},
+		{"join", `{"Fn::Join":[",",[{"Ref":"SubA"},{"Ref":"SubB"}]]}`, `"subnet-a,subnet-b"`},
+		{"sub", `{"Fn::Sub":"cdk-${AWS::AccountId}-${AWS::Region}-${Table}-${Fn.Arn}"}`,
+			`"cdk-123456789012-us-east-1-Keel-Table-ABC-arn:aws:lambda:us-east-1:123456789012:function:fn"`},
+		{"sub vars", `{"Fn::Sub":["${X}!",{"X":{"Ref":"Table"}}]}`, `"Keel-Table-ABC!"`},
+		{"nested", `{"A":[{"Ref":"Table"},1,true],"B":{"C":{"Ref":"SubA"}}}`, `{"A":["Keel-Table-ABC",1,true],"B":{"C":"subnet-a"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in, want any
+			if err := json.Unmarshal([]byte(tc.in), &in); err != nil {
+				t.Fatal(err)
+			}
+			_ = json.Unmarshal([]byte(tc.want), &want)
+			got, err := p.Resolve(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
+	}
+	for _, bad := range []string{`{"Ref":"Nope"}`, `{"Fn::GetAtt":["Fn","Nope"]}`, `{"Fn::Sub":"${Nope}"}`} {
+		var in any
+		_ = json.Unmarshal([]byte(bad), &in)
+		if _, err := p.Resolve(in); err == nil {
+			t.Errorf("%s resolved without a physical id", bad)
+		}
+	}
+}
