@@ -84,7 +84,7 @@ func invokeThrough(l *LambdaAPI, arn string) states.LambdaFunc {
 	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 		inv, err := l.Invoke(ctx, arn, payload)
 		if err != nil {
-			return nil, &messages.InvokeResponse_Error{Type: "Lambda.SdkClientException", Message: err.Error()}
+			return nil, messages.InvokeResponse_Error{Type: "Lambda.SdkClientException", Message: err.Error()}
 		}
 		if inv.Status/100 != 2 {
 			var e struct {
@@ -95,14 +95,14 @@ func invokeThrough(l *LambdaAPI, arn string) states.LambdaFunc {
 			if e.Type == "" {
 				e.Type = "AWSLambdaException"
 			}
-			return nil, &messages.InvokeResponse_Error{Type: "Lambda." + e.Type, Message: fmt.Sprintf("HTTP %d: %s", inv.Status, e.Message)}
+			return nil, messages.InvokeResponse_Error{Type: "Lambda." + e.Type, Message: fmt.Sprintf("HTTP %d: %s", inv.Status, e.Message)}
 		}
 		if inv.FunctionError != "" {
 			var e messages.InvokeResponse_Error
 			if json.Unmarshal(inv.Payload, &e) != nil || e.Type == "" {
 				e.Type = "Lambda.Unknown"
 			}
-			return nil, &e
+			return nil, e
 		}
 		return inv.Payload, nil
 	}

@@ -84,19 +84,27 @@ func (s *Sandbox) Restart(ctx context.Context) error {
 }
 
 // Pids are the processes of the sandbox: the emulator, then its children
-// (the bootstrap), read from /proc.
+// (the bootstrap), found by their parent in /proc.
 func (s *Sandbox) Pids() []int {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return nil
 	}
 	root := s.cmd.Process.Pid
 	pids := []int{root}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", root, root))
-	if err == nil {
-		for _, f := range strings.Fields(string(b)) {
-			if p, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, p)
-			}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut after ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(root) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

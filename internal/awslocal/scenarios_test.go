@@ -116,7 +116,7 @@ func eventCounts(t *testing.T, s *Stack, runID string) map[run.EventType]int {
 func wantClose(t *testing.T, tr Trace, want string) {
 	t.Helper()
 	if tr.Close != want {
-		t.Errorf("execution closed %q, want %q: %s", tr.Close, want, tr)
+		t.Errorf("execution closed %q, want %q: %s (cause: %s)", tr.Close, want, tr, tr.Cause)
 	}
 }
 

@@ -83,6 +83,9 @@ type Stack struct {
 	SFNURL   string
 	world    *World
 	keel     *keelSFN
+	// principal is the IAM caller of the API Gateway events the tests
+	// send; empty: the fixture's.
+	principal string
 	physical *Physical
 }
 

@@ -13,6 +13,9 @@ import (
 type Trace struct {
 	States []string
 	Close  string // ExecutionSucceeded, ExecutionFailed(Error), ...
+	// Cause is the failed execution's cause (not compared: the two
+	// interpreters word causes differently).
+	Cause string
 }
 
 // String is the trace as one line: "Init → Step=approval → ... | ExecutionSucceeded".
@@ -43,6 +46,7 @@ func TraceOf(evs []sfntypes.HistoryEvent) Trace {
 			t.Close = string(e.Type)
 			if d := e.ExecutionFailedEventDetails; d != nil {
 				t.Close += "(" + deref(d.Error) + ")"
+				t.Cause = deref(d.Cause)
 			}
 		case e.Type == sfntypes.HistoryEventTypeExecutionAborted, e.Type == sfntypes.HistoryEventTypeExecutionTimedOut:
 			t.Close = string(e.Type)

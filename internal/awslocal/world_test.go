@@ -182,7 +182,7 @@ func (d *destination) counts() (posts int, pubs map[string]int) {
 
 // gateway builds an API Gateway HTTP API (payload 2.0) event with the IAM
 // authorizer's caller, as API Gateway hands it to the api function.
-func gateway(t *testing.T, method, path, body, idemKey string) []byte {
+func gateway(t *testing.T, principal, method, path, body, idemKey string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/apigw-v2-post-runs-iam.json")
 	if err != nil {
@@ -191,6 +191,9 @@ func gateway(t *testing.T, method, path, body, idemKey string) []byte {
 	var ev events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		t.Fatal(err)
+	}
+	if principal != "" {
+		ev.RequestContext.Authorizer.IAM.UserARN = principal
 	}
 	p, q, _ := strings.Cut(path, "?")
 	ev.RequestContext.HTTP.Method = method
@@ -212,7 +215,7 @@ func gateway(t *testing.T, method, path, body, idemKey string) []byte {
 // its HTTP response into out (when non-nil).
 func (s *Stack) api(t *testing.T, method, path, body, idemKey string, out any) int {
 	t.Helper()
-	inv, err := s.world.Lambda.Invoke(context.Background(), s.Functions["api"].Name, gateway(t, method, path, body, idemKey))
+	inv, err := s.world.Lambda.Invoke(context.Background(), s.Functions["api"].Name, gateway(t, s.principal, method, path, body, idemKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,3 +296,17 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 }
 
 func fmtList(xs []string) string { return fmt.Sprint(strings.Join(xs, " → ")) }
+
+// listExecutions names the executions of the stack's state machine.
+func (s *Stack) listExecutions(t *testing.T) ([]string, error) {
+	t.Helper()
+	out, err := s.SFN.ListExecutions(context.Background(), &sfn.ListExecutionsInput{StateMachineArn: aws.String(s.StateMachineARN)})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range out.Executions {
+		names = append(names, deref(e.Name))
+	}
+	return names, nil
+}

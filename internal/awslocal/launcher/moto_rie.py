@@ -7,6 +7,21 @@ it POSTs the event to the aws-lambda-rie endpoint that serves that function
 on this host (the real bootstrap binary on the real Lambda Runtime API).
 Every AWS API (DynamoDB, S3, Lambda, Step Functions) is moto's own.
 
+One fix of moto itself (moto 5.2.1): StartExecution deep-copies the state
+machine, and the state machine refers to its whole backend, so once an
+execution has run (its worker holds a lock) every later StartExecution in
+the region fails with "cannot pickle '_thread.RLock' object". The copy is
+now shallow (StateMachine.__deepcopy__).
+
+A second fix of moto 5.2.1: its states:startExecution integration passes
+the task's parameters (StateMachineArn, Name, Input, as the States Language
+and AWS write them) to botocore unchanged, and botocore's Step Functions
+model names them stateMachineArn, name, input: every startExecution task
+fails with KeyError. The parameters are renamed after moto's own
+normalisation (StateTaskServiceSfn._normalise_parameters); and an error
+answer without a request id no longer hides the error's name behind a
+KeyError('RequestId') (StateTaskServiceSfn._from_error).
+
 Two more settings, not patches:
   * moto's Step Functions engine is turned on (stepfunctions
     execute_state_machine), so executions run the definition.
@@ -22,6 +37,7 @@ Environment:
 Usage: python3 moto_rie.py PORT
 """
 
+import copy
 import json
 import os
 import sys
@@ -35,6 +51,10 @@ from moto.awslambda import models as lambda_models
 from moto.core.config import default_user_config
 from moto.core.exceptions import JsonRESTError
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from moto.stepfunctions.models import StateMachine
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service_sfn,
+)
 
 # Lambda reports a runtime that exits mid-invocation (a crash, an OOM
 # kill) as a function error of this type.
@@ -92,6 +112,36 @@ def invoke_rie(self, event=None):
     return out, errored, ""
 
 
+def state_machine_deepcopy(self, memo):
+    """A shallow copy: the execution keeps the definition, name and
+    settings the machine had when it started (update_state_machine assigns
+    new values, it does not mutate them), and shares the backend and the
+    versions, which hold live executions."""
+    clone = copy.copy(self)
+    memo[id(self)] = clone
+    return clone
+
+
+_sfn_normalise = state_task_service_sfn.StateTaskServiceSfn._normalise_parameters
+
+
+def sfn_normalise_parameters(self, parameters, boto_service_name=None, service_action_name=None):
+    _sfn_normalise(self, parameters, boto_service_name=boto_service_name, service_action_name=service_action_name)
+    if service_action_name is None:
+        for k in [k for k in parameters if k[:1].isupper()]:
+            parameters[k[0].lower() + k[1:]] = parameters.pop(k)
+
+
+_sfn_from_error = state_task_service_sfn.StateTaskServiceSfn._from_error
+
+
+def sfn_from_error(self, env, ex):
+    meta = getattr(ex, "response", {}).get("ResponseMetadata") if hasattr(ex, "response") else None
+    if isinstance(meta, dict):
+        meta.setdefault("RequestId", "")
+    return _sfn_from_error(self, env, ex)
+
+
 class Serialized:
     """One request at a time, except Lambda Invoke (see the module doc)."""
 
@@ -113,6 +163,9 @@ def main():
     os.environ["MOTO_PORT"] = str(port)  # moto's Step Functions engine calls Lambda here
     default_user_config["stepfunctions"] = {"execute_state_machine": True}
     lambda_models.LambdaFunction._invoke_lambda = invoke_rie
+    StateMachine.__deepcopy__ = state_machine_deepcopy
+    state_task_service_sfn.StateTaskServiceSfn._normalise_parameters = sfn_normalise_parameters
+    state_task_service_sfn.StateTaskServiceSfn._from_error = sfn_from_error
     app = DomainDispatcherApplication(create_backend_app)
     run_simple("127.0.0.1", port, Serialized(app), threaded=True)
 
