@@ -35,3 +35,23 @@ func Diff(a, b map[string]Trace, names []string, an, bn string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Generations joins the traces of a run's generations (names in order)
+// into one: each Rollover → RolledOver that closes a generation, and the
+// Init that opens the next, are dropped. The last generation's close is
+// the run's.
+func Generations(traces map[string]Trace, names []string) Trace {
+	var out Trace
+	for i, n := range names {
+		st := traces[n].States
+		if i > 0 && len(st) > 0 && st[0] == "Init" {
+			st = st[1:]
+		}
+		if i < len(names)-1 && len(st) >= 2 && st[len(st)-2] == "Rollover" && st[len(st)-1] == "RolledOver" {
+			st = st[:len(st)-2]
+		}
+		out.States = append(out.States, st...)
+		out.Close, out.Cause = traces[n].Close, traces[n].Cause
+	}
+	return out
+}

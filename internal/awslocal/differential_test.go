@@ -21,3 +21,14 @@ func TestComparable(t *testing.T) {
 		})
 	}
 }
+
+func TestGenerations(t *testing.T) {
+	tr := map[string]Trace{
+		"r":    {States: []string{"Init", "Step=continue", "Count", "Route", "Rollover", "RolledOver"}, Close: "ExecutionSucceeded"},
+		"r-g1": {States: []string{"Init", "Step=approval", "Count", "Route", "AwaitApproval", "Step=done", "Count", "Route", "Finalize", "Outcome", "Done"}, Close: "ExecutionSucceeded"},
+	}
+	one := Trace{States: []string{"Init", "Step=approval", "Count", "Route", "AwaitApproval", "Step=done", "Count", "Route", "Finalize", "Outcome", "Done"}, Close: "ExecutionSucceeded"}
+	if got, want := Comparable(Generations(tr, []string{"r", "r-g1"})), Comparable(one); got != want {
+		t.Fatalf("two generations compare as %q, want %q", got, want)
+	}
+}

@@ -144,6 +144,15 @@ var rolloverScenario = scenario{
 			if i > 1 {
 				names = append(names, name)
 			}
+			steps := 0
+			for _, st := range tr.States {
+				if strings.HasPrefix(st, "Step=") {
+					steps++
+				}
+			}
+			if tr.States[len(tr.States)-1] == "RolledOver" && steps != 2 {
+				t.Errorf("generation %d rolled over after %d Step decisions, want the lowered bound 2: %s", i, steps, tr)
+			}
 			if tr.States[len(tr.States)-1] != "RolledOver" {
 				wantClose(t, tr, "ExecutionSucceeded")
 				break

@@ -79,14 +79,14 @@ type Stack struct {
 	Functions       map[string]*Function // by KEEL_ROLE
 	// SFN is the Step Functions API the functions use: moto's, or the
 	// Keel executor's endpoint.
-	SFN      *sfn.Client
-	SFNURL   string
-	world    *World
-	keel     *keelSFN
+	SFN    *sfn.Client
+	SFNURL string
+	world  *World
+	keel   *keelSFN
 	// principal is the IAM caller of the API Gateway events the tests
 	// send; empty: the fixture's.
 	principal string
-	physical *Physical
+	physical  *Physical
 }
 
 // Deploy creates a stack's resources from the template and starts a

@@ -3,7 +3,6 @@ package awslocal
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -40,6 +39,9 @@ func repoRoot(t *testing.T) string {
 // missing.
 func newWorld(t *testing.T) *World {
 	t.Helper()
+	if os.Getenv("KEEL_AWSLOCAL") == "" {
+		t.Skip("aws-local-e2e: SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e synthesizes the template, installs aws-lambda-rie and sets it)")
+	}
 	root := repoRoot(t)
 	python := envOr("KEEL_AWSLOCAL_PYTHON", "python3")
 	if why := MotoAvailable(python); why != "" {
@@ -294,8 +296,6 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 		time.Sleep(150 * time.Millisecond)
 	}
 }
-
-func fmtList(xs []string) string { return fmt.Sprint(strings.Join(xs, " → ")) }
 
 // listExecutions names the executions of the stack's state machine.
 func (s *Stack) listExecutions(t *testing.T) ([]string, error) {
