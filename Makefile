@@ -94,6 +94,10 @@ localstack-e2e:
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := $(BIN)/aws-lambda-rie
 PYTHON ?= python3
+# The template is synthesized again only when what it is made from changed.
+AWSLOCAL_TEMPLATE := infra/cdk/cdk.out/Keel.template.json
+$(AWSLOCAL_TEMPLATE): $(wildcard infra/cdk/*.go) infra/cdk/cdk.json stepfunctions/run.asl.json
+	$(MAKE) --no-print-directory synth >/dev/null
 
 .PHONY: aws-local-e2e
 aws-local-e2e:
@@ -101,7 +105,7 @@ aws-local-e2e:
 		echo "aws-local-e2e: SKIPPED: $(PYTHON) with moto[server] is missing (pip install 'moto[server]==5.2.1')"; exit 0; fi; \
 	if [ ! -x $(RIE) ] && ! GOBIN=$(BIN) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION); then \
 		echo "aws-local-e2e: SKIPPED: aws-lambda-rie could not be installed"; exit 0; fi; \
-	$(MAKE) --no-print-directory synth >/dev/null && \
+	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_AWSLOCAL=1 KEEL_AWSLOCAL_RIE=$(RIE) KEEL_AWSLOCAL_PYTHON=$(PYTHON) \
 		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 	exit $${PIPESTATUS[0]}
