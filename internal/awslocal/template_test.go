@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/keelrun/keel/internal/states"
+	"github.com/keelrun/keel/stepfunctions"
 )
 
 func TestResolve(t *testing.T) {
@@ -41,5 +44,38 @@ func TestResolve(t *testing.T) {
 		if _, err := p.Resolve(in); err == nil {
 			t.Errorf("%s resolved without a physical id", bad)
 		}
+	}
+}
+
+func TestLowerLoopBound(t *testing.T) {
+	def, err := lowerLoopBound(stepfunctions.Definition, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := states.Load(def, map[string]string{"StepFunctionArn": "s", "ApprovalFunctionArn": "a", "FinalizeFunctionArn": "f",
+		"ClusterArn": "c", "TaskDefinitionArn": "t", "SubnetIds": "n", "SecurityGroupIds": "g", "ContainerName": "k"})
+	if err != nil {
+		t.Fatalf("the lowered definition no longer loads: %v", err)
+	}
+	if m.StartAt != "Init" {
+		t.Fatalf("StartAt %q", m.StartAt)
+	}
+	var v struct {
+		States map[string]struct {
+			Choices []map[string]any
+		}
+	}
+	_ = json.Unmarshal(def, &v)
+	found := false
+	for _, c := range v.States["Route"].Choices {
+		if c["Variable"] == "$.loop" {
+			found = c["NumericGreaterThanEquals"] == float64(2)
+		}
+	}
+	if !found {
+		t.Fatalf("the Route choice on $.loop was not lowered to 2")
+	}
+	if _, err := lowerLoopBound([]byte(`{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}`), 2); err == nil {
+		t.Fatal("a definition without the loop bound was accepted")
 	}
 }
