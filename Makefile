@@ -33,7 +33,7 @@ lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
 
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
-test: lint test-asl test-cdk test-go test-examples test-viewer
+test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
@@ -75,10 +75,40 @@ localstack-e2e:
 	@if ! docker info >/dev/null 2>&1; then \
 		echo "localstack-e2e: SKIPPED: no Docker engine (docker info failed); the same suites ran in-process in 'make test'"; \
 		exit 0; fi; \
+	if [ -z "$$LOCALSTACK_AUTH_TOKEN" ]; then \
+		echo "localstack-e2e: SKIPPED: LOCALSTACK_AUTH_TOKEN is not set (the LocalStack image needs one since 2026-03-23)"; \
+		exit 0; fi; \
 	$(MAKE) --no-print-directory localstack-up && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
 		$(GO) test -count=1 -timeout 15m -v -run 'TestConformance|TestRequestsPerCall|TestCheckpointSpillsToS3|TestForeignObjectIsCorrupt' \
 		./internal/store/dynamo/ ./internal/artifact/s3/
+
+# aws-local-e2e: the deployed topology on this machine (internal/awslocal):
+# moto (DynamoDB, S3, IAM, Lambda, Step Functions executing the definition)
+# and the AWS Lambda Runtime Interface Emulator running the host-built
+# bootstrap, one sandbox per function; table, bucket, roles, functions and
+# state machine made from the synthesized template (`make synth`). Every
+# scenario plays under moto's interpreter and under Keel's executor, and
+# their traces must agree. Skips with a message where python3 with moto is
+# missing or aws-lambda-rie cannot be installed.
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE := $(BIN)/aws-lambda-rie
+PYTHON ?= python3
+# The template is synthesized again only when what it is made from changed.
+AWSLOCAL_TEMPLATE := infra/cdk/cdk.out/Keel.template.json
+$(AWSLOCAL_TEMPLATE): $(wildcard infra/cdk/*.go) infra/cdk/cdk.json stepfunctions/run.asl.json
+	$(MAKE) --no-print-directory synth >/dev/null
+
+.PHONY: aws-local-e2e
+aws-local-e2e:
+	@if ! $(PYTHON) -c 'import moto, werkzeug' >/dev/null 2>&1; then \
+		echo "aws-local-e2e: SKIPPED: $(PYTHON) with moto[server] is missing (pip install 'moto[server]==5.2.1')"; exit 0; fi; \
+	if [ ! -x $(RIE) ] && ! GOBIN=$(BIN) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION); then \
+		echo "aws-local-e2e: SKIPPED: aws-lambda-rie could not be installed"; exit 0; fi; \
+	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
+	KEEL_AWSLOCAL=1 KEEL_AWSLOCAL_RIE=$(RIE) KEEL_AWSLOCAL_PYTHON=$(PYTHON) \
+		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+	exit $${PIPESTATUS[0]}
 
 # demo: the research agent end to end on the embedded default, with a crash
 # at the worst moment and the recovery (README's first command).
