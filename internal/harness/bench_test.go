@@ -50,7 +50,7 @@ func floorSteps(b *testing.B, dir string, n int) time.Duration {
 //
 //	go test -run '^$' -bench StepVsFloor -benchtime 1x ./internal/harness
 func BenchmarkStepVsFloor(b *testing.B) {
-	const n, rounds = 500, 3
+	const n, rounds = 1000, 3
 	for i := 0; i < b.N; i++ {
 		// Alternate the two and keep each one's best round: the machine is
 		// shared, and the best round is the one least disturbed.

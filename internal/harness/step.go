@@ -29,6 +29,7 @@ type step struct {
 
 	msgs      []model.Message // the whole transcript
 	committed int             // msgs[:committed] are durable
+	view      transcriptView  // of msgs, for model calls
 	cpID      string
 	cpSeq     int64
 	items     map[string]run.PlanItem // by model call id, this run
@@ -417,8 +418,8 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		d, err := s.exceeded(ctx, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
-	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: coalesce(s.msgs), Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens}
-	estimate := estimateTokens(req)
+	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: s.view.request(s.msgs), Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens}
+	estimate := s.view.estimate(req.System, req.MaxTokens)
 	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
 		d, err := s.exceeded(ctx, "max_tokens", lim.MaxTokens)
 		return d, true, err
@@ -468,7 +469,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		"answer": recordAnswer(resp, s.msgs)})})
+		"answer": recordAnswer(resp, s.view.refs(s.msgs))})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)

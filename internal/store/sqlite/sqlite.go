@@ -49,6 +49,9 @@ type Store struct {
 	// half of a step's CPU time before.
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// signals is RunSignals' query prepared on r: a Step reads it once
+	// an iteration.
+	signals *sql.Stmt
 
 	// onEvents (a func(runID string)) is called after a commit that
 	// appended events; touched collects the runs of the transaction in
@@ -154,6 +157,10 @@ func (s *Store) DB() *sql.DB { return s.w }
 func (s *Store) Close() error {
 	s.mu.Lock()
 	var errs []error
+	if s.signals != nil {
+		errs = append(errs, s.signals.Close())
+		s.signals = nil
+	}
 	for q, st := range s.stmts {
 		errs = append(errs, st.Close())
 		delete(s.stmts, q)
@@ -177,6 +184,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 		s.stmts[q] = st
 	}
+	st, err := s.r.PrepareContext(ctx, qSignals)
+	if err != nil {
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	s.signals = st
 	return nil
 }
 
