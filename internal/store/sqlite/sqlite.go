@@ -54,11 +54,13 @@ type Store struct {
 	signals *sql.Stmt
 
 	// onEvents (a func(runID string)) is called after a commit that
-	// appended events; touched collects the runs of the transaction in
-	// flight (there is one at a time: w has one connection).
+	// appended events; touched collects the runs of the write request in
+	// flight (there is one at a time: the committer runs them in turn).
 	onEvents atomic.Value
 	touchMu  sync.Mutex
 	touched  []string
+
+	gc *committer // every write goes through it (group.go)
 }
 
 // OnEvents sets fn to be called, after each transaction that appended
@@ -135,6 +137,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	s.startCommitter()
 	if err := s.migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -155,6 +158,7 @@ func (s *Store) DB() *sql.DB { return s.w }
 
 // Close closes both handles. Everything committed is already durable.
 func (s *Store) Close() error {
+	s.stopCommitter() // the writes queued before Close still commit
 	s.mu.Lock()
 	var errs []error
 	if s.signals != nil {
@@ -216,30 +220,6 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 }
 
 func (s *Store) now() int64 { return s.clock().UnixNano() }
-
-// write runs fn in one IMMEDIATE transaction and commits it; any error
-// rolls everything back.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		s.takeTouched()
-		return err
-	}
-	touched := s.takeTouched() // while the one write connection is still ours
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	if fn, ok := s.onEvents.Load().(func(string)); ok && fn != nil {
-		for _, id := range touched {
-			fn(id)
-		}
-	}
-	return nil
-}
 
 // ts converts a stored unix-nanosecond integer; 0 is the zero time.
 func ts(n int64) time.Time {
