@@ -237,7 +237,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// SQLite, in its own sfn.db otherwise.
 	var sfnStore *states.Store
 	if rt.SQLite != nil {
-		sfnStore, err = states.NewStore(ctx, rt.SQLite.DB())
+		sfnStore, err = states.NewStoreWith(ctx, rt.SQLite.DB(), rt.SQLite)
 	} else {
 		sfnStore, err = states.OpenStore(ctx, filepath.Join(cfg.DataDir, "sfn.db"))
 		s.sfnStore = sfnStore

@@ -34,6 +34,24 @@ var (
 type Store struct {
 	db    *sql.DB
 	owned bool
+	// w, when set, runs the write transactions: the run store's group
+	// commit, so that a transition shares its fsync with the steps of
+	// other runs (NewStoreWith).
+	w Writer
+}
+
+// Writer runs fn in a write transaction that is committed and durable
+// when it returns nil; fn's error undoes fn's writes. *sqlite.Store is one
+// (its group commit).
+type Writer interface {
+	WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error
+}
+
+// conn is what a write transaction's body uses: a *sql.Conn inside BEGIN
+// IMMEDIATE, or a Writer's *sql.Tx.
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // OpenStore opens (creating if needed) the SQLite database at path with WAL,
@@ -60,6 +78,16 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 // and applies the sfn_ migrations. Close does not close a shared handle.
 func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewStoreWith is NewStore whose writes run through w, which must write
+// to db's file (the run store's group commit on the same database).
+func NewStoreWith(ctx context.Context, db *sql.DB, w Writer) (*Store, error) {
+	s := &Store{db: db, w: w}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -124,7 +152,7 @@ var migrations = []string{
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	return s.tx(ctx, func(c conn) error {
 		if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS sfn_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)`); err != nil {
 			return err
 		}
@@ -146,7 +174,10 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // tx runs fn in a BEGIN IMMEDIATE transaction on one connection. It does
 // not depend on the DSN of a shared handle.
-func (s *Store) tx(ctx context.Context, fn func(c *sql.Conn) error) (err error) {
+func (s *Store) tx(ctx context.Context, fn func(c conn) error) (err error) {
+	if s.w != nil {
+		return s.w.WriteTx(ctx, func(tx *sql.Tx) error { return fn(tx) })
+	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("states: db conn: %w", err)
@@ -171,7 +202,7 @@ func (s *Store) tx(ctx context.Context, fn func(c *sql.Conn) error) (err error) 
 }
 
 func (s *Store) putDefinition(ctx context.Context, arn, name, hash string, def []byte, now time.Time) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	return s.tx(ctx, func(c conn) error {
 		if _, err := c.ExecContext(ctx, `INSERT INTO sfn_definitions(hash, definition) VALUES (?, ?) ON CONFLICT(hash) DO NOTHING`, hash, string(def)); err != nil {
 			return err
 		}
@@ -225,12 +256,12 @@ type newEvent struct {
 	Details map[string]any // {"stateEnteredEventDetails": {...}}
 }
 
-func (s *Store) insertEvent(ctx context.Context, c *sql.Conn, arn string, id int64, ev newEvent) error {
+func (s *Store) insertEvent(ctx context.Context, c conn, arn string, id int64, ev newEvent) error {
 	return s.insertEvents(ctx, c, arn, id, []newEvent{ev})
 }
 
 // insertEvents writes events with ids first, first+1, ... in one statement.
-func (s *Store) insertEvents(ctx context.Context, c *sql.Conn, arn string, first int64, evs []newEvent) error {
+func (s *Store) insertEvents(ctx context.Context, c conn, arn string, first int64, evs []newEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -261,7 +292,7 @@ func (s *Store) insertEvents(ctx context.Context, c *sql.Conn, arn string, first
 func (s *Store) createExecution(ctx context.Context, rec execRecord, events []newEvent) (execRecord, bool, error) {
 	var out execRecord
 	created := false
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		existing, err := scanExec(c.QueryRowContext(ctx, execSelect+` WHERE machine_arn = ? AND name = ?`, rec.MachineARN, rec.Name))
 		if err == nil {
 			out = existing
@@ -368,7 +399,7 @@ type commitReq struct {
 // with States.Runtime in its place and returns errHistoryLimit.
 func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commitReq) error {
 	limited := false
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		var status string
 		var count int64
 		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
@@ -424,7 +455,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 	return err
 }
 
-func closeExecution(ctx context.Context, c *sql.Conn, arn string, now time.Time, count int64, f *finalState) error {
+func closeExecution(ctx context.Context, c conn, arn string, now time.Time, count int64, f *finalState) error {
 	var errV, causeV any
 	if f.hasErrorCause {
 		errV, causeV = f.Error, f.Cause
@@ -445,7 +476,7 @@ func closeExecution(ctx context.Context, c *sql.Conn, arn string, now time.Time,
 // stop aborts a running execution. It reports whether it was running.
 func (s *Store) stop(ctx context.Context, arn string, now time.Time, errName, cause string) (bool, error) {
 	stopped := false
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		var status string
 		var count int64
 		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
@@ -525,7 +556,7 @@ func (s *Store) token(ctx context.Context, token string) (tokenRow, error) {
 // from "unknown").
 func (s *Store) completeToken(ctx context.Context, token, status string, output, errName, cause *string) (string, string, error) {
 	var prev, arn string
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		err := c.QueryRowContext(ctx, `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`, token).Scan(&prev, &arn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
@@ -542,7 +573,7 @@ func (s *Store) completeToken(ctx context.Context, token, status string, output,
 // timeoutToken marks a waiting token timed out, unless a heartbeat moved
 // its heartbeat time since the caller read it.
 func (s *Store) timeoutToken(ctx context.Context, token string, seenHeartbeat time.Time, errName string) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	return s.tx(ctx, func(c conn) error {
 		_, err := c.ExecContext(ctx, `UPDATE sfn_tokens SET status = ?, error = ? WHERE token = ? AND status = ? AND heartbeat_ms = ?`,
 			tokTimedOut, errName, token, tokWaiting, seenHeartbeat.UnixMilli())
 		return err
@@ -553,7 +584,7 @@ func (s *Store) timeoutToken(ctx context.Context, token string, seenHeartbeat ti
 // token's status and execution.
 func (s *Store) heartbeat(ctx context.Context, token string, now time.Time) (string, string, error) {
 	var status, arn string
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		err := c.QueryRowContext(ctx, `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`, token).Scan(&status, &arn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow

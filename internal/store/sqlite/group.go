@@ -19,9 +19,9 @@ import (
 // batching adds no delay when writes come one at a time, and amortises the
 // fsync when many runs step at once.
 
-// maxBatch bounds the requests of one transaction, so that a burst never
-// makes one transaction (and the wait of its first request) unbounded.
-const maxBatch = 256
+// defaultMaxBatch bounds the requests of one transaction, so that a burst
+// never makes one transaction (and the wait of its first request) unbounded.
+const defaultMaxBatch = 256
 
 // ErrClosed is returned by a write made after Close.
 var ErrClosed = errors.New("sqlite: store closed")
@@ -40,6 +40,7 @@ type committer struct {
 	closed bool
 	reqs   chan *writeReq
 	exited chan struct{}
+	max    int // requests per transaction
 
 	txs, writes atomic.Int64
 }
@@ -57,8 +58,11 @@ func (s *Store) WriteStats() WriteStats {
 	return WriteStats{Transactions: s.gc.txs.Load(), Writes: s.gc.writes.Load()}
 }
 
-func (s *Store) startCommitter() {
-	s.gc = &committer{reqs: make(chan *writeReq, maxBatch), exited: make(chan struct{})}
+func (s *Store) startCommitter(max int) {
+	if max <= 0 {
+		max = defaultMaxBatch
+	}
+	s.gc = &committer{reqs: make(chan *writeReq, max), exited: make(chan struct{}), max: max}
 	go s.commitLoop()
 }
 
@@ -109,11 +113,11 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 func (s *Store) commitLoop() {
 	defer close(s.gc.exited)
-	batch := make([]*writeReq, 0, maxBatch)
+	batch := make([]*writeReq, 0, s.gc.max)
 	for first := range s.gc.reqs {
 		batch = append(batch[:0], first)
 	fill:
-		for len(batch) < maxBatch {
+		for len(batch) < s.gc.max {
 			select {
 			case r, ok := <-s.gc.reqs:
 				if !ok {
