@@ -268,7 +268,7 @@ func approve(ctx context.Context, c *client.Client, workers int) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(25 * time.Millisecond):
 		}
 	}
 }
@@ -315,7 +315,7 @@ func waitFinished(ctx context.Context, c *client.Client, n int) (map[run.Status]
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 )
 
 func main() {
@@ -23,6 +24,7 @@ func main() {
 	clients := flag.Int("clients", 32, "concurrent HTTP clients creating the runs")
 	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
 	noGroup := flag.Bool("no-group", false, "one transaction (and fsync) per write: the store without group commit, for comparison")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	jsonOut := flag.String("json", "", "also write the result as JSON to this file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -36,6 +38,17 @@ func main() {
 		}
 		defer os.RemoveAll(tmp)
 		d = tmp
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load: -cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := Run(ctx, Config{N: *n, Clients: *clients, Dir: d, NoGroup: *noGroup})
 	if err != nil {

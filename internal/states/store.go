@@ -37,7 +37,8 @@ type Store struct {
 	// w, when set, runs the write transactions: the run store's group
 	// commit, so that a transition shares its fsync with the steps of
 	// other runs (NewStoreWith).
-	w Writer
+	w     Writer
+	stmts map[string]*sql.Stmt // prepared on db for w's transactions
 }
 
 // Writer runs fn in a write transaction that is committed and durable
@@ -87,15 +88,27 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 // NewStoreWith is NewStore whose writes run through w, which must write
 // to db's file (the run store's group commit on the same database).
 func NewStoreWith(ctx context.Context, db *sql.DB, w Writer) (*Store, error) {
-	s := &Store{db: db, w: w}
+	s := &Store{db: db, w: w, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
+	}
+	for _, q := range preparedQueries() {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("states: prepare: %w", err)
+		}
+		s.stmts[q] = st
 	}
 	return s, nil
 }
 
 // Close closes the database if OpenStore opened it.
 func (s *Store) Close() error {
+	for q, st := range s.stmts {
+		_ = st.Close()
+		delete(s.stmts, q)
+	}
 	if s.owned {
 		return s.db.Close()
 	}
@@ -176,7 +189,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // not depend on the DSN of a shared handle.
 func (s *Store) tx(ctx context.Context, fn func(c conn) error) (err error) {
 	if s.w != nil {
-		return s.w.WriteTx(ctx, func(tx *sql.Tx) error { return fn(tx) })
+		return s.w.WriteTx(ctx, func(tx *sql.Tx) error { return fn(stmtConn{tx: tx, stmts: s.stmts}) })
 	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
@@ -260,13 +273,69 @@ func (s *Store) insertEvent(ctx context.Context, c conn, arn string, id int64, e
 	return s.insertEvents(ctx, c, arn, id, []newEvent{ev})
 }
 
+// The queries of an execution's transitions, prepared once on a shared
+// handle (NewStoreWith): parsing them at each transition was a good part of
+// the executor's time under load.
+const (
+	qExecStatus    = `SELECT status, event_count FROM sfn_executions WHERE arn = ?`
+	qTokenInsert   = `INSERT INTO sfn_tokens(token, execution_arn, state, status, heartbeat_ms) VALUES (?, ?, ?, ?, ?)`
+	qCursorUpdate  = `UPDATE sfn_executions SET cursor = ?, event_count = ? WHERE arn = ?`
+	qExecClose     = `UPDATE sfn_executions SET status = ?, stop_ms = ?, output = ?, error = ?, cause = ?, event_count = ? WHERE arn = ?`
+	qTokensClose   = `UPDATE sfn_tokens SET status = ? WHERE execution_arn = ? AND status = ?`
+	qTokenStatus   = `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`
+	qTokenComplete = `UPDATE sfn_tokens SET status = ?, output = ?, error = ?, cause = ? WHERE token = ?`
+)
+
+// maxPreparedHistory is the largest event count of a transition whose
+// history insert is prepared; larger ones are parsed as they come.
+const maxPreparedHistory = 6
+
+func historyInsert(n int) string {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO sfn_history(execution_arn, id, type, ts_ms, details) VALUES `)
+	for i := range n {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?)")
+	}
+	return q.String()
+}
+
+func preparedQueries() []string {
+	qs := []string{qExecStatus, qTokenInsert, qCursorUpdate, qExecClose, qTokensClose, qTokenStatus, qTokenComplete}
+	for n := 1; n <= maxPreparedHistory; n++ {
+		qs = append(qs, historyInsert(n))
+	}
+	return qs
+}
+
+// stmtConn is a Writer's transaction running the prepared queries through
+// their statements.
+type stmtConn struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (c stmtConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st, ok := c.stmts[q]; ok {
+		return c.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return c.tx.ExecContext(ctx, q, args...)
+}
+
+func (c stmtConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st, ok := c.stmts[q]; ok {
+		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return c.tx.QueryRowContext(ctx, q, args...)
+}
+
 // insertEvents writes events with ids first, first+1, ... in one statement.
 func (s *Store) insertEvents(ctx context.Context, c conn, arn string, first int64, evs []newEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO sfn_history(execution_arn, id, type, ts_ms, details) VALUES `)
 	args := make([]any, 0, 5*len(evs))
 	for i, ev := range evs {
 		d := []byte("{}")
@@ -276,13 +345,9 @@ func (s *Store) insertEvents(ctx context.Context, c conn, arn string, first int6
 				return err
 			}
 		}
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?, ?, ?)")
 		args = append(args, arn, first+int64(i), ev.Type, ev.TS.UnixMilli(), string(d))
 	}
-	_, err := c.ExecContext(ctx, q.String(), args...)
+	_, err := c.ExecContext(ctx, historyInsert(len(evs)), args...)
 	return err
 }
 
@@ -402,7 +467,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 	err := s.tx(ctx, func(c conn) error {
 		var status string
 		var count int64
-		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
+		err := c.QueryRowContext(ctx, qExecStatus, arn).Scan(&status, &count)
 		if err != nil {
 			return err
 		}
@@ -438,7 +503,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 		}
 		count += int64(len(evs))
 		if t := req.NewToken; t != nil {
-			if _, err := c.ExecContext(ctx, `INSERT INTO sfn_tokens(token, execution_arn, state, status, heartbeat_ms) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := c.ExecContext(ctx, qTokenInsert,
 				t.Token, arn, t.State, tokWaiting, t.Heartbeat.UnixMilli()); err != nil {
 				return err
 			}
@@ -446,7 +511,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 		if req.Final != nil {
 			return closeExecution(ctx, c, arn, now, count, req.Final)
 		}
-		_, err = c.ExecContext(ctx, `UPDATE sfn_executions SET cursor = ?, event_count = ? WHERE arn = ?`, string(req.Cursor), count, arn)
+		_, err = c.ExecContext(ctx, qCursorUpdate, string(req.Cursor), count, arn)
 		return err
 	})
 	if err == nil && limited {
@@ -464,12 +529,12 @@ func closeExecution(ctx context.Context, c conn, arn string, now time.Time, coun
 	if f.Output != nil {
 		out = *f.Output
 	}
-	if _, err := c.ExecContext(ctx, `UPDATE sfn_executions SET status = ?, stop_ms = ?, output = ?, error = ?, cause = ?, event_count = ? WHERE arn = ?`,
+	if _, err := c.ExecContext(ctx, qExecClose,
 		f.Status, now.UnixMilli(), out, errV, causeV, count, arn); err != nil {
 		return err
 	}
 	// Tokens of a closed execution can no longer complete anything.
-	_, err := c.ExecContext(ctx, `UPDATE sfn_tokens SET status = ? WHERE execution_arn = ? AND status = ?`, tokClosed, arn, tokWaiting)
+	_, err := c.ExecContext(ctx, qTokensClose, tokClosed, arn, tokWaiting)
 	return err
 }
 
@@ -479,7 +544,7 @@ func (s *Store) stop(ctx context.Context, arn string, now time.Time, errName, ca
 	err := s.tx(ctx, func(c conn) error {
 		var status string
 		var count int64
-		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
+		err := c.QueryRowContext(ctx, qExecStatus, arn).Scan(&status, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}
@@ -557,14 +622,14 @@ func (s *Store) token(ctx context.Context, token string) (tokenRow, error) {
 func (s *Store) completeToken(ctx context.Context, token, status string, output, errName, cause *string) (string, string, error) {
 	var prev, arn string
 	err := s.tx(ctx, func(c conn) error {
-		err := c.QueryRowContext(ctx, `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`, token).Scan(&prev, &arn)
+		err := c.QueryRowContext(ctx, qTokenStatus, token).Scan(&prev, &arn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}
 		if err != nil || prev != tokWaiting {
 			return err
 		}
-		_, err = c.ExecContext(ctx, `UPDATE sfn_tokens SET status = ?, output = ?, error = ?, cause = ? WHERE token = ?`, status, output, errName, cause, token)
+		_, err = c.ExecContext(ctx, qTokenComplete, status, output, errName, cause, token)
 		return err
 	})
 	return prev, arn, err
@@ -585,7 +650,7 @@ func (s *Store) timeoutToken(ctx context.Context, token string, seenHeartbeat ti
 func (s *Store) heartbeat(ctx context.Context, token string, now time.Time) (string, string, error) {
 	var status, arn string
 	err := s.tx(ctx, func(c conn) error {
-		err := c.QueryRowContext(ctx, `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`, token).Scan(&status, &arn)
+		err := c.QueryRowContext(ctx, qTokenStatus, token).Scan(&status, &arn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}
