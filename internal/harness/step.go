@@ -99,9 +99,27 @@ func (s *step) setStatus(st run.Status) {
 	s.pend.patch.Status = st
 }
 
-// load rebuilds the transcript from the checkpoint chain and the plan items.
+// load rebuilds the transcript from the checkpoint chain and the plan
+// items, or takes them from the cache when nothing was written since this
+// worker's last Step of the run.
 func (s *step) load(ctx context.Context) error {
 	s.status = s.run.Status
+	if !s.fromCache() {
+		if err := s.loadStore(ctx); err != nil {
+			return err
+		}
+	}
+	if len(s.msgs) == 0 {
+		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
+		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
+	}
+	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
+		s.setStatus(run.StatusRunning)
+	}
+	return nil
+}
+
+func (s *step) loadStore(ctx context.Context) error {
 	msgs, cp, err := s.chain(ctx, s.run.ID, s.run.CheckpointID, 0)
 	if err != nil {
 		return err
@@ -144,13 +162,6 @@ func (s *step) load(ctx context.Context) error {
 			return err
 		}
 		parent = pr.ParentRunID
-	}
-	if len(s.msgs) == 0 {
-		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
-		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
-	}
-	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
-		s.setStatus(run.StatusRunning)
 	}
 	return nil
 }
@@ -288,11 +299,15 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		return nil
 	}
 	s.h.opt.Faults.Hit(FaultInStepCommit)
-	if _, err := s.h.opt.Store.Commit(ctx, c); err != nil {
+	seqs, err := s.h.opt.Store.Commit(ctx, c)
+	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
 			return &FencedError{RunID: s.run.ID}
 		}
 		return fmt.Errorf("commit: %w", err)
+	}
+	if len(seqs) > 0 {
+		s.run.LastSeq = seqs[len(seqs)-1] // the head the cache checks
 	}
 	s.committed = len(s.msgs)
 	if cp != nil {
