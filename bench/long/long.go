@@ -21,6 +21,8 @@ import (
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/scripted"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/tool"
 )
@@ -36,13 +38,17 @@ type Config struct {
 
 // Mark is what was measured when the run reached an iteration count.
 type Mark struct {
-	Iteration    int     `json:"iteration"`
-	MsPerIter    float64 `json:"ms_per_iteration"` // over the Window iterations before it
-	RSSMB        float64 `json:"rss_mb"`
-	HeapMB       float64 `json:"heap_in_use_mb"`
-	ElapsedSecs  float64 `json:"elapsed_seconds"`
-	Transcript   int     `json:"transcript_messages"`
-	BytesPerIter float64 `json:"store_bytes_per_iteration"`
+	Iteration int     `json:"iteration"`
+	MsPerIter float64 `json:"ms_per_iteration"` // over the Window iterations before it
+	// ModelMsPerIter is the part spent in the (scripted) model's call;
+	// KeelMsPerIter the rest.
+	ModelMsPerIter float64 `json:"model_ms_per_iteration"`
+	KeelMsPerIter  float64 `json:"keel_ms_per_iteration"`
+	RSSMB          float64 `json:"rss_mb"`
+	HeapMB         float64 `json:"heap_in_use_mb"`
+	ElapsedSecs    float64 `json:"elapsed_seconds"`
+	Transcript     int     `json:"transcript_messages"`
+	BytesPerIter   float64 `json:"store_bytes_per_iteration"`
 }
 
 // Result is a long run's outcome.
@@ -59,12 +65,32 @@ type Result struct {
 
 const agentName = "loop"
 
+// timedModel adds up the time spent in the model: the scripted model reads
+// the whole transcript at each call (to pick its turn and count input
+// tokens), as a real model reads its prompt, so its share grows with the
+// run; the rest of an iteration is Keel's.
+type timedModel struct {
+	inner model.Model
+	nanos *atomic.Int64
+}
+
+func (t timedModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	start := time.Now()
+	resp, err := t.inner.Generate(ctx, req)
+	t.nanos.Add(int64(time.Since(start)))
+	return resp, err
+}
+
 // app is one agent: the scripted model asks for echo N times, then answers.
-func app(n int, calls *atomic.Int64) compose.App {
+func app(n int, calls, modelNanos *atomic.Int64) (compose.App, error) {
 	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
+	m, err := scripted.Parse([]byte(script))
+	if err != nil {
+		return compose.App{}, err
+	}
 	return compose.App{Agents: []compose.AgentDef{{
 		Name: agentName, System: "Call echo until told otherwise.",
-		Model: compose.ModelChoice{Script: []byte(script)},
+		Model: compose.ModelChoice{Model: timedModel{inner: model.Direct(m), nanos: modelNanos}},
 		Tools: func(arts artifact.Store) ([]tool.Tool, error) {
 			b, err := agentdef.Func("echo", "Echo the text.", run.ModeSafeReadonly, func(_ context.Context, a struct {
 				Text string `json:"text"`
@@ -82,7 +108,7 @@ func app(n int, calls *atomic.Int64) compose.App {
 			return []tool.Tool{b(arts)}, nil
 		},
 		MaxTokens: 100,
-	}}}
+	}}}, nil
 }
 
 // Run starts keel dev in this process, creates one run of cfg.N
@@ -91,7 +117,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.N < 1 {
 		return Result{}, errors.New("-n: want at least 1 iteration")
 	}
-	var calls atomic.Int64
+	var calls, modelNanos atomic.Int64
+	a, err := app(cfg.N, &calls, &modelNanos)
+	if err != nil {
+		return Result{}, err
+	}
 	kc, err := config.FromEnv(func(string) string { return "" })
 	if err != nil {
 		return Result{}, err
@@ -107,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rt, err := compose.Open(ctx, kc, app(cfg.N, &calls), b)
+	rt, err := compose.Open(ctx, kc, a, b)
 	if err != nil {
 		return Result{}, err
 	}
@@ -132,6 +162,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// at each mark.
 	var mu sync.Mutex
 	reached := map[int]time.Time{}
+	inModel := map[int]int64{} // model nanoseconds when each count was reached
 	var marks []Mark
 	want := map[int]bool{}
 	for _, m := range cfg.Marks {
@@ -153,16 +184,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			mu.Lock()
 			for k := range want {
 				if _, ok := reached[k]; !ok && it >= k {
-					reached[k] = now
+					reached[k], inModel[k] = now, modelNanos.Load()
 				}
 			}
 			for next < len(cfg.Marks) && it >= cfg.Marks[next] {
 				m := cfg.Marks[next]
 				from := max(0, m-cfg.Window)
 				ms := float64(now.Sub(reached[from]).Microseconds()) / 1000 / float64(m-from)
+				modelMs := float64(modelNanos.Load()-inModel[from]) / 1e6 / float64(m-from)
 				rss, heap := memory()
 				size, _ := dbSize(dbPath)
-				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, RSSMB: rss, HeapMB: heap, ElapsedSecs: now.Sub(start).Seconds(),
+				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs, RSSMB: rss, HeapMB: heap, ElapsedSecs: now.Sub(start).Seconds(),
 					Transcript: 2*m + 1, BytesPerIter: float64(size) / float64(m)})
 				next++
 			}

@@ -54,9 +54,9 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("run of %d iterations: %s in %.1f s, %d model steps\n", res.N, res.Status, res.Seconds, res.Steps)
-	fmt.Printf("%10s %14s %10s %10s %12s %14s\n", "iteration", "ms/iteration", "RSS MB", "heap MB", "elapsed s", "store B/iter")
+	fmt.Printf("%10s %13s %13s %13s %8s %8s %10s %13s\n", "iteration", "ms/iteration", "  of it model", "  of it Keel", "RSS MB", "heap MB", "elapsed s", "store B/iter")
 	for _, m := range res.Marks {
-		fmt.Printf("%10d %14.3f %10.1f %10.1f %12.1f %14.0f\n", m.Iteration, m.MsPerIter, m.RSSMB, m.HeapMB, m.ElapsedSecs, m.BytesPerIter)
+		fmt.Printf("%10d %13.3f %13.3f %13.3f %8.1f %8.1f %10.1f %13.0f\n", m.Iteration, m.MsPerIter, m.ModelMsPerIter, m.KeelMsPerIter, m.RSSMB, m.HeapMB, m.ElapsedSecs, m.BytesPerIter)
 	}
 	names := make([]string, 0, len(res.History))
 	for k := range res.History {
