@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/keelrun/keel/examples/research"
@@ -36,21 +37,24 @@ type Config struct {
 
 // Result is what a load run measured.
 type Result struct {
-	N              int     `json:"n"`
-	Completed      int     `json:"completed"`
-	Seconds        float64 `json:"seconds"`
-	RunsPerSecond  float64 `json:"runs_per_second"`
-	CreateSeconds  float64 `json:"create_seconds"`
-	ApprovalP50Ms  float64 `json:"approval_to_completed_p50_ms"`
-	ApprovalP99Ms  float64 `json:"approval_to_completed_p99_ms"`
-	CommitP50Ms    float64 `json:"step_commit_p50_ms"`
-	CommitP99Ms    float64 `json:"step_commit_p99_ms"`
-	StepCommits    int64   `json:"step_commits"`
-	Transactions   int64   `json:"transactions"`
-	Writes         int64   `json:"writes"`
-	FsyncsPerStep  float64 `json:"fsyncs_per_step_commit"`
-	PeakRSSMB      float64 `json:"peak_rss_mb"`
-	BytesPerRun    int64   `json:"bytes_per_run"`
+	N             int     `json:"n"`
+	Completed     int     `json:"completed"`
+	Seconds       float64 `json:"seconds"`
+	RunsPerSecond float64 `json:"runs_per_second"`
+	CreateSeconds float64 `json:"create_seconds"`
+	ApprovalP50Ms float64 `json:"approval_to_completed_p50_ms"`
+	ApprovalP99Ms float64 `json:"approval_to_completed_p99_ms"`
+	CommitP50Ms   float64 `json:"step_commit_p50_ms"`
+	CommitP99Ms   float64 `json:"step_commit_p99_ms"`
+	StepCommits   int64   `json:"step_commits"`
+	Transactions  int64   `json:"transactions"`
+	Writes        int64   `json:"writes"`
+	FsyncsPerStep float64 `json:"fsyncs_per_step_commit"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	BytesPerRun   int64   `json:"bytes_per_run"`
+	// CPUSeconds is the process's user+system time over the load: with
+	// Seconds, how much of the machine's two cores it got.
+	CPUSeconds     float64 `json:"cpu_seconds"`
 	StatusCounts   map[run.Status]int
 	CommitFailures int64 `json:"commit_failures"`
 }
@@ -127,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	before := rt.SQLite.WriteStats()
 
+	cpu0 := cpuSeconds()
 	start := time.Now()
 	ids := make([]string, cfg.N)
 	createErr := make(chan error, cfg.Clients)
@@ -207,6 +212,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.FsyncsPerStep = float64(res.Transactions) / float64(res.StepCommits)
 	}
 	res.PeakRSSMB = peakRSSMB()
+	res.CPUSeconds = cpuSeconds() - cpu0
 	if _, err := rt.SQLite.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return Result{}, err
 	}
@@ -367,6 +373,15 @@ func peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }
 
 func dirSize(dir string) (int64, error) {

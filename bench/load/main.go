@@ -63,6 +63,7 @@ func main() {
 	fmt.Printf("write transactions (fsyncs) %d for %d writes; %.3f per step commit\n", res.Transactions, res.Writes, res.FsyncsPerStep)
 	fmt.Printf("peak RSS                    %.0f MB\n", res.PeakRSSMB)
 	fmt.Printf("bytes per run               %d\n", res.BytesPerRun)
+	fmt.Printf("CPU (user+system)           %.1f s over %.1f s of wall time (%.2f cores of 2)\n", res.CPUSeconds, res.Seconds, res.CPUSeconds/res.Seconds)
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {

@@ -97,12 +97,15 @@ func keelSteps(b *testing.B, n int) (time.Duration, int64) {
 	r := e.createRun("a", "s1", func(r *run.Run) {
 		r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens = int64(10*n), int64(10*n), 1<<40
 	})
+	before := e.store.WriteStats()
 	start := time.Now()
 	d, err := h.Step(context.Background(), r.ID, time.Hour)
 	if err != nil || d.Next != harness.NextDone {
 		b.Fatalf("%+v %v", d, err)
 	}
 	per := time.Since(start) / time.Duration(n+1)
+	txs := e.store.WriteStats().Transactions - before.Transactions
+	b.ReportMetric(float64(txs)/float64(n+1), "fsyncs/step")
 	if ec.calls.Load() != int64(n) {
 		b.Fatalf("tool ran %d times", ec.calls.Load())
 	}

@@ -180,12 +180,12 @@ func (s *Store) Close() error {
 // hotQueries are prepared once per Store: a plain step's Commit and
 // AppendEvents run only these.
 var hotQueries = []string{qSavepoint, qRollbackTo, qRelease, qCommitRun, qOpHash, qOpInsert, qOpStatus, qOpUpdate, qPlanUpsert,
-	qCheckpointInsert, qCommitUpdateRun, qEventInsert, qLastSeq, qSetLastSeq}
+	qCheckpointInsert, qCommitUpdateRun, qLastSeq, qSetLastSeq}
 
 // prepare prepares the hot-path statements on the write handle. It runs in
 // Open, before any transaction holds w's single connection.
 func (s *Store) prepare(ctx context.Context) error {
-	for _, q := range hotQueries {
+	for _, q := range append(hotQueries, eventInserts...) {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
