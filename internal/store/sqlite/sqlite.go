@@ -157,7 +157,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // own tables in the same file (the local Step Functions executor's sfn_
 // tables). Its transactions begin IMMEDIATE. It has a single connection
 // shared with the Store's writes: never call a Store method while holding a
-// transaction or an open *sql.Rows on it.
+// transaction or an open *sql.Rows on it. Writes through it do not share
+// the group commit; [Store.WriteTx] does.
 func (s *Store) DB() *sql.DB { return s.w }
 
 // Close closes both handles. Everything committed is already durable.
