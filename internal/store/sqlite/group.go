@@ -163,7 +163,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 		if single {
 			// Alone in the transaction: its rollback is the transaction's.
 			s.takeTouched()
-			results[i] = r.fn(tx)
+			results[i] = call(tx, r)
 			r.touched = s.takeTouched()
 		} else {
 			var broken bool
@@ -219,6 +219,21 @@ const (
 	qRelease    = `RELEASE w`
 )
 
+// call runs r's fn, turning a panic into its error: the committer serves
+// every writer, and one bug must not leave the others waiting forever.
+// A panic also stops the batch (errPanic): what the transaction holds is
+// then unknown.
+func call(tx *sql.Tx, r *writeReq) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sqlite: write panicked: %v: %w", p, errPanic)
+		}
+	}()
+	return r.fn(tx)
+}
+
+var errPanic = errors.New("the group transaction was abandoned")
+
 // runSavepoint runs r in a savepoint of tx; broken reports that tx cannot
 // be used any more (the savepoint could not be set, undone or released).
 func (s *Store) runSavepoint(tx *sql.Tx, r *writeReq) (err error, broken bool) {
@@ -227,8 +242,11 @@ func (s *Store) runSavepoint(tx *sql.Tx, r *writeReq) (err error, broken bool) {
 		return err, true
 	}
 	s.takeTouched()
-	err = r.fn(tx)
+	err = call(tx, r)
 	r.touched = s.takeTouched()
+	if errors.Is(err, errPanic) {
+		return err, true
+	}
 	if err != nil {
 		if _, rerr := s.exec(bg, tx, qRollbackTo); rerr != nil {
 			return errors.Join(err, rerr), true

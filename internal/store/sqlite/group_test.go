@@ -200,3 +200,20 @@ func TestGroupCommitClose(t *testing.T) {
 		t.Fatalf("write after Close: %v, want ErrClosed", err)
 	}
 }
+
+// A write that panics fails with an error, and the Store keeps serving.
+func TestGroupCommitPanicIsAnError(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "keel.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.write(ctx, func(tx *sql.Tx) error { panic("bug") })
+	if err == nil || !errors.Is(err, errPanic) {
+		t.Fatalf("panicking write: %v", err)
+	}
+	if _, _, err := s.CreateRun(ctx, run.Run{ID: "run_1", SessionID: "s", Owner: "alice", Agent: "a", Request: "go"}); err != nil {
+		t.Fatalf("write after the panic: %v", err)
+	}
+}
