@@ -121,5 +121,27 @@ func (s *step) toCache() {
 		return
 	}
 	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, msgs: s.msgs,
-		view: s.view, items: s.items, inherited: s.inherited, nextOrder: s.nextOrder})
+		view: s.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
+}
+
+// liveItems is s.items without the finished items of answered calls: a
+// Step looks items up only for the open calls of the last answer and for
+// pending operations (whose items are not finished), and with everything
+// committed a finished item's call is answered in the transcript. Keeping
+// only these keeps a long run's entry from growing with its length.
+func (s *step) liveItems() map[string]run.PlanItem {
+	open := map[string]bool{}
+	for _, tc := range s.openCalls() {
+		open[tc.ID] = true
+	}
+	live := make(map[string]run.PlanItem, len(open))
+	for callID, it := range s.items {
+		switch {
+		case open[callID]:
+		case it.Status == run.PlanCompleted, it.Status == run.PlanFailed, it.Status == run.PlanDenied, it.Status == run.PlanSkipped:
+			continue
+		}
+		live[callID] = it
+	}
+	return live
 }
