@@ -44,6 +44,20 @@ test-race:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
+# bench-load: N (default 1000) concurrent research runs through keel dev's
+# API, approved as they ask (bench/load); NO_GROUP=1 gives every write its
+# own fsync, as before group commit. bench-long: one run of N (default
+# 100000) iterations through rollover (bench/long). Both print figures;
+# neither is part of make test (their smoke tests are). N is soak's variable
+# too: only an N given on the command line reaches these.
+CLI_N = $(if $(filter command line,$(origin N)),$(N),$(1))
+.PHONY: bench-load bench-long
+bench-load:
+	$(GO) run ./bench/load -n $(call CLI_N,1000) $(if $(NO_GROUP),-no-group)
+
+bench-long:
+	$(GO) run ./bench/long -n $(call CLI_N,100000)
+
 # test-asl: check stepfunctions/run.asl.json with the npm asl-validator (an
 # independent schema check), pinned by stepfunctions/package-lock.json.
 ASL_VALIDATOR := stepfunctions/node_modules/.bin/asl-validator

@@ -234,10 +234,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 
 	// Step Functions state is always local: in keel.db beside the runs on
-	// SQLite, in its own sfn.db otherwise.
+	// SQLite (its transitions joining the run store's group commit), in its
+	// own sfn.db otherwise.
 	var sfnStore *states.Store
 	if rt.SQLite != nil {
-		sfnStore, err = states.NewStore(ctx, rt.SQLite.DB())
+		sfnStore, err = states.NewStoreWith(ctx, rt.SQLite.DB(), rt.SQLite)
 	} else {
 		sfnStore, err = states.OpenStore(ctx, filepath.Join(cfg.DataDir, "sfn.db"))
 		s.sfnStore = sfnStore

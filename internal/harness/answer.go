@@ -21,8 +21,10 @@ type recordedAnswer struct {
 // in the checkpoint anyway.
 const maxRecordedAnswer = 64 << 10
 
-func recordAnswer(resp model.Response, transcript []model.Message) recordedAnswer {
-	a := recordedAnswer{Text: resp.Text, Calls: answerCalls(resp.ToolCalls, transcript)}
+// recordAnswer records resp; refs is resultFields of the transcript the
+// model was sent.
+func recordAnswer(resp model.Response, refs map[string]string) recordedAnswer {
+	a := recordedAnswer{Text: resp.Text, Calls: callsWithRefs(resp.ToolCalls, refs)}
 	if b, err := json.Marshal(a); err != nil || len(b) > maxRecordedAnswer {
 		return recordedAnswer{OmittedBytes: max(len(b), 1)}
 	}
@@ -41,8 +43,11 @@ type recordedCall struct {
 }
 
 func answerCalls(tcs []model.ToolCall, transcript []model.Message) []recordedCall {
+	return callsWithRefs(tcs, resultFields(transcript))
+}
+
+func callsWithRefs(tcs []model.ToolCall, refs map[string]string) []recordedCall {
 	out := make([]recordedCall, 0, len(tcs))
-	refs := resultFields(transcript)
 	for _, tc := range tcs {
 		args := tc.Args
 		if !json.Valid(args) {
@@ -86,23 +91,29 @@ func resultFields(msgs []model.Message) map[string]string {
 				continue
 			}
 			seen[tool] = true
-			var obj map[string]any
-			if json.Unmarshal([]byte(tr.Content), &obj) != nil {
-				continue
-			}
-			for f, v := range obj {
-				// Short values ("open", a small id) are more likely the
-				// model's own words than a value it copied, and replay as
-				// they are.
-				if str, ok := v.(string); ok && len(str) >= minRefLen {
-					if _, taken := refs[str]; !taken {
-						refs[str] = "{{" + tool + "." + f + "}}"
-					}
-				}
-			}
+			addRefs(refs, tool, tr.Content)
 		}
 	}
 	return refs
+}
+
+// addRefs adds the references of one tool's result content to refs; a
+// value already taken keeps its reference.
+func addRefs(refs map[string]string, tool, content string) {
+	var obj map[string]any
+	if json.Unmarshal([]byte(content), &obj) != nil {
+		return
+	}
+	for f, v := range obj {
+		// Short values ("open", a small id) are more likely the
+		// model's own words than a value it copied, and replay as
+		// they are.
+		if str, ok := v.(string); ok && len(str) >= minRefLen {
+			if _, taken := refs[str]; !taken {
+				refs[str] = "{{" + tool + "." + f + "}}"
+			}
+		}
+	}
 }
 
 func templated(v any, refs map[string]string) (any, bool) {

@@ -15,9 +15,11 @@ import (
 )
 
 // floorSteps is the performance floor Keel is measured against: Go + SQLite, one append transaction of
-// two messages per step, synchronous=FULL. It returns the time per step.
-func floorSteps(b *testing.B, dir string, n int) time.Duration {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "floor.db")+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
+// two messages per step, synchronous=FULL. It returns the time per step and
+// the database's size afterwards (the WAL folded in).
+func floorSteps(b *testing.B, dir string, n int) (time.Duration, int64) {
+	path := filepath.Join(dir, "floor.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,23 +43,32 @@ func floorSteps(b *testing.B, dir string, n int) time.Duration {
 			b.Fatal(err)
 		}
 	}
-	return time.Since(start) / time.Duration(n)
+	per := time.Since(start) / time.Duration(n)
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return per, fi.Size()
 }
 
 // BenchmarkStepVsFloor runs N harness iterations (instant scripted model →
 // instant read-only tool → durable checkpoint) and the floor in the same
-// process, and reports both and their ratio; the target is a ratio ≤ 2×.
+// process, and reports both, their ratio (target ≤ 2×), both stores' sizes
+// and the ratio of those.
 //
 //	go test -run '^$' -bench StepVsFloor -benchtime 1x ./internal/harness
 func BenchmarkStepVsFloor(b *testing.B) {
-	const n, rounds = 500, 3
+	const n, rounds = 1000, 3
 	for i := 0; i < b.N; i++ {
 		// Alternate the two and keep each one's best round: the machine is
 		// shared, and the best round is the one least disturbed.
 		var floor, keel time.Duration
-		var size int64
+		var size, floorSize int64
 		for round := 0; round < rounds; round++ {
-			f := floorSteps(b, b.TempDir(), n)
+			f, fsz := floorSteps(b, b.TempDir(), n)
 			k, sz := keelSteps(b, n)
 			if floor == 0 || f < floor {
 				floor = f
@@ -65,12 +76,14 @@ func BenchmarkStepVsFloor(b *testing.B) {
 			if keel == 0 || k < keel {
 				keel = k
 			}
-			size = sz
+			size, floorSize = sz, fsz
 		}
 		b.ReportMetric(float64(floor.Microseconds())/1000, "floor-ms/step")
 		b.ReportMetric(float64(keel.Microseconds())/1000, "keel-ms/step")
 		b.ReportMetric(float64(keel)/float64(floor), "ratio")
 		b.ReportMetric(float64(size)/1e6, "store-MB")
+		b.ReportMetric(float64(floorSize)/1e6, "floor-store-MB")
+		b.ReportMetric(float64(size)/float64(floorSize), "store-ratio")
 	}
 }
 
@@ -84,12 +97,15 @@ func keelSteps(b *testing.B, n int) (time.Duration, int64) {
 	r := e.createRun("a", "s1", func(r *run.Run) {
 		r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens = int64(10*n), int64(10*n), 1<<40
 	})
+	before := e.store.WriteStats()
 	start := time.Now()
 	d, err := h.Step(context.Background(), r.ID, time.Hour)
 	if err != nil || d.Next != harness.NextDone {
 		b.Fatalf("%+v %v", d, err)
 	}
 	per := time.Since(start) / time.Duration(n+1)
+	txs := e.store.WriteStats().Transactions - before.Transactions
+	b.ReportMetric(float64(txs)/float64(n+1), "fsyncs/step")
 	if ec.calls.Load() != int64(n) {
 		b.Fatalf("tool ran %d times", ec.calls.Load())
 	}

@@ -99,12 +99,19 @@ type Options struct {
 	Clock     func() time.Time
 	Logger    *slog.Logger
 	Faults    FaultPoints
+	// CacheRuns bounds how many runs' transcripts and plan items this
+	// worker keeps between Steps (default 1024; negative: none). A kept
+	// one is used only when the run's log did not move since.
+	CacheRuns int
 }
 
-// Harness runs Steps. It holds no per-run state between Steps: everything
-// it needs is read from the store, so any worker can take any run.
+// Harness runs Steps. It holds no per-run state between Steps that the
+// store does not have: everything it needs is read from the store, so any
+// worker can take any run (what it keeps is a cache checked against the
+// run's log head, see runCache).
 type Harness struct {
-	opt Options
+	opt   Options
+	cache *runCache
 }
 
 // New checks the options and fills defaults.
@@ -136,7 +143,7 @@ func New(opt Options) (*Harness, error) {
 	if opt.Faults == nil {
 		opt.Faults = noFaults{}
 	}
-	return &Harness{opt: opt}, nil
+	return &Harness{opt: opt, cache: newRunCache(opt.CacheRuns)}, nil
 }
 
 // Step runs iterations of one run until a decision point or until budget
@@ -175,7 +182,11 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 		return s.fail(ctx, err)
 	}
 	d, err := s.loop(ctx)
-	return s.finish(ctx, d, err)
+	d, err = s.finish(ctx, d, err)
+	if err == nil {
+		s.toCache()
+	}
+	return d, err
 }
 
 // Finalize makes sure a run that the state machine gave up on ends in a

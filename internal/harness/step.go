@@ -29,6 +29,7 @@ type step struct {
 
 	msgs      []model.Message // the whole transcript
 	committed int             // msgs[:committed] are durable
+	view      transcriptView  // of msgs, for model calls
 	cpID      string
 	cpSeq     int64
 	items     map[string]run.PlanItem // by model call id, this run
@@ -98,9 +99,27 @@ func (s *step) setStatus(st run.Status) {
 	s.pend.patch.Status = st
 }
 
-// load rebuilds the transcript from the checkpoint chain and the plan items.
+// load rebuilds the transcript from the checkpoint chain and the plan
+// items, or takes them from the cache when nothing was written since this
+// worker's last Step of the run.
 func (s *step) load(ctx context.Context) error {
 	s.status = s.run.Status
+	if !s.fromCache() {
+		if err := s.loadStore(ctx); err != nil {
+			return err
+		}
+	}
+	if len(s.msgs) == 0 {
+		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
+		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
+	}
+	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
+		s.setStatus(run.StatusRunning)
+	}
+	return nil
+}
+
+func (s *step) loadStore(ctx context.Context) error {
 	msgs, cp, err := s.chain(ctx, s.run.ID, s.run.CheckpointID, 0)
 	if err != nil {
 		return err
@@ -143,13 +162,6 @@ func (s *step) load(ctx context.Context) error {
 			return err
 		}
 		parent = pr.ParentRunID
-	}
-	if len(s.msgs) == 0 {
-		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
-		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
-	}
-	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
-		s.setStatus(run.StatusRunning)
 	}
 	return nil
 }
@@ -287,11 +299,15 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		return nil
 	}
 	s.h.opt.Faults.Hit(FaultInStepCommit)
-	if _, err := s.h.opt.Store.Commit(ctx, c); err != nil {
+	seqs, err := s.h.opt.Store.Commit(ctx, c)
+	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
 			return &FencedError{RunID: s.run.ID}
 		}
 		return fmt.Errorf("commit: %w", err)
+	}
+	if len(seqs) > 0 {
+		s.run.LastSeq = seqs[len(seqs)-1] // the head the cache checks
 	}
 	s.committed = len(s.msgs)
 	if cp != nil {
@@ -417,8 +433,8 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		d, err := s.exceeded(ctx, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
-	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: coalesce(s.msgs), Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens}
-	estimate := estimateTokens(req)
+	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: s.view.request(s.msgs), Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens}
+	estimate := s.view.estimate(req.System, req.MaxTokens)
 	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
 		d, err := s.exceeded(ctx, "max_tokens", lim.MaxTokens)
 		return d, true, err
@@ -468,7 +484,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		"answer": recordAnswer(resp, s.msgs)})})
+		"answer": recordAnswer(resp, s.view.refs(s.msgs))})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)

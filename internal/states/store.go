@@ -34,6 +34,25 @@ var (
 type Store struct {
 	db    *sql.DB
 	owned bool
+	// w, when set, runs the write transactions: the run store's group
+	// commit, so that a transition shares its fsync with the steps of
+	// other runs (NewStoreWith).
+	w     Writer
+	stmts map[string]*sql.Stmt // prepared on db for w's transactions
+}
+
+// Writer runs fn in a write transaction that is committed and durable
+// when it returns nil; fn's error undoes fn's writes. *sqlite.Store is one
+// (its group commit).
+type Writer interface {
+	WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error
+}
+
+// conn is what a write transaction's body uses: a *sql.Conn inside BEGIN
+// IMMEDIATE, or a Writer's *sql.Tx.
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // OpenStore opens (creating if needed) the SQLite database at path with WAL,
@@ -66,8 +85,30 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	return s, nil
 }
 
+// NewStoreWith is NewStore whose writes run through w, which must write
+// to db's file (the run store's group commit on the same database).
+func NewStoreWith(ctx context.Context, db *sql.DB, w Writer) (*Store, error) {
+	s := &Store{db: db, w: w, stmts: map[string]*sql.Stmt{}}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	for _, q := range preparedQueries() {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("states: prepare: %w", err)
+		}
+		s.stmts[q] = st
+	}
+	return s, nil
+}
+
 // Close closes the database if OpenStore opened it.
 func (s *Store) Close() error {
+	for q, st := range s.stmts {
+		_ = st.Close()
+		delete(s.stmts, q)
+	}
 	if s.owned {
 		return s.db.Close()
 	}
@@ -124,7 +165,7 @@ var migrations = []string{
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	return s.tx(ctx, func(c conn) error {
 		if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS sfn_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)`); err != nil {
 			return err
 		}
@@ -146,7 +187,10 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // tx runs fn in a BEGIN IMMEDIATE transaction on one connection. It does
 // not depend on the DSN of a shared handle.
-func (s *Store) tx(ctx context.Context, fn func(c *sql.Conn) error) (err error) {
+func (s *Store) tx(ctx context.Context, fn func(c conn) error) (err error) {
+	if s.w != nil {
+		return s.w.WriteTx(ctx, func(tx *sql.Tx) error { return fn(stmtConn{tx: tx, stmts: s.stmts}) })
+	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("states: db conn: %w", err)
@@ -171,7 +215,7 @@ func (s *Store) tx(ctx context.Context, fn func(c *sql.Conn) error) (err error) 
 }
 
 func (s *Store) putDefinition(ctx context.Context, arn, name, hash string, def []byte, now time.Time) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	return s.tx(ctx, func(c conn) error {
 		if _, err := c.ExecContext(ctx, `INSERT INTO sfn_definitions(hash, definition) VALUES (?, ?) ON CONFLICT(hash) DO NOTHING`, hash, string(def)); err != nil {
 			return err
 		}
@@ -225,17 +269,73 @@ type newEvent struct {
 	Details map[string]any // {"stateEnteredEventDetails": {...}}
 }
 
-func (s *Store) insertEvent(ctx context.Context, c *sql.Conn, arn string, id int64, ev newEvent) error {
+func (s *Store) insertEvent(ctx context.Context, c conn, arn string, id int64, ev newEvent) error {
 	return s.insertEvents(ctx, c, arn, id, []newEvent{ev})
 }
 
+// The queries of an execution's transitions, prepared once on a shared
+// handle (NewStoreWith): parsing them at each transition was a good part of
+// the executor's time under load.
+const (
+	qExecStatus    = `SELECT status, event_count FROM sfn_executions WHERE arn = ?`
+	qTokenInsert   = `INSERT INTO sfn_tokens(token, execution_arn, state, status, heartbeat_ms) VALUES (?, ?, ?, ?, ?)`
+	qCursorUpdate  = `UPDATE sfn_executions SET cursor = ?, event_count = ? WHERE arn = ?`
+	qExecClose     = `UPDATE sfn_executions SET status = ?, stop_ms = ?, output = ?, error = ?, cause = ?, event_count = ? WHERE arn = ?`
+	qTokensClose   = `UPDATE sfn_tokens SET status = ? WHERE execution_arn = ? AND status = ?`
+	qTokenStatus   = `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`
+	qTokenComplete = `UPDATE sfn_tokens SET status = ?, output = ?, error = ?, cause = ? WHERE token = ?`
+)
+
+// maxPreparedHistory is the largest event count of a transition whose
+// history insert is prepared; larger ones are parsed as they come.
+const maxPreparedHistory = 6
+
+func historyInsert(n int) string {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO sfn_history(execution_arn, id, type, ts_ms, details) VALUES `)
+	for i := range n {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?)")
+	}
+	return q.String()
+}
+
+func preparedQueries() []string {
+	qs := []string{qExecStatus, qTokenInsert, qCursorUpdate, qExecClose, qTokensClose, qTokenStatus, qTokenComplete}
+	for n := 1; n <= maxPreparedHistory; n++ {
+		qs = append(qs, historyInsert(n))
+	}
+	return qs
+}
+
+// stmtConn is a Writer's transaction running the prepared queries through
+// their statements.
+type stmtConn struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (c stmtConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st, ok := c.stmts[q]; ok {
+		return c.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return c.tx.ExecContext(ctx, q, args...)
+}
+
+func (c stmtConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st, ok := c.stmts[q]; ok {
+		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return c.tx.QueryRowContext(ctx, q, args...)
+}
+
 // insertEvents writes events with ids first, first+1, ... in one statement.
-func (s *Store) insertEvents(ctx context.Context, c *sql.Conn, arn string, first int64, evs []newEvent) error {
+func (s *Store) insertEvents(ctx context.Context, c conn, arn string, first int64, evs []newEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO sfn_history(execution_arn, id, type, ts_ms, details) VALUES `)
 	args := make([]any, 0, 5*len(evs))
 	for i, ev := range evs {
 		d := []byte("{}")
@@ -245,13 +345,9 @@ func (s *Store) insertEvents(ctx context.Context, c *sql.Conn, arn string, first
 				return err
 			}
 		}
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?, ?, ?)")
 		args = append(args, arn, first+int64(i), ev.Type, ev.TS.UnixMilli(), string(d))
 	}
-	_, err := c.ExecContext(ctx, q.String(), args...)
+	_, err := c.ExecContext(ctx, historyInsert(len(evs)), args...)
 	return err
 }
 
@@ -261,7 +357,7 @@ func (s *Store) insertEvents(ctx context.Context, c *sql.Conn, arn string, first
 func (s *Store) createExecution(ctx context.Context, rec execRecord, events []newEvent) (execRecord, bool, error) {
 	var out execRecord
 	created := false
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		existing, err := scanExec(c.QueryRowContext(ctx, execSelect+` WHERE machine_arn = ? AND name = ?`, rec.MachineARN, rec.Name))
 		if err == nil {
 			out = existing
@@ -368,10 +464,10 @@ type commitReq struct {
 // with States.Runtime in its place and returns errHistoryLimit.
 func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commitReq) error {
 	limited := false
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		var status string
 		var count int64
-		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
+		err := c.QueryRowContext(ctx, qExecStatus, arn).Scan(&status, &count)
 		if err != nil {
 			return err
 		}
@@ -407,7 +503,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 		}
 		count += int64(len(evs))
 		if t := req.NewToken; t != nil {
-			if _, err := c.ExecContext(ctx, `INSERT INTO sfn_tokens(token, execution_arn, state, status, heartbeat_ms) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := c.ExecContext(ctx, qTokenInsert,
 				t.Token, arn, t.State, tokWaiting, t.Heartbeat.UnixMilli()); err != nil {
 				return err
 			}
@@ -415,7 +511,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 		if req.Final != nil {
 			return closeExecution(ctx, c, arn, now, count, req.Final)
 		}
-		_, err = c.ExecContext(ctx, `UPDATE sfn_executions SET cursor = ?, event_count = ? WHERE arn = ?`, string(req.Cursor), count, arn)
+		_, err = c.ExecContext(ctx, qCursorUpdate, string(req.Cursor), count, arn)
 		return err
 	})
 	if err == nil && limited {
@@ -424,7 +520,7 @@ func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commi
 	return err
 }
 
-func closeExecution(ctx context.Context, c *sql.Conn, arn string, now time.Time, count int64, f *finalState) error {
+func closeExecution(ctx context.Context, c conn, arn string, now time.Time, count int64, f *finalState) error {
 	var errV, causeV any
 	if f.hasErrorCause {
 		errV, causeV = f.Error, f.Cause
@@ -433,22 +529,22 @@ func closeExecution(ctx context.Context, c *sql.Conn, arn string, now time.Time,
 	if f.Output != nil {
 		out = *f.Output
 	}
-	if _, err := c.ExecContext(ctx, `UPDATE sfn_executions SET status = ?, stop_ms = ?, output = ?, error = ?, cause = ?, event_count = ? WHERE arn = ?`,
+	if _, err := c.ExecContext(ctx, qExecClose,
 		f.Status, now.UnixMilli(), out, errV, causeV, count, arn); err != nil {
 		return err
 	}
 	// Tokens of a closed execution can no longer complete anything.
-	_, err := c.ExecContext(ctx, `UPDATE sfn_tokens SET status = ? WHERE execution_arn = ? AND status = ?`, tokClosed, arn, tokWaiting)
+	_, err := c.ExecContext(ctx, qTokensClose, tokClosed, arn, tokWaiting)
 	return err
 }
 
 // stop aborts a running execution. It reports whether it was running.
 func (s *Store) stop(ctx context.Context, arn string, now time.Time, errName, cause string) (bool, error) {
 	stopped := false
-	err := s.tx(ctx, func(c *sql.Conn) error {
+	err := s.tx(ctx, func(c conn) error {
 		var status string
 		var count int64
-		err := c.QueryRowContext(ctx, `SELECT status, event_count FROM sfn_executions WHERE arn = ?`, arn).Scan(&status, &count)
+		err := c.QueryRowContext(ctx, qExecStatus, arn).Scan(&status, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}
@@ -525,15 +621,15 @@ func (s *Store) token(ctx context.Context, token string) (tokenRow, error) {
 // from "unknown").
 func (s *Store) completeToken(ctx context.Context, token, status string, output, errName, cause *string) (string, string, error) {
 	var prev, arn string
-	err := s.tx(ctx, func(c *sql.Conn) error {
-		err := c.QueryRowContext(ctx, `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`, token).Scan(&prev, &arn)
+	err := s.tx(ctx, func(c conn) error {
+		err := c.QueryRowContext(ctx, qTokenStatus, token).Scan(&prev, &arn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}
 		if err != nil || prev != tokWaiting {
 			return err
 		}
-		_, err = c.ExecContext(ctx, `UPDATE sfn_tokens SET status = ?, output = ?, error = ?, cause = ? WHERE token = ?`, status, output, errName, cause, token)
+		_, err = c.ExecContext(ctx, qTokenComplete, status, output, errName, cause, token)
 		return err
 	})
 	return prev, arn, err
@@ -542,7 +638,7 @@ func (s *Store) completeToken(ctx context.Context, token, status string, output,
 // timeoutToken marks a waiting token timed out, unless a heartbeat moved
 // its heartbeat time since the caller read it.
 func (s *Store) timeoutToken(ctx context.Context, token string, seenHeartbeat time.Time, errName string) error {
-	return s.tx(ctx, func(c *sql.Conn) error {
+	return s.tx(ctx, func(c conn) error {
 		_, err := c.ExecContext(ctx, `UPDATE sfn_tokens SET status = ?, error = ? WHERE token = ? AND status = ? AND heartbeat_ms = ?`,
 			tokTimedOut, errName, token, tokWaiting, seenHeartbeat.UnixMilli())
 		return err
@@ -553,8 +649,8 @@ func (s *Store) timeoutToken(ctx context.Context, token string, seenHeartbeat ti
 // token's status and execution.
 func (s *Store) heartbeat(ctx context.Context, token string, now time.Time) (string, string, error) {
 	var status, arn string
-	err := s.tx(ctx, func(c *sql.Conn) error {
-		err := c.QueryRowContext(ctx, `SELECT status, execution_arn FROM sfn_tokens WHERE token = ?`, token).Scan(&status, &arn)
+	err := s.tx(ctx, func(c conn) error {
+		err := c.QueryRowContext(ctx, qTokenStatus, token).Scan(&status, &arn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}

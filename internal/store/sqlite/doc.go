@@ -5,11 +5,19 @@
 // Durability and concurrency:
 //   - The file is in WAL mode with synchronous=FULL: when a method returns
 //     nil, its write is fsync'd. Foreign keys are on.
-//   - Every write is one transaction begun with BEGIN IMMEDIATE, which takes
+//   - Writes are group-committed: one committer goroutine per Store takes
+//     every write waiting at that moment (at most Options.MaxBatch) and runs
+//     them in one transaction, each in a savepoint of its own so that one
+//     write's error undoes only that write, then commits them with one fsync.
+//     A method returns only after its write's transaction committed, so
+//     nil still means durable; concurrent runs share the fsync instead of
+//     queueing for one each (WriteStats counts both). Other components
+//     writing to the file (the local Step Functions executor) join the same
+//     transactions through [Store.WriteTx].
+//   - Each transaction begins with BEGIN IMMEDIATE, which takes
 //     the file's write lock up front. Two processes on one file therefore
 //     queue (busy_timeout, Options.BusyTimeout) instead of deadlocking when
-//     both try to upgrade a read lock. Within a process, writes share one
-//     connection and queue in Go.
+//     both try to upgrade a read lock.
 //   - Reads use a separate pool; each statement sees the last committed
 //     state. Multi-row reads that must agree with a write (the checks of
 //     Commit, Reserve, AcquireLease) run inside the write transaction.

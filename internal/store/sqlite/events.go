@@ -10,8 +10,24 @@ import (
 	"github.com/keelrun/keel/internal/store"
 )
 
-const qEventInsert = `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data, prev_hash, hash)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// eventsPerInsert is the most events one INSERT statement writes;
+// eventInserts[n-1] writes n, each prepared once (hotQueries).
+const eventsPerInsert = 8
+
+var eventInserts = func() []string {
+	out := make([]string, eventsPerInsert)
+	for n := 1; n <= eventsPerInsert; n++ {
+		q := `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data, prev_hash, hash) VALUES `
+		for i := range n {
+			if i > 0 {
+				q += ", "
+			}
+			q += "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		}
+		out[n-1] = q
+	}
+	return out
+}()
 
 // insertEvents writes events after seq last, whose hash is prev, and returns
 // their seqs and the new head of the chain. The caller holds the write lock
@@ -31,16 +47,24 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 		chained[i] = e
 	}
 	head := run.Chain(runID, prev, chained)
-	for i, e := range chained {
-		seq := last + int64(i) + 1
-		var data any
-		if len(e.Data) > 0 {
-			data = []byte(e.Data)
+	// A few rows per statement: a plain step appends five events, and one
+	// statement for them costs less than five.
+	args := make([]any, 0, 9*eventsPerInsert)
+	for at := 0; at < len(chained); at += eventsPerInsert {
+		chunk := chained[at:min(at+eventsPerInsert, len(chained))]
+		args = args[:0]
+		for i, e := range chunk {
+			seq := last + int64(at+i) + 1
+			var data any
+			if len(e.Data) > 0 {
+				data = []byte(e.Data)
+			}
+			args = append(args, runID, seq, e.Type, e.Time.UnixNano(), e.PlanItemID, e.OperationID, data, e.PrevHash, e.Hash)
+			seqs[at+i] = seq
 		}
-		if _, err := s.exec(ctx, tx, qEventInsert, runID, seq, e.Type, e.Time.UnixNano(), e.PlanItemID, e.OperationID, data, e.PrevHash, e.Hash); err != nil {
-			return nil, "", fmt.Errorf("sqlite: append event %d to %q: %w", seq, runID, err)
+		if _, err := s.exec(ctx, tx, eventInserts[len(chunk)-1], args...); err != nil {
+			return nil, "", fmt.Errorf("sqlite: append events %d..%d to %q: %w", last+int64(at)+1, last+int64(at+len(chunk)), runID, err)
 		}
-		seqs[i] = seq
 	}
 	return seqs, head, nil
 }

@@ -11,13 +11,15 @@ import (
 
 // RunSignals implements store.Signals with a three-column read, the
 // cheapest way to see a cancel request between a step's writes.
+const qSignals = `SELECT cancel_requested, lease_token, status FROM runs WHERE id = ?`
+
 func (s *Store) RunSignals(ctx context.Context, runID string) (store.RunSignals, error) {
 	if err := store.ValidateID("run id", runID); err != nil {
 		return store.RunSignals{}, err
 	}
 	var sig store.RunSignals
 	var cancel int
-	err := s.r.QueryRowContext(ctx, `SELECT cancel_requested, lease_token, status FROM runs WHERE id = ?`, runID).
+	err := s.signals.QueryRowContext(ctx, runID).
 		Scan(&cancel, &sig.LeaseToken, &sig.Status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.RunSignals{}, fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)

@@ -28,6 +28,10 @@ type Options struct {
 	// BusyTimeout is how long a write waits for another process holding the
 	// file's write lock before failing; default 10s.
 	BusyTimeout time.Duration
+	// MaxBatch bounds the writes that share one transaction and fsync
+	// (group commit); default 256. 1 gives each write its own, as before
+	// group commit: for measuring the difference.
+	MaxBatch int
 }
 
 // Store is the SQLite implementation of store.Store. It is safe for
@@ -49,13 +53,18 @@ type Store struct {
 	// half of a step's CPU time before.
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// signals is RunSignals' query prepared on r: a Step reads it once
+	// an iteration.
+	signals *sql.Stmt
 
 	// onEvents (a func(runID string)) is called after a commit that
-	// appended events; touched collects the runs of the transaction in
-	// flight (there is one at a time: w has one connection).
+	// appended events; touched collects the runs of the write request in
+	// flight (there is one at a time: the committer runs them in turn).
 	onEvents atomic.Value
 	touchMu  sync.Mutex
 	touched  []string
+
+	gc *committer // every write goes through it (group.go)
 }
 
 // OnEvents sets fn to be called, after each transaction that appended
@@ -132,6 +141,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	s.startCommitter(opts.MaxBatch)
 	if err := s.migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -147,13 +157,19 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // own tables in the same file (the local Step Functions executor's sfn_
 // tables). Its transactions begin IMMEDIATE. It has a single connection
 // shared with the Store's writes: never call a Store method while holding a
-// transaction or an open *sql.Rows on it.
+// transaction or an open *sql.Rows on it. Writes through it do not share
+// the group commit; [Store.WriteTx] does.
 func (s *Store) DB() *sql.DB { return s.w }
 
 // Close closes both handles. Everything committed is already durable.
 func (s *Store) Close() error {
+	s.stopCommitter() // the writes queued before Close still commit
 	s.mu.Lock()
 	var errs []error
+	if s.signals != nil {
+		errs = append(errs, s.signals.Close())
+		s.signals = nil
+	}
 	for q, st := range s.stmts {
 		errs = append(errs, st.Close())
 		delete(s.stmts, q)
@@ -164,19 +180,24 @@ func (s *Store) Close() error {
 
 // hotQueries are prepared once per Store: a plain step's Commit and
 // AppendEvents run only these.
-var hotQueries = []string{qCommitRun, qOpHash, qOpInsert, qOpStatus, qOpUpdate, qPlanUpsert,
-	qCheckpointInsert, qCommitUpdateRun, qEventInsert, qLastSeq, qSetLastSeq}
+var hotQueries = []string{qSavepoint, qRollbackTo, qRelease, qCommitRun, qOpHash, qOpInsert, qOpStatus, qOpUpdate, qPlanUpsert,
+	qCheckpointInsert, qCommitUpdateRun, qLastSeq, qSetLastSeq}
 
 // prepare prepares the hot-path statements on the write handle. It runs in
 // Open, before any transaction holds w's single connection.
 func (s *Store) prepare(ctx context.Context) error {
-	for _, q := range hotQueries {
+	for _, q := range append(hotQueries, eventInserts...) {
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("sqlite: prepare: %w", err)
 		}
 		s.stmts[q] = st
 	}
+	st, err := s.r.PrepareContext(ctx, qSignals)
+	if err != nil {
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	s.signals = st
 	return nil
 }
 
@@ -204,30 +225,6 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 }
 
 func (s *Store) now() int64 { return s.clock().UnixNano() }
-
-// write runs fn in one IMMEDIATE transaction and commits it; any error
-// rolls everything back.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		s.takeTouched()
-		return err
-	}
-	touched := s.takeTouched() // while the one write connection is still ours
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	if fn, ok := s.onEvents.Load().(func(string)); ok && fn != nil {
-		for _, id := range touched {
-			fn(id)
-		}
-	}
-	return nil
-}
 
 // ts converts a stored unix-nanosecond integer; 0 is the zero time.
 func ts(n int64) time.Time {

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/keelrun/keel/internal/run"
+)
+
+// A small load: every run is approved and completes, each step commit is
+// counted, and the commits of concurrent runs share transactions (never
+// more transactions than writes).
+func TestLoadSmoke(t *testing.T) {
+	res, err := Run(t.Context(), Config{N: 10, Clients: 4, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 10 || res.StatusCounts[run.StatusCompleted] != 10 {
+		t.Fatalf("completed %d of 10: %v", res.Completed, res.StatusCounts)
+	}
+	if res.StepCommits < 10 || res.CommitFailures != 0 {
+		t.Fatalf("%d step commits, %d failed", res.StepCommits, res.CommitFailures)
+	}
+	if res.Transactions < 1 || res.Transactions > res.Writes || res.BytesPerRun <= 0 {
+		t.Fatalf("%d transactions for %d writes, %d bytes per run", res.Transactions, res.Writes, res.BytesPerRun)
+	}
+	t.Logf("%.1f runs/s, approval→completed p99 %.0f ms, %.3f fsyncs per step commit", res.RunsPerSecond, res.ApprovalP99Ms, res.FsyncsPerStep)
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelrun/keel/internal/agentdef"
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/scripted"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/tool"
+)
+
+// Config is one long run.
+type Config struct {
+	N          int           // iterations: model call → tool call → checkpoint
+	StepBudget time.Duration // one Step's budget: small, so that the run takes many Steps and rolls over
+	Dir        string
+	Marks      []int // iterations at which to report
+	Window     int   // iterations each mark's time per iteration is averaged over
+}
+
+// Mark is what was measured when the run reached an iteration count.
+type Mark struct {
+	Iteration int     `json:"iteration"`
+	MsPerIter float64 `json:"ms_per_iteration"` // over the Window iterations before it
+	// ModelMsPerIter is the part spent in the (scripted) model's call;
+	// KeelMsPerIter the rest.
+	ModelMsPerIter float64 `json:"model_ms_per_iteration"`
+	KeelMsPerIter  float64 `json:"keel_ms_per_iteration"`
+	RSSMB          float64 `json:"rss_mb"`
+	HeapMB         float64 `json:"heap_in_use_mb"`
+	ElapsedSecs    float64 `json:"elapsed_seconds"`
+	Transcript     int     `json:"transcript_messages"`
+	BytesPerIter   float64 `json:"store_bytes_per_iteration"`
+}
+
+// Result is a long run's outcome.
+type Result struct {
+	N           int            `json:"n"`
+	Status      run.Status     `json:"status"`
+	Seconds     float64        `json:"seconds"`
+	Marks       []Mark         `json:"marks"`
+	Generations int            `json:"generations"`
+	MaxHistory  int            `json:"max_history_events_per_generation"`
+	History     map[string]int `json:"history_events"`
+	Steps       int64          `json:"steps"`
+}
+
+const agentName = "loop"
+
+// timedModel adds up the time spent in the model: the scripted model reads
+// the whole transcript at each call (to pick its turn and count input
+// tokens), as a real model reads its prompt, so its share grows with the
+// run; the rest of an iteration is Keel's.
+type timedModel struct {
+	inner model.Model
+	nanos *atomic.Int64
+}
+
+func (t timedModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	start := time.Now()
+	resp, err := t.inner.Generate(ctx, req)
+	t.nanos.Add(int64(time.Since(start)))
+	return resp, err
+}
+
+// app is one agent: the scripted model asks for echo N times, then answers.
+func app(n int, calls, modelNanos *atomic.Int64) (compose.App, error) {
+	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
+	m, err := scripted.Parse([]byte(script))
+	if err != nil {
+		return compose.App{}, err
+	}
+	return compose.App{Agents: []compose.AgentDef{{
+		Name: agentName, System: "Call echo until told otherwise.",
+		Model: compose.ModelChoice{Model: timedModel{inner: model.Direct(m), nanos: modelNanos}},
+		Tools: func(arts artifact.Store) ([]tool.Tool, error) {
+			b, err := agentdef.Func("echo", "Echo the text.", run.ModeSafeReadonly, func(_ context.Context, a struct {
+				Text string `json:"text"`
+			}) (struct {
+				Text string `json:"text"`
+			}, error) {
+				calls.Add(1)
+				return struct {
+					Text string `json:"text"`
+				}{a.Text}, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return []tool.Tool{b(arts)}, nil
+		},
+		MaxTokens: 100,
+	}}}, nil
+}
+
+// Run starts keel dev in this process, creates one run of cfg.N
+// iterations through the API and samples it until it ends.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.N < 1 {
+		return Result{}, errors.New("-n: want at least 1 iteration")
+	}
+	var calls, modelNanos atomic.Int64
+	a, err := app(cfg.N, &calls, &modelNanos)
+	if err != nil {
+		return Result{}, err
+	}
+	kc, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		return Result{}, err
+	}
+	kc.DataDir, kc.Addr, kc.StepBudget = cfg.Dir, "127.0.0.1:0", cfg.StepBudget
+	dbPath := filepath.Join(cfg.Dir, "keel.db")
+	kc.Store = "sqlite:" + dbPath
+	kc.Artifacts = "fs:" + filepath.Join(cfg.Dir, "artifacts")
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return Result{}, err
+	}
+	b, err := compose.LoadBackends(ctx, kc, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	rt, err := compose.Open(ctx, kc, a, b)
+	if err != nil {
+		return Result{}, err
+	}
+	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget})
+	if err != nil {
+		return Result{}, err
+	}
+	defer srv.Close()
+	c, err := client.New(srv.URL, srv.Token, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	big := int64(1) << 60
+	start := time.Now()
+	r, _, err := c.CreateRun(ctx, api.CreateRunRequest{Agent: agentName, Input: "loop",
+		Limits: &api.LimitsRequest{MaxSteps: big, MaxToolCalls: big, MaxTokens: big}}, "")
+	if err != nil {
+		return Result{}, err
+	}
+
+	// The sampler: the time each iteration count was reached, and memory
+	// at each mark.
+	var mu sync.Mutex
+	reached := map[int]time.Time{}
+	inModel := map[int]int64{} // model nanoseconds when each count was reached
+	var marks []Mark
+	want := map[int]bool{}
+	for _, m := range cfg.Marks {
+		want[m] = true
+		if m-cfg.Window > 0 {
+			want[m-cfg.Window] = true
+		}
+	}
+	want[0] = true
+	reached[0] = start
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		next := 0
+		for {
+			it := int(calls.Load())
+			now := time.Now()
+			mu.Lock()
+			for k := range want {
+				if _, ok := reached[k]; !ok && it >= k {
+					reached[k], inModel[k] = now, modelNanos.Load()
+				}
+			}
+			for next < len(cfg.Marks) && it >= cfg.Marks[next] {
+				m := cfg.Marks[next]
+				from := max(0, m-cfg.Window)
+				ms := float64(now.Sub(reached[from]).Microseconds()) / 1000 / float64(m-from)
+				modelMs := float64(modelNanos.Load()-inModel[from]) / 1e6 / float64(m-from)
+				rss, heap := memory()
+				size, _ := dbSize(dbPath)
+				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs, RSSMB: rss, HeapMB: heap, ElapsedSecs: now.Sub(start).Seconds(),
+					Transcript: 2*m + 1, BytesPerIter: float64(size) / float64(m)})
+				next++
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	var final api.Run
+	for {
+		final, err = c.GetRun(ctx, r.RunID)
+		if err != nil {
+			close(stop)
+			return Result{}, err
+		}
+		if final.Status.Terminal() || final.Status == run.StatusNeedsHuman {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			close(stop)
+			return Result{}, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	<-sampled
+	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps}
+	if res.History, err = history(ctx, rt.SQLite.DB()); err != nil {
+		return Result{}, err
+	}
+	res.Generations = len(res.History)
+	for _, n := range res.History {
+		res.MaxHistory = max(res.MaxHistory, n)
+	}
+	if got := calls.Load(); final.Status == run.StatusCompleted && got != int64(cfg.N) {
+		return res, fmt.Errorf("the tool ran %d times, want %d", got, cfg.N)
+	}
+	return res, nil
+}
+
+// history counts the Step Functions history events of each execution
+// (generation) of the run.
+func history(ctx context.Context, db *sql.DB) (map[string]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT e.name, COUNT(*) FROM sfn_history h JOIN sfn_executions e ON e.arn = h.execution_arn GROUP BY e.name`)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, err
+		}
+		out[name] = n
+	}
+	return out, rows.Err()
+}
+
+// memory is this process's resident set and Go heap in use, in MB.
+func memory() (rss, heap float64) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heap = float64(ms.HeapInuse) / (1 << 20)
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, heap
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			rss = kb / 1024
+		}
+	}
+	return rss, heap
+}
+
+func dbSize(path string) (int64, error) {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
+}

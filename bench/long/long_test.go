@@ -1,0 +1,32 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/run"
+)
+
+// A run long enough in Steps to roll over: a Step budget of a millisecond
+// makes nearly every iteration a Step of its own, so 600 iterations pass
+// the state machine's 500 Steps per generation. The run completes with
+// every tool call made once, across two executions.
+func TestLongRunRollsOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 600 Steps through the local state machine")
+	}
+	res, err := Run(t.Context(), Config{N: 600, StepBudget: time.Millisecond, Dir: t.TempDir(), Marks: []int{100, 600}, Window: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != run.StatusCompleted {
+		t.Fatalf("status %s", res.Status)
+	}
+	if res.Generations < 2 {
+		t.Fatalf("%d generations, want a rollover: %v", res.Generations, res.History)
+	}
+	if len(res.Marks) != 2 {
+		t.Fatalf("marks %+v", res.Marks)
+	}
+	t.Logf("%d generations, history per generation at most %d events", res.Generations, res.MaxHistory)
+}

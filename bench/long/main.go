@@ -1,0 +1,77 @@
+// Command long is `make bench-long`: one run of N iterations (an instant
+// scripted model call → an instant tool call → the durable checkpoint)
+// through `keel dev` in this process, with a small Step budget so that the
+// run takes many Steps and the state machine rolls it over into new
+// generations (executions). It prints, at 1k, 10k and 100k iterations, the
+// time per iteration (over the 1,000 iterations before the mark), the
+// process's RSS and Go heap, and at the end the history events of each
+// generation (Step Functions fails an execution at 25,000).
+//
+//	go run ./bench/long -n 100000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"time"
+)
+
+func main() {
+	n := flag.Int("n", 100000, "iterations of the run")
+	budget := flag.Duration("step-budget", 100*time.Millisecond, "one Step's time budget (small: many Steps, so that the run rolls over)")
+	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
+	jsonOut := flag.String("json", "", "also write the result as JSON to this file")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	d := *dir
+	if d == "" {
+		tmp, err := os.MkdirTemp("", "keel-bench-long-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "long:", err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(tmp)
+		d = tmp
+	}
+	var marks []int
+	for _, m := range []int{1000, 10000, 100000} {
+		if m <= *n {
+			marks = append(marks, m)
+		}
+	}
+	if len(marks) == 0 || marks[len(marks)-1] != *n {
+		marks = append(marks, *n)
+	}
+	res, err := Run(ctx, Config{N: *n, StepBudget: *budget, Dir: d, Marks: marks, Window: min(1000, marks[0])})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "long:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("run of %d iterations: %s in %.1f s, %d model steps\n", res.N, res.Status, res.Seconds, res.Steps)
+	fmt.Printf("%10s %13s %13s %13s %8s %8s %10s %13s\n", "iteration", "ms/iteration", "  of it model", "  of it Keel", "RSS MB", "heap MB", "elapsed s", "store B/iter")
+	for _, m := range res.Marks {
+		fmt.Printf("%10d %13.3f %13.3f %13.3f %8.1f %8.1f %10.1f %13.0f\n", m.Iteration, m.MsPerIter, m.ModelMsPerIter, m.KeelMsPerIter, m.RSSMB, m.HeapMB, m.ElapsedSecs, m.BytesPerIter)
+	}
+	names := make([]string, 0, len(res.History))
+	for k := range res.History {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Printf("generations (executions): %d; history events per generation: max %d (limit 25,000)\n", res.Generations, res.MaxHistory)
+	for _, k := range names {
+		fmt.Printf("  %-60s %6d\n", k, res.History[k])
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "long:", err)
+			os.Exit(1)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit. Every write of this Store is a request to one committer
+// goroutine, which runs all the requests waiting at that moment in one
+// IMMEDIATE transaction — each in a savepoint of its own, so one request's
+// error undoes only its writes — and commits them together: one fsync for
+// the batch. A request's caller returns only after that commit, so a write
+// is as durable when its method returns as it was with a transaction each.
+// Requests that arrive while a batch commits wait for the next one: the
+// batching adds no delay when writes come one at a time, and amortises the
+// fsync when many runs step at once.
+
+// defaultMaxBatch bounds the requests of one transaction, so that a burst
+// never makes one transaction (and the wait of its first request) unbounded.
+const defaultMaxBatch = 256
+
+// ErrClosed is returned by a write made after Close.
+var ErrClosed = errors.New("sqlite: store closed")
+
+type writeReq struct {
+	ctx     context.Context
+	fn      func(tx *sql.Tx) error
+	done    chan error
+	touched []string // the runs whose events fn appended, once it succeeded
+}
+
+// committer is the Store's write path: the goroutine that owns the write
+// connection's transactions.
+type committer struct {
+	mu     sync.RWMutex // held for reading while sending; Close takes it to close reqs
+	closed bool
+	reqs   chan *writeReq
+	exited chan struct{}
+	max    int // requests per transaction
+
+	txs, writes atomic.Int64
+}
+
+// WriteStats counts this Store's write transactions. Each committed
+// transaction is one fsync of the WAL (synchronous=FULL); Writes / Transactions
+// is how many writes shared each.
+type WriteStats struct {
+	Transactions int64 // committed (or attempted) write transactions
+	Writes       int64 // write requests: a Commit, CreateRun, AcquireLease...
+}
+
+// WriteStats reports the counters since Open.
+func (s *Store) WriteStats() WriteStats {
+	return WriteStats{Transactions: s.gc.txs.Load(), Writes: s.gc.writes.Load()}
+}
+
+func (s *Store) startCommitter(max int) {
+	if max <= 0 {
+		max = defaultMaxBatch
+	}
+	s.gc = &committer{reqs: make(chan *writeReq, max), exited: make(chan struct{}), max: max}
+	go s.commitLoop()
+}
+
+// stopCommitter refuses new writes, lets the committer finish the queued
+// ones, and waits for it.
+func (s *Store) stopCommitter() {
+	if s.gc == nil {
+		return
+	}
+	s.gc.mu.Lock()
+	if !s.gc.closed {
+		s.gc.closed = true
+		close(s.gc.reqs)
+	}
+	s.gc.mu.Unlock()
+	<-s.gc.exited
+}
+
+// write runs fn in the next group transaction, in a savepoint of its own,
+// and returns once that transaction committed (nil) or fn's error, which
+// rolls back fn's writes only. fn must not call other methods of the Store
+// that write (they would wait for the transaction fn is part of).
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.gc.mu.RLock()
+	if s.gc.closed {
+		s.gc.mu.RUnlock()
+		return ErrClosed
+	}
+	s.gc.reqs <- r
+	s.gc.mu.RUnlock()
+	// Wait for the outcome even when ctx ends: fn may be running, and the
+	// caller must not take a commit for a failure.
+	return <-r.done
+}
+
+// WriteTx runs fn in the Store's group transaction, as the Store's own
+// writes do: for components keeping their own tables in the same file
+// (the local Step Functions executor), so that their writes share the
+// fsync too. The same rules as for a Store write apply: fn's error undoes
+// fn's writes only; nil means committed and durable.
+func (s *Store) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.write(ctx, fn)
+}
+
+func (s *Store) commitLoop() {
+	defer close(s.gc.exited)
+	batch := make([]*writeReq, 0, s.gc.max)
+	for first := range s.gc.reqs {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < s.gc.max {
+			select {
+			case r, ok := <-s.gc.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+		clear(batch)
+	}
+}
+
+// runBatch runs the requests in one transaction and answers each.
+func (s *Store) runBatch(batch []*writeReq) {
+	s.gc.txs.Add(1)
+	s.gc.writes.Add(int64(len(batch)))
+	results := make([]error, len(batch))
+	answer := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	// The transaction's own context is the committer's: one caller giving
+	// up must not roll back the others' writes.
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i := range results {
+			results[i] = fmt.Errorf("sqlite: begin: %w", err)
+		}
+		answer()
+		return
+	}
+	single := len(batch) == 1
+	ok := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if single {
+			// Alone in the transaction: its rollback is the transaction's.
+			s.takeTouched()
+			results[i] = call(tx, r)
+			r.touched = s.takeTouched()
+		} else {
+			var broken bool
+			results[i], broken = s.runSavepoint(tx, r)
+			if broken {
+				// The transaction cannot go on: no request of it commits.
+				_ = tx.Rollback()
+				for j := range results {
+					if j > i || results[j] == nil {
+						results[j] = fmt.Errorf("sqlite: write: the group transaction failed: %w", results[i])
+					}
+				}
+				answer()
+				return
+			}
+		}
+		if results[i] == nil {
+			ok++
+		}
+	}
+	if ok == 0 {
+		_ = tx.Rollback()
+		answer()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range results {
+			if results[i] == nil {
+				results[i] = fmt.Errorf("sqlite: commit: %w", err)
+			}
+		}
+		answer()
+		return
+	}
+	if fn, okFn := s.onEvents.Load().(func(string)); okFn && fn != nil {
+		for i, r := range batch {
+			if results[i] != nil {
+				continue
+			}
+			for _, id := range r.touched {
+				fn(id)
+			}
+		}
+	}
+	answer()
+}
+
+// The savepoint statements, prepared once with the hot queries: parsing
+// them for every write was a tenth of the committer's time.
+const (
+	qSavepoint  = `SAVEPOINT w`
+	qRollbackTo = `ROLLBACK TO w`
+	qRelease    = `RELEASE w`
+)
+
+// call runs r's fn, turning a panic into its error: the committer serves
+// every writer, and one bug must not leave the others waiting forever.
+// A panic also stops the batch (errPanic): what the transaction holds is
+// then unknown.
+func call(tx *sql.Tx, r *writeReq) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sqlite: write panicked: %v: %w", p, errPanic)
+		}
+	}()
+	return r.fn(tx)
+}
+
+var errPanic = errors.New("the group transaction was abandoned")
+
+// runSavepoint runs r in a savepoint of tx; broken reports that tx cannot
+// be used any more (the savepoint could not be set, undone or released).
+func (s *Store) runSavepoint(tx *sql.Tx, r *writeReq) (err error, broken bool) {
+	bg := context.Background()
+	if _, err := s.exec(bg, tx, qSavepoint); err != nil {
+		return err, true
+	}
+	s.takeTouched()
+	err = call(tx, r)
+	r.touched = s.takeTouched()
+	if errors.Is(err, errPanic) {
+		return err, true
+	}
+	if err != nil {
+		if _, rerr := s.exec(bg, tx, qRollbackTo); rerr != nil {
+			return errors.Join(err, rerr), true
+		}
+	}
+	if _, rerr := s.exec(bg, tx, qRelease); rerr != nil {
+		return errors.Join(err, rerr), true
+	}
+	return err, false
+}
