@@ -428,7 +428,9 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		return d, true, err
 	}
 	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate)})
-	resp, err := s.agent.Model.Generate(ctx, req)
+	cctx, csp := s.startChat(ctx, req)
+	resp, err := s.agent.Model.Generate(cctx, req)
+	s.endChat(cctx, csp, resp, err)
 	if err != nil {
 		var rl *model.RateLimitedError
 		if errors.As(err, &rl) {
@@ -654,7 +656,9 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 		}
 		if eff, ok := t.(tool.Effectful); ok {
-			d, stop, err := s.runEffect(ctx, it, eff)
+			tctx, tsp := s.startTool(ctx, it, true)
+			d, stop, err := s.runEffect(tctx, it, eff)
+			s.endEffect(tctx, tsp, it.CallID, err)
 			if err != nil || stop {
 				return d, stop, err
 			}
