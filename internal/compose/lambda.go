@@ -70,7 +70,9 @@ func ServeLambda(ctx context.Context, d Deps) error {
 	return nil
 }
 
-type flusher interface{ Flush(ctx context.Context) error }
+type flusher interface {
+	Flush(ctx context.Context) error
+}
 
 // flushing exports each invocation's spans and metrics before it answers:
 // Lambda freezes the process between invocations (and may never thaw

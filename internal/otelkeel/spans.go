@@ -37,7 +37,7 @@ type Span struct {
 	s     trace.Span
 	start time.Time
 	// what the span's metrics are recorded by
-	a, b, c, d string
+	a, b, c string
 }
 
 // Recording reports whether the span records; content is built only then.

@@ -5,9 +5,9 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/semconv/v1.38.0/genaiconv"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
-	"go.opentelemetry.io/otel/semconv/v1.38.0/genaiconv"
 )
 
 // scope is the instrumentation scope name spans and metrics carry.
@@ -74,4 +74,3 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider, capture bool) (*Telem
 // CaptureContent reports whether content goes on spans; the harness
 // builds the (redacted) content only then.
 func (t *Telemetry) CaptureContent() bool { return t != nil && t.capture }
-
