@@ -219,8 +219,10 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (to
 			s.log.Warn("tool progress not recorded", "err", err)
 		}
 	}}
-	ctx, sp := s.startTool(ctx, it, false)
-	res, err := t.Run(ctx, call)
-	s.endTool(ctx, sp, res, err)
+	// A new name, not ctx: the progress callback above captures ctx, and
+	// reassigning it would move it to the heap on every call.
+	tctx, sp := s.startTool(ctx, it, false)
+	res, err := t.Run(tctx, call)
+	s.endTool(tctx, sp, res, err)
 	return res, err
 }
