@@ -21,7 +21,7 @@ func TestDevTraceAcrossRestart(t *testing.T) {
 	pubURL := pubserver(t)
 	rcv := otlptest.New(t)
 	env := []string{"KEEL_MODEL=scripted:" + researchScript, "RESEARCH_PUBLISH=" + pubURL,
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL(), "OTEL_SERVICE_NAME=keel-otel-test", "OTEL_METRIC_EXPORT_INTERVAL=500"}
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL(), "OTEL_SERVICE_NAME=keel-otel-test", "OTEL_METRIC_EXPORT_INTERVAL=500", "OTEL_BSP_SCHEDULE_DELAY=200"}
 	p := keeltest.StartProgram(t, bin, env...)
 	id := p.StartRun(t, "research", "Write a short report on durable agents and publish it.")
 	ap := p.WaitApproval(t, id)

@@ -38,6 +38,9 @@ type OTel struct {
 	// (default 60000). A Lambda role also flushes at the end of every
 	// invocation.
 	MetricInterval time.Duration
+	// BatchDelay is OTEL_BSP_SCHEDULE_DELAY in milliseconds (default
+	// 5000): how long ended spans wait to be exported together.
+	BatchDelay time.Duration
 	// CaptureContent is OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true:
 	// prompts, answers, tool arguments and results go on the spans (after
 	// the harness's secret redaction). Off by default.
@@ -108,12 +111,17 @@ func parseOTel(get func(string) string) (OTel, error) {
 		}
 		o.SamplerArg = f
 	}
-	if s := get("OTEL_METRIC_EXPORT_INTERVAL"); s != "" {
-		ms, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || ms <= 0 {
-			return o, fmt.Errorf("OTEL_METRIC_EXPORT_INTERVAL %q: want a positive number of milliseconds", s)
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"OTEL_METRIC_EXPORT_INTERVAL", &o.MetricInterval}, {"OTEL_BSP_SCHEDULE_DELAY", &o.BatchDelay}} {
+		if s := get(d.name); s != "" {
+			ms, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || ms <= 0 {
+				return o, fmt.Errorf("%s %q: want a positive number of milliseconds", d.name, s)
+			}
+			*d.to = time.Duration(ms) * time.Millisecond
 		}
-		o.MetricInterval = time.Duration(ms) * time.Millisecond
 	}
 	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/keelrun/keel/internal/artifact"
@@ -233,6 +234,11 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 		return run.Run{}, mapStoreErr(runID, err)
 	}
 	h.runEnded(ctx, r, Decision{Next: NextFailed, Error: errMsg})
+	for i := 0; h.opt.Telemetry != nil && i < len(aps); i++ {
+		if slices.Contains(c.CancelApprovals, aps[i].ID) {
+			h.opt.Telemetry.ApprovalClosed(ctx, aps[i].Tool)
+		}
+	}
 	return h.opt.Store.GetRun(ctx, runID)
 }
 

@@ -36,6 +36,7 @@ func TestOffCostsNothing(t *testing.T) {
 		ts.EndTool(tctx, "completed", "", "", "")
 		tel.ApprovalRequested(sctx, Approval{ApprovalID: "apr_1"})
 		tel.ApprovalDecided(sctx, Approval{ApprovalID: "apr_1"})
+		tel.ApprovalClosed(sctx, "t")
 		tel.NeedsHuman(sctx, "a", "why")
 		tel.RunEnded(sctx, Run{RunID: "run_1", Status: "completed"})
 		sp.Fenced()

@@ -61,7 +61,11 @@ func Setup(ctx context.Context, o config.OTel, p Process) (*Providers, error) {
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: %w", err)
 		}
-		out.traces = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+		var batch []sdktrace.BatchSpanProcessorOption
+		if o.BatchDelay > 0 {
+			batch = append(batch, sdktrace.WithBatchTimeout(o.BatchDelay))
+		}
+		out.traces = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, batch...), sdktrace.WithResource(res),
 			sdktrace.WithSampler(sampler(o.Sampler, o.SamplerArg)), sdktrace.WithIDGenerator(newIDs()))
 	}
 	if o.MetricsURL != "" {

@@ -306,6 +306,15 @@ func (t *Telemetry) ApprovalDecided(ctx context.Context, a Approval) {
 	t.approvals.Add(ctx, -1, metric.WithAttributes(semconv.GenAIToolName(a.Tool)))
 }
 
+// ApprovalClosed counts an approval closed without a decision (the run
+// was cancelled, ran out of budget or was finalized) as no longer waiting.
+func (t *Telemetry) ApprovalClosed(ctx context.Context, toolName string) {
+	if t == nil {
+		return
+	}
+	t.approvals.Add(ctx, -1, metric.WithAttributes(semconv.GenAIToolName(toolName)))
+}
+
 // LeaseAcquired writes keel.lease.acquire, from start to now: the Step
 // took the run's single-writer lease with a new fencing token. ctx holds
 // the Step's span (the lease is taken before the Step knows its run's
