@@ -12,9 +12,11 @@ import (
 // TestDevTraceAcrossRestart is issue 14's first Done-when: a research run
 // under `keel dev` with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a real
 // OTLP/HTTP receiver, keel dev SIGKILLed while the run waits for its
-// approval and started again, yields one trace: the Steps of both
-// processes are children of the run's one root, with the GenAI attributes
-// the receiver decodes from the wire.
+// approval, started again, killed again by a fault point right after the
+// publication was dispatched, and started a third time, yields one trace:
+// the Steps of every process that lived to export them are children of
+// the run's one root, the third reconciles the publication, and the
+// receiver decodes the GenAI attributes from the wire.
 func TestDevTraceAcrossRestart(t *testing.T) {
 	t.Parallel()
 	bin, _ := binaries(t)
@@ -28,9 +30,12 @@ func TestDevTraceAcrossRestart(t *testing.T) {
 	// The first process's Steps are exported (the batch's delay) before
 	// it dies: wait for them, then kill it mid-run.
 	first := waitSpans(t, rcv, func(s otlptest.Span) bool { return s.Name == "invoke_agent research" }, p)
+	waitMetric(t, rcv, "keel.tool.duration", p)
 	p.Kill(t)
-	p.Restart(t, env...)
+	p.Restart(t, append([]string{"KEEL_FAULTPOINT=after_dispatch"}, env...)...)
 	p.Approve(t, id, ap)
+	p.WaitExit(t) // the fault point's SIGKILL, the publication sent and not recorded
+	p.Restart(t, env...)
 	p.WaitFor(t, id, "completed")
 	root := waitSpans(t, rcv, func(s otlptest.Span) bool { return s.Name == "keel.run research" }, p)[0]
 	if bad := rcv.Refused(); len(bad) > 0 {
@@ -66,7 +71,15 @@ func TestDevTraceAcrossRestart(t *testing.T) {
 		stepIDs[s.SpanID] = true
 	}
 	var chats, tools, dispatched int
+	// The third keel dev ended the lease the killed one held mid-Step: a
+	// span of that process, not of any run.
+	if tk := rcv.Named("keel.lease.takeover"); len(tk) != 1 || tk[0].Attrs["keel.lease.taken_over"] != int64(1) {
+		t.Errorf("lease takeover spans %+v, want one ending 1 lease", tk)
+	}
 	for _, s := range rcv.Spans() {
+		if s.Name == "keel.lease.takeover" {
+			continue
+		}
 		if s.TraceID != root.TraceID {
 			t.Errorf("span %q is in trace %s, not the run's %s", s.Name, s.TraceID, root.TraceID)
 		}
@@ -88,11 +101,16 @@ func TestDevTraceAcrossRestart(t *testing.T) {
 			}
 		}
 	}
-	if chats == 0 || tools == 0 || dispatched == 0 || len(rcv.Named("keel.approval.wait publish_report")) != 1 {
-		t.Fatalf("spans: %d chat, %d execute_tool, %d dispatch, approval waits %d; all: %v",
-			chats, tools, dispatched, len(rcv.Named("keel.approval.wait publish_report")), spanNames(rcv.Spans()))
+	rec := rcv.Named("keel.operation.reconcile publish_report")
+	if chats == 0 || tools == 0 || len(rec) != 1 || !stepIDs[rec[0].ParentSpanID] || rec[0].Attrs["keel.operation.id"] == nil {
+		t.Fatalf("spans: %d chat, %d execute_tool, reconcile %+v; all: %v", chats, tools, rec, spanNames(rcv.Spans()))
 	}
+	if o := rec[0].Attrs["keel.outcome"]; o != "found" && o != "redispatched" {
+		t.Fatalf("reconcile outcome %v, want found or redispatched", o)
+	}
+	_ = dispatched // the dispatching process was killed before its batch left: the span may be lost with it
 	waitMetric(t, rcv, "keel.runs.finished", p)
+	waitMetric(t, rcv, "keel.reconciliations", p)
 	for _, m := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "keel.steps", "keel.tool.duration"} {
 		if len(rcv.MetricPoints(m)) == 0 {
 			t.Errorf("metric %s not received; got %v", m, rcv.MetricNames())
