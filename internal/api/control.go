@@ -166,7 +166,7 @@ func (s *server) fork(w http.ResponseWriter, r *http.Request, principal string) 
 		ID: run.NewID("run"), SessionID: parent.SessionID, Owner: principal, Agent: parent.Agent,
 		ClientKey: key, Request: parent.Request, Command: parent.Command, Status: run.StatusCreated,
 		InputPolicy: parent.InputPolicy, Limits: parent.Limits,
-		ParentRunID: parent.ID, ForkCheckpointID: cp.ID, CreatedAt: now, UpdatedAt: now,
+		ParentRunID: parent.ID, ForkCheckpointID: cp.ID, TraceParent: run.NewTraceParent(), CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
 		s.fail(w, r, "run", err)

@@ -181,7 +181,7 @@ func (s *server) createRun(w http.ResponseWriter, r *http.Request, principal str
 	stored, created, err := s.store.CreateRun(ctx, run.Run{
 		ID: run.NewID("run"), SessionID: sessionID, Owner: principal, Agent: req.Agent, ClientKey: key,
 		Request: req.Input, Status: run.StatusCreated, InputPolicy: policy, Limits: limits,
-		CreatedAt: now, UpdatedAt: now,
+		TraceParent: run.NewTraceParent(), CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
 		s.fail(w, r, "run", err)

@@ -71,6 +71,9 @@ type closer struct{ rt *Runtime }
 // Close releases the store. Lambda never calls it; tests do.
 func (c closer) Close() error { return c.rt.Close() }
 
+// Flush exports the telemetry of the invocation that just ended.
+func (c closer) Flush(ctx context.Context) error { return c.rt.Flush(ctx) }
+
 func (d Deps) starter(rt *Runtime) roles.Starter {
 	return roles.Starter{Executions: awsbackend.Executions{Starter: d.SFN}, StateMachineARN: rt.Config.StateMachineARN}
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -16,6 +18,7 @@ import (
 // lambda.Start itself never returns.
 func ServeLambda(ctx context.Context, d Deps) error {
 	var handler any
+	var fl flusher
 	switch d.Config.Role {
 	case config.RoleAPI:
 		fn, err := NewAPI(ctx, d)
@@ -23,41 +26,71 @@ func ServeLambda(ctx context.Context, d Deps) error {
 			return err
 		}
 		handler = fn.Handle
+		fl = fn
 	case config.RoleStep:
 		fn, err := NewStep(ctx, d)
 		if err != nil {
 			return err
 		}
 		handler = fn.Handle
+		fl = fn
 	case config.RoleApproval:
 		fn, err := NewApproval(ctx, d)
 		if err != nil {
 			return err
 		}
 		handler = fn.Handle
+		fl = fn
 	case config.RoleFinalize:
 		fn, err := NewFinalize(ctx, d)
 		if err != nil {
 			return err
 		}
 		handler = fn.Handle
+		fl = fn
 	case config.RoleSchedule:
 		fn, err := NewSchedule(ctx, d)
 		if err != nil {
 			return err
 		}
 		handler = fn.Handle
+		fl = fn
 	case config.RoleSweep:
 		fn, err := NewSweep(ctx, d)
 		if err != nil {
 			return err
 		}
 		handler = fn.Handle
+		fl = fn
 	default:
 		return fmt.Errorf("KEEL_ROLE %q is not a Lambda role", d.Config.Role)
 	}
-	lambda.StartWithOptions(handler, lambda.WithContext(ctx))
+	inner := lambda.NewHandlerWithOptions(handler, lambda.WithContext(ctx))
+	lambda.StartWithOptions(flushing{h: inner, fl: fl, log: d.logger()}, lambda.WithContext(ctx))
 	return nil
+}
+
+type flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// flushing exports each invocation's spans and metrics before it answers:
+// Lambda freezes the process between invocations (and may never thaw
+// it), so nothing may wait in a batch.
+type flushing struct {
+	h   lambda.Handler
+	fl  flusher
+	log *slog.Logger
+}
+
+func (f flushing) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := f.h.Invoke(ctx, payload)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if ferr := f.fl.Flush(fctx); ferr != nil {
+		f.log.Warn("telemetry not flushed", "err", ferr)
+	}
+	cancel()
+	return out, err
 }
 
 func randHex(n int) string {

@@ -16,7 +16,9 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/provider"
 	"github.com/keelrun/keel/internal/model/scripted"
+	"github.com/keelrun/keel/internal/otelkeel"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/sqlite"
 	"github.com/keelrun/keel/internal/tool"
@@ -38,14 +40,39 @@ type Runtime struct {
 	// App is what the runtime was built from (keel doctor and the bundle's
 	// env.txt describe it).
 	App App
+	// OTel are this process's trace and meter providers (the OTEL_*
+	// variables); they export nothing when no endpoint is set.
+	OTel *otelkeel.Providers
 }
 
-// Close releases the store.
+// Close flushes and stops the telemetry exporters, then releases the
+// store.
 func (rt *Runtime) Close() error {
-	if rt != nil && rt.Store != nil {
-		return rt.Store.Close()
+	if rt == nil {
+		return nil
 	}
-	return nil
+	var err error
+	if rt.OTel != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if serr := rt.OTel.Shutdown(ctx); serr != nil {
+			rt.Logger.Warn("telemetry not flushed", "err", serr)
+		}
+		cancel()
+	}
+	if rt.Store != nil {
+		err = rt.Store.Close()
+	}
+	return err
+}
+
+// Flush exports the spans and metrics recorded so far: a Lambda role
+// calls it at the end of every invocation, before Lambda freezes the
+// process.
+func (rt *Runtime) Flush(ctx context.Context) error {
+	if rt == nil {
+		return nil
+	}
+	return rt.OTel.Flush(ctx)
 }
 
 // Open opens what cfg names and builds app's agents on it. cfg has its
@@ -63,10 +90,19 @@ func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 		rt.Faults = cfg.Faults()
 	}
 	var err error
+	role := cfg.Role
+	if role == "" {
+		role = "local"
+	}
+	if rt.OTel, err = otelkeel.Setup(ctx, cfg.OTel, otelkeel.Process{Role: role}); err != nil {
+		return nil, err
+	}
 	if rt.Artifacts, err = openArtifacts(ctx, cfg.Artifacts, b); err != nil {
+		rt.Close()
 		return nil, err
 	}
 	if rt.Store, rt.SQLite, err = openStore(ctx, cfg.Store, rt.Artifacts, b); err != nil {
+		rt.Close()
 		return nil, err
 	}
 	if rt.Agents, rt.Catalog, err = buildAgents(ctx, cfg, app, rt.Artifacts, b, rt.Faults); err != nil {
@@ -81,7 +117,8 @@ func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 // to the long-running task.
 func (rt *Runtime) Harness(owner string, canSpill bool) (*harness.Harness, error) {
 	return harness.New(harness.Options{Store: rt.Store, Artifacts: rt.Artifacts, Agents: rt.Agents,
-		Owner: owner, LeaseTTL: rt.Config.LeaseTTL, CanSpill: canSpill, Faults: rt.Faults, Logger: rt.Logger})
+		Owner: owner, LeaseTTL: rt.Config.LeaseTTL, CanSpill: canSpill, Faults: rt.Faults, Logger: rt.Logger,
+		Telemetry: rt.OTel.Telemetry()})
 }
 
 func openArtifacts(ctx context.Context, spec string, b Backends) (artifact.Store, error) {
@@ -150,7 +187,9 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		if err != nil {
 			return nil, nil, err
 		}
-		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens}
+		prov, name := modelNames(cfg, def)
+		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens,
+			Provider: prov, ModelName: name}
 		catalog[def.Name] = def.Defaults
 	}
 	// A variable naming a tool no agent has is a typo: say so at start.
@@ -216,6 +255,29 @@ func resolveModel(ctx context.Context, cfg config.Config, def AgentDef, b Backen
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return m, nil
+}
+
+// modelNames names the model resolveModel builds, for spans and metrics:
+// gen_ai.provider.name and gen_ai.request.model.
+func modelNames(cfg config.Config, def AgentDef) (providerName, modelName string) {
+	spec := cfg.Model
+	if spec == "" {
+		switch {
+		case def.Model.Model != nil:
+			return otelkeel.ProviderName(""), ""
+		case def.Model.Script != nil:
+			return otelkeel.ProviderName("scripted"), "scripted"
+		}
+		spec = def.Model.Spec
+	}
+	if strings.HasPrefix(spec, "scripted:") {
+		return otelkeel.ProviderName("scripted"), "scripted"
+	}
+	sp, err := provider.ParseSpec(spec)
+	if err != nil {
+		return otelkeel.ProviderName(spec), ""
+	}
+	return otelkeel.ProviderName(sp.Provider), sp.Model
 }
 
 // delayed holds a read-only tool before it runs, honouring cancellation.

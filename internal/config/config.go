@@ -117,6 +117,9 @@ type Config struct {
 	S3PathStyle bool
 	// AWSEndpoint is AWS_ENDPOINT_URL, for messages.
 	AWSEndpoint string
+	// OTel is the OpenTelemetry export (the standard OTEL_* variables);
+	// off unless an OTLP endpoint is set.
+	OTel OTel
 }
 
 // FromEnv reads every variable through getenv and checks each value. It
@@ -149,6 +152,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.LogLevel, err = logLevel(get("KEEL_LOG_LEVEL")); err != nil {
+		return c, err
+	}
+	if c.OTel, err = parseOTel(get); err != nil {
 		return c, err
 	}
 	for _, d := range []struct {

@@ -201,6 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return fail(err)
 		} else if n > 0 {
 			log.Info("ended leases of a previous keel dev", "runs", n)
+			rt.OTel.Telemetry().Takeover(ctx, owner, n)
 		}
 	}
 	// else: a shared store (DynamoDB) may hold leases of live workers

@@ -43,6 +43,7 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
 			return false, Decision{}, true, err
 		}
+		s.approvalRequested(ctx, ap)
 		s.h.opt.Faults.Hit(FaultAwaitApproval)
 		return false, s.approvalDecision(apID), true, nil
 	case err != nil:
@@ -60,10 +61,12 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		if ap.ArgsHash != it.ArgsHash {
 			return false, Decision{}, true, fmt.Errorf("approval %s covers args %s, item has %s", apID, ap.ArgsHash, it.ArgsHash)
 		}
+		s.approvalDecided(ctx, ap)
 		s.h.opt.Faults.Hit(FaultAfterDecision)
 		s.setStatus(run.StatusRunning)
 		return true, Decision{}, false, nil
 	default: // denied or cancelled
+		s.approvalDecided(ctx, ap)
 		s.setStatus(run.StatusRunning)
 		msg := "The user denied this action."
 		if ap.Reason != "" {
@@ -216,5 +219,10 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (to
 			s.log.Warn("tool progress not recorded", "err", err)
 		}
 	}}
-	return t.Run(ctx, call)
+	// A new name, not ctx: the progress callback above captures ctx, and
+	// reassigning it would move it to the heap on every call.
+	tctx, sp := s.startTool(ctx, it, false)
+	res, err := t.Run(tctx, call)
+	s.endTool(tctx, sp, res, err)
+	return res, err
 }

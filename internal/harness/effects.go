@@ -44,7 +44,9 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		return Decision{}, true, err
 	}
 	s.h.opt.Faults.Hit(FaultAfterIntent)
-	out, derr := t.Dispatch(ctx, op)
+	dctx, dsp := s.startOp(ctx, op, false)
+	out, derr := t.Dispatch(dctx, op)
+	s.endDispatch(dctx, dsp, derr)
 	s.h.opt.Faults.Hit(FaultAfterDispatch)
 	if derr == nil {
 		s.opDone(it, t, op, out, "dispatched", 0)
@@ -129,7 +131,9 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		if !ok || it.ID == "" {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
-		verdict, out, rerr := ops.Reconcile(ctx, eff, op)
+		rctx, rsp := s.startOp(ctx, op, true)
+		verdict, out, rerr := ops.Reconcile(rctx, eff, op)
+		s.endReconcile(rctx, rsp, verdict, rerr)
 		if rerr != nil && verdict != ops.Failed {
 			s.addEvent(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", rerr.Error(), "next", "reconcile again")})
 			s.pend.patch.ReleaseLease = true

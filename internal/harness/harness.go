@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/otelkeel"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tool"
@@ -36,6 +38,9 @@ type Agent struct {
 	Model     model.Model
 	Tools     *tool.Registry
 	MaxTokens int
+	// Provider and ModelName name the model on spans and metrics
+	// (gen_ai.provider.name, gen_ai.request.model); empty: unknown.
+	Provider, ModelName string
 }
 
 // Agents resolves an agent by the name stored on the run.
@@ -103,6 +108,9 @@ type Options struct {
 	// worker keeps between Steps (default 1024; negative: none). A kept
 	// one is used only when the run's log did not move since.
 	CacheRuns int
+	// Telemetry records spans and metrics (package otelkeel); nil records
+	// nothing, at no cost.
+	Telemetry *otelkeel.Telemetry
 }
 
 // Harness runs Steps. It holds no per-run state between Steps that the
@@ -148,7 +156,7 @@ func New(opt Options) (*Harness, error) {
 
 // Step runs iterations of one run until a decision point or until budget
 // is spent. See the package documentation for the rules it keeps.
-func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) (Decision, error) {
+func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) (d Decision, err error) {
 	if budget <= 0 {
 		budget = 10 * time.Minute
 	}
@@ -171,17 +179,20 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 		return Decision{}, &RetryableError{Err: err}
 	}
 	h.opt.Faults.Hit(FaultLeaseHandover)
+	var s *step
+	ctx, span := h.startStep(ctx, r, start)
+	defer func() { h.endStep(ctx, span, r, s, d, err) }()
 	agent, err := h.opt.Agents.Agent(r.Agent)
 	if err != nil {
 		return h.failNow(ctx, r, err.Error())
 	}
-	s := &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
+	s = &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
 		secrets: secretsOf(agent.Tools)}
 	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: jsonObj("owner", h.opt.Owner, "token", r.Lease.Token)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)
 	}
-	d, err := s.loop(ctx)
+	d, err = s.loop(ctx)
 	d, err = s.finish(ctx, d, err)
 	if err == nil {
 		s.toCache()
@@ -232,6 +243,12 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 	_, err = h.opt.Store.Commit(ctx, c)
 	if err != nil {
 		return run.Run{}, mapStoreErr(runID, err)
+	}
+	h.runEnded(ctx, r, Decision{Next: NextFailed, Error: errMsg})
+	for i := 0; h.opt.Telemetry != nil && i < len(aps); i++ {
+		if slices.Contains(c.CancelApprovals, aps[i].ID) {
+			h.opt.Telemetry.ApprovalClosed(ctx, aps[i].Tool)
+		}
 	}
 	return h.opt.Store.GetRun(ctx, runID)
 }

@@ -444,7 +444,9 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		return d, true, err
 	}
 	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate)})
-	resp, err := s.agent.Model.Generate(ctx, req)
+	cctx, csp := s.startChat(ctx, req)
+	resp, err := s.agent.Model.Generate(cctx, req)
+	s.endChat(cctx, csp, resp, err)
 	if err != nil {
 		var rl *model.RateLimitedError
 		if errors.As(err, &rl) {
@@ -670,7 +672,9 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 		}
 		if eff, ok := t.(tool.Effectful); ok {
-			d, stop, err := s.runEffect(ctx, it, eff)
+			tctx, tsp := s.startTool(ctx, it, true)
+			d, stop, err := s.runEffect(tctx, it, eff)
+			s.endEffect(tctx, tsp, it.CallID, err)
 			if err != nil || stop {
 				return d, stop, err
 			}
@@ -738,6 +742,7 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 		}
 		if it.Status == run.PlanAwaitingApproval {
 			cancelApprovals = append(cancelApprovals, approvalID(it))
+			s.h.opt.Telemetry.ApprovalClosed(ctx, it.Tool)
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
@@ -761,6 +766,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision,
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
+				s.h.opt.Telemetry.ApprovalClosed(ctx, it.Tool)
 				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
 			}
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)

@@ -324,7 +324,7 @@ func (s Schedule) Handle(ctx context.Context, ev ScheduleEvent) (map[string]stri
 	}
 	r := run.Run{ID: run.NewID("run"), SessionID: session, Owner: ev.Owner, Agent: ev.Agent,
 		ClientKey: "schedule:" + id + "@" + ev.ScheduledTime, Request: ev.Input,
-		InputPolicy: policy, Limits: limits}
+		InputPolicy: policy, Limits: limits, TraceParent: run.NewTraceParent()}
 	stored, _, err := s.Store.CreateRun(ctx, r)
 	if err != nil {
 		if errors.Is(err, store.ErrInvalid) {

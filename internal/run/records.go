@@ -121,10 +121,14 @@ type Run struct {
 	// event chain ("" before any chained event; see EventHash).
 	LastHash string `json:"last_hash,omitempty"`
 	// ParentRunID and ForkCheckpointID are set on a run forked from another.
-	ParentRunID      string    `json:"parent_run_id,omitempty"`
-	ForkCheckpointID string    `json:"fork_checkpoint_id,omitempty"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	ParentRunID      string `json:"parent_run_id,omitempty"`
+	ForkCheckpointID string `json:"fork_checkpoint_id,omitempty"`
+	// TraceParent is the run's W3C trace context (NewTraceParent), set
+	// when the run is created: every Step's spans join this one trace,
+	// across processes, Lambda invocations and days of waiting.
+	TraceParent string    `json:"trace_parent,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // Mode is a tool's permission mode.

@@ -172,6 +172,9 @@ func ValidateNewRun(r run.Run) (run.Run, error) {
 	if r.Status != "" && r.Status != run.StatusCreated {
 		return r, invalid("a new run has status created, not %q", r.Status)
 	}
+	if err := run.ValidTraceParent(r.TraceParent); err != nil {
+		return r, invalid("%v", err)
+	}
 	if r.InputPolicy == "" {
 		r.InputPolicy = run.InputQueue
 	}

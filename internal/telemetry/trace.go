@@ -3,7 +3,6 @@ package telemetry
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,7 @@ import (
 // GenAISemconv is the revision of the OpenTelemetry GenAI semantic
 // conventions (status Development) whose span names and attributes
 // trace.json follows.
-const GenAISemconv = "v1.37.0"
+const GenAISemconv = "v1.38.0"
 
 // Trace is trace.json: the run's spans in the OTLP/JSON encoding
 // (ExportTraceServiceRequest, as an OTLP/HTTP JSON exporter would post
@@ -104,16 +103,19 @@ func TraceID(r run.Run) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// traceParentOf reads the run row's TraceParent field (W3C traceparent)
-// when the run record has one. It is read by name because the field
-// belongs to the live-tracing side of the records (issue 14, item 1):
-// this package only needs it when present.
-func traceParentOf(r run.Run) string {
-	f := reflect.ValueOf(r).FieldByName("TraceParent")
-	if !f.IsValid() || f.Kind() != reflect.String {
-		return ""
+// traceParentOf is the run's stored W3C traceparent ("" for a run made
+// before runs carried one).
+func traceParentOf(r run.Run) string { return r.TraceParent }
+
+// rootSpanID is the id of the run's root span: the parent id of the stored
+// traceparent, which is the id the live root span "keel.run {agent}" is
+// exported with, so the file's tree and the live one have the same root.
+func rootSpanID(r run.Run) string {
+	parts := strings.Split(r.TraceParent, "-")
+	if _, ok := traceIDOf(r.TraceParent); ok && len(parts[2]) == 16 && strings.Trim(parts[2], "0") != "" {
+		return parts[2]
 	}
-	return f.String()
+	return spanID(r.ID, "run", "")
 }
 
 // traceIDOf takes the trace id of a W3C traceparent
@@ -153,7 +155,7 @@ func BuildTrace(b Bundle, tl Timeline, env Env) Trace {
 	r := b.Run
 	tid := TraceID(r)
 	provider := env.Provider(r.Agent)
-	root := spanID(r.ID, "run", "")
+	root := rootSpanID(r)
 	end := r.UpdatedAt
 	if len(b.Events) > 0 && b.Events[len(b.Events)-1].Time.After(end) {
 		end = b.Events[len(b.Events)-1].Time

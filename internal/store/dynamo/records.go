@@ -52,6 +52,7 @@ func runItem(r run.Run) item {
 	it.setN("ver", 1)
 	it.setS("parent_run_id", r.ParentRunID)
 	it.setS("fork_checkpoint_id", r.ForkCheckpointID)
+	it.setS("trace_parent", r.TraceParent)
 	it.setT("created_at", r.CreatedAt)
 	it.setT("updated_at", r.UpdatedAt)
 	// Index keys: see doc.go.
@@ -89,6 +90,7 @@ func itemToRun(it item) run.Run {
 		LastHash:         it.s("last_hash"),
 		ParentRunID:      it.s("parent_run_id"),
 		ForkCheckpointID: it.s("fork_checkpoint_id"),
+		TraceParent:      it.s("trace_parent"),
 		CreatedAt:        it.t("created_at"),
 		UpdatedAt:        it.t("updated_at"),
 	}

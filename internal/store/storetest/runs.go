@@ -16,6 +16,7 @@ func testCreateRun(t *testing.T, e *env) {
 		r.Limits.Deadline = epoch.Add(time.Hour)
 		r.ParentRunID = "run_parent"
 		r.ForkCheckpointID = "cp_7"
+		r.TraceParent = run.NewTraceParent()
 	})
 	got, created, err := e.s.CreateRun(e.ctx, in)
 	must(t, err)
@@ -39,6 +40,26 @@ func testCreateRun(t *testing.T, e *env) {
 	if len(evs) != 1 || evs[0].Type != run.EventRunCreated || !evs[0].Time.Equal(epoch) {
 		t.Fatalf("events after create = %s, want one run_created at seq 1", dump(evs))
 	}
+
+	t.Run("TraceParentKept", func(t *testing.T) {
+		// The trace context is written once, at creation: a lease and a
+		// step's commit leave it as it was, so every Step joins one trace.
+		leased, err := e.s.AcquireLease(e.ctx, in.ID, "worker-1", time.Minute)
+		must(t, err)
+		if leased.TraceParent != in.TraceParent {
+			t.Fatalf("AcquireLease: trace_parent = %q, want %q", leased.TraceParent, in.TraceParent)
+		}
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: in.ID, Token: leased.Lease.Token,
+			Run: &store.RunPatch{Status: run.StatusRunning, StepsDelta: 1, ReleaseLease: true}})
+		must(t, err)
+		read, err := e.s.GetRun(e.ctx, in.ID)
+		must(t, err)
+		if read.TraceParent != in.TraceParent {
+			t.Fatalf("after a commit: trace_parent = %q, want %q", read.TraceParent, in.TraceParent)
+		}
+		_, _, err = e.s.CreateRun(e.ctx, e.newRun(func(r *run.Run) { r.TraceParent = "00-not-a-trace-01" }))
+		wantErr(t, err, store.ErrInvalid)
+	})
 
 	t.Run("StoreOwnsCounters", func(t *testing.T) {
 		// Budget, lease, seq and step fields of the input are ignored.

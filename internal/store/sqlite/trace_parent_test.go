@@ -1,0 +1,43 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store/sqlite"
+)
+
+// TestTraceParentMigration opens a database as the binary before the
+// trace_parent column left it (schema version 3, a run in it) and checks
+// that the migration adds the column and keeps the run, which then has no
+// trace context.
+func TestTraceParentMigration(t *testing.T) {
+	ctx := t.Context()
+	path := t.TempDir() + "/keel.db"
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	must(t, err)
+	old, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "research", Request: "q"})
+	must(t, err)
+	// Back to version 3: the column and its migration record removed.
+	for _, q := range []string{`ALTER TABLE runs DROP COLUMN trace_parent`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	must(t, s.Close())
+
+	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	must(t, err)
+	defer s.Close()
+	got, err := s.GetRun(ctx, old.ID)
+	must(t, err)
+	if got.TraceParent != "" || got.Request != "q" {
+		t.Fatalf("old run after migration: trace_parent %q request %q, want none and %q", got.TraceParent, got.Request, "q")
+	}
+	tp := run.NewTraceParent()
+	created, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "research", Request: "q2", TraceParent: tp})
+	must(t, err)
+	if created.TraceParent != tp {
+		t.Fatalf("new run: trace_parent %q, want %q", created.TraceParent, tp)
+	}
+}
