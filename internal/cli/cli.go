@@ -27,7 +27,6 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/crash"
 )
 
 // Exit codes.
@@ -115,7 +114,7 @@ func commands() map[string]command {
 		"record":      recordCommand(),
 		"crashtest":   crashtestCommand(),
 
-		crash.ObserveCommand: observeCommand(),
+		observeCommandName: observeCommand(),
 	}
 }
 

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -15,9 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/anthropic"
-	"github.com/keelrun/keel/internal/model/bedrock"
-	"github.com/keelrun/keel/internal/model/openai"
 )
 
 // SecretGetter is the one Secrets Manager call the chooser makes; a
@@ -95,40 +91,17 @@ func New(ctx context.Context, spec string, s Settings, deps Deps) (model.Model, 
 	}
 	var st model.Streamer
 	switch sp.Provider {
-	case anthropic.Name:
-		key, err := apiKey(ctx, deps.Secrets, s.AnthropicAPIKey, s.AnthropicSecretARN, "ANTHROPIC_API_KEY", "KEEL_ANTHROPIC_SECRET_ARN")
-		if err != nil {
-			return nil, err
-		}
-		st, err = anthropic.New(anthropic.Config{
-			Model: sp.Model, APIKey: key, BaseURL: s.AnthropicBaseURL,
-			HTTPClient: deps.HTTPClient, MaxTokens: s.MaxTokens,
-		})
-		if err != nil {
-			return nil, err
-		}
-	case openai.Name:
-		key, err := apiKey(ctx, deps.Secrets, s.OpenAIAPIKey, s.OpenAISecretARN, "OPENAI_API_KEY", "KEEL_OPENAI_SECRET_ARN")
-		if err != nil {
-			return nil, err
-		}
-		st, err = openai.New(openai.Config{
-			Model: sp.Model, APIKey: key, BaseURL: s.OpenAIBaseURL,
-			HTTPClient: deps.HTTPClient, MaxTokens: s.MaxTokens,
-		})
-		if err != nil {
-			return nil, err
-		}
-	case bedrock.Name:
-		if deps.AWS == nil {
-			return nil, errors.New("bedrock: no AWS configuration given")
-		}
-		st, err = bedrock.New(*deps.AWS, bedrock.Config{ModelID: sp.Model, MaxTokens: s.MaxTokens})
-		if err != nil {
-			return nil, err
-		}
+	case "anthropic":
+		st, err = newAnthropic(ctx, sp, s, deps)
+	case "openai":
+		st, err = newOpenAI(ctx, sp, s, deps)
+	case "bedrock":
+		st, err = newBedrock(sp, s, deps)
 	default:
 		return nil, fmt.Errorf("model spec %q: unknown provider %q", spec, sp.Provider)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return model.NewTransport(st, transportOptions(sp, s, deps)), nil
 }
