@@ -231,6 +231,7 @@ func (s *server) routes() http.Handler {
 	authed("POST /v1/runs/{id}/input", s.input)
 	authed("POST /v1/runs/{id}/fork", s.fork)
 	authed("GET /v1/runs/{id}/checkpoints", s.listCheckpoints)
+	authed("GET /v1/runs/{id}/cost", s.runCost)
 	authed("GET /v1/runs/{id}/artifacts", s.listArtifacts)
 	authed("GET /v1/runs/{id}/artifacts/{checkpoint_id}/{name}", s.downloadArtifact)
 	return s.recoverer(s.logRequests(s.jsonFallbacks(mux)))

@@ -113,6 +113,7 @@ func commands() map[string]command {
 		"init":        initCommand(),
 		"record":      recordCommand(),
 		"crashtest":   crashtestCommand(),
+		"cost":        costCommand(),
 
 		observeCommandName: observeCommand(),
 	}
