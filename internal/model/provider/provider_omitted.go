@@ -1,3 +1,5 @@
+//go:build keel_no_anthropic || keel_no_openai || keel_no_bedrock
+
 package provider
 
 import "fmt"
