@@ -70,6 +70,10 @@ func main() {
 }
 
 func run(ctx context.Context, rie, app string, n int, out string) error {
+	rie, err := filepath.Abs(rie)
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(rie); err != nil {
 		return fmt.Errorf("-rie: %w (make bench-lambda installs it)", err)
 	}
