@@ -44,7 +44,8 @@ type Options struct {
 	Systems []string
 	// Root is the repository root (bench/peers/... is under it).
 	Root string
-	// Work is a scratch directory; every run gets a directory under it.
+	// Work is a scratch directory (default: a new one under $TMPDIR);
+	// every run gets a directory under it.
 	Work string
 	// Temporal is the temporal CLI; Node the node binary.
 	Temporal, Node string
@@ -95,7 +96,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		o.Log = func(string, ...any) {}
 	}
 	if o.Work == "" {
-		w, err := os.MkdirTemp(o.Root, ".bench-peers-")
+		w, err := os.MkdirTemp("", "keel-bench-peers-")
 		if err != nil {
 			return nil, err
 		}
