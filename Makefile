@@ -12,12 +12,15 @@ all: build
 build:
 	$(GO) build ./...
 
+comma := ,
 # build-app: the one Keel program as every function and the task run it on
 # AWS — a static linux/arm64 binary of APP (default ./cmd/keel) in
 # dist/bootstrap. `make synth` builds it by itself; this is for a look.
+# The tags are the CDK app's: keel_lambda leaves SQLite, keel dev and
+# crashtest out; BUILD_TAGS=keel_no_openai,keel_no_anthropic drops providers.
 build-app:
 	@mkdir -p dist
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -57,6 +60,41 @@ bench-load:
 
 bench-long:
 	$(GO) run ./bench/long -n $(call CLI_N,100000)
+# bench-peers: the same scripted loop on Keel, the floor (Go + SQLite, one
+# append transaction per step, synchronous=FULL), LangGraph.js with its
+# SQLite checkpointer and a Temporal dev server, at PEERS_N iterations;
+# prints one table and writes bench/results/peers.json. A peer whose
+# install fails is a skipped row with the reason. `make test` runs the
+# N=10 smoke (bench/peers TestSmoke) on whatever is installed.
+PEERS_N ?= 10,100,1000
+TEMPORAL_CLI_VERSION := v1.5.1
+# aws-lambda-rie, for bench-lambda and aws-local-e2e
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+LANGGRAPH_PKG := bench/peers/langgraph/node_modules/@langchain/langgraph-checkpoint-sqlite/package.json
+
+$(BIN)/temporal:
+	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+$(BIN)/aws-lambda-rie:
+	GOBIN=$(BIN) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+# better-sqlite3 compiles from source here (no prebuilt download), against
+# the headers of Debian's node (/usr/include/node).
+$(LANGGRAPH_PKG): bench/peers/langgraph/package.json bench/peers/langgraph/package-lock.json
+	cd bench/peers/langgraph && npm_config_nodedir=$${npm_config_nodedir:-/usr} npm ci --no-audit --no-fund --prefer-offline
+	@touch $@
+
+.PHONY: bench-peers bench-lambda
+bench-peers:
+	@$(MAKE) --no-print-directory $(BIN)/temporal || echo "bench-peers: the temporal CLI did not install; its rows will say so"
+	@$(MAKE) --no-print-directory $(LANGGRAPH_PKG) || echo "bench-peers: LangGraph.js did not install; its rows will say so"
+	$(GO) run ./bench/peers -n $(PEERS_N) -temporal $(BIN)/temporal -json bench/results/peers.json
+
+# bench-lambda: each build's linux/arm64 bootstrap size and the time from
+# process start to the first answered invocation under the AWS Lambda
+# Runtime Interface Emulator; writes bench/results/lambda.json.
+bench-lambda: $(BIN)/aws-lambda-rie
+	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -json bench/results/lambda.json
 
 # test-asl: check stepfunctions/run.asl.json with the npm asl-validator (an
 # independent schema check), pinned by stepfunctions/package-lock.json.
@@ -105,7 +143,6 @@ localstack-e2e:
 # scenario plays under moto's interpreter and under Keel's executor, and
 # their traces must agree. Skips with a message where python3 with moto is
 # missing or aws-lambda-rie cannot be installed.
-RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := $(BIN)/aws-lambda-rie
 PYTHON ?= python3
 # The template is synthesized again only when what it is made from changed.

@@ -1,3 +1,5 @@
+//go:build !keel_lambda
+
 package keel
 
 import (

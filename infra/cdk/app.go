@@ -25,6 +25,12 @@ const (
 	TaskDockerfile = "Dockerfile"
 	// DefaultApp is the stock app (cmd/keel, with Keel's research agent).
 	DefaultApp = "./cmd/keel"
+	// BaseBuildTags are the go build tags of every deployed binary:
+	// lambda.norpc (aws-lambda-go without its net/rpc mode) and
+	// keel_lambda, which leaves out what runs only on a developer's
+	// machine: the SQLite store, `keel dev` and its local state machine,
+	// and crashtest with its test servers.
+	BaseBuildTags = "lambda.norpc,keel_lambda"
 )
 
 // EnvRole tells the binary which role it plays in this process: one of
@@ -45,6 +51,8 @@ type App struct {
 	Package string // as configured: keel:app
 	Dir     string // the package directory
 	Module  string // the nearest directory at or above Dir holding go.mod
+	// BuildTags are added to BaseBuildTags (keel:buildTags).
+	BuildTags []string
 }
 
 // appPath is the package directory keel:app names.
@@ -82,7 +90,7 @@ func (p KeelStackProps) AppDir() string {
 // Every error names keel:app.
 func (p KeelStackProps) ResolveApp() (App, error) {
 	p = p.withDefaults()
-	app := App{Package: p.App, Dir: p.appPath()}
+	app := App{Package: p.App, Dir: p.appPath(), BuildTags: p.BuildTags}
 	fi, err := os.Stat(app.Dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -136,7 +144,8 @@ func buildArgs(app App, out string) ([]string, error) {
 	if rel == "." {
 		pkg = "."
 	}
-	return []string{"build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", out, pkg}, nil
+	tags := strings.Join(append([]string{BaseBuildTags}, app.BuildTags...), ",")
+	return []string{"build", "-trimpath", "-buildvcs=false", "-tags", tags, "-ldflags", "-s -w", "-o", out, pkg}, nil
 }
 
 // BuildApp compiles keel:app for linux/arm64 into AppDir/bootstrap and

@@ -29,6 +29,7 @@ const (
 	CtxStackName          = "keel:stackName"          // default "Keel"
 	CtxAssetRoot          = "keel:assetRoot"          // default "../.." (the repository root, from infra/cdk)
 	CtxApp                = "keel:app"                // main package, relative to keel:assetRoot; default "./cmd/keel"
+	CtxBuildTags          = "keel:buildTags"          // go build tags added to BaseBuildTags, comma-separated
 	CtxTaskImage          = "keel:taskImage"          // image URI; default: the keel:app binary in a distroless image
 	CtxTaskCPU            = "keel:taskCpu"            // default 1024
 	CtxTaskMemoryMiB      = "keel:taskMemoryMiB"      // default 2048
@@ -182,6 +183,7 @@ func configFromContext(get contextGetter, dir string) (Config, error) {
 	cfg.Props = KeelStackProps{
 		AssetRoot:         filepath.Clean(root),
 		App:               str(CtxApp),
+		BuildTags:         list(CtxBuildTags),
 		TaskImage:         str(CtxTaskImage),
 		TaskCPU:           num(CtxTaskCPU),
 		TaskMemoryMiB:     num(CtxTaskMemoryMiB),

@@ -53,6 +53,8 @@ func TestConfigFromContext(t *testing.T) {
 				Environment: map[string]string{"KEEL_MODEL": "openai"},
 			}},
 		},
+		{name: "build tags", ctx: map[string]any{CtxBuildTags: "keel_no_openai, keel_no_anthropic"},
+			want: Config{StackName: "Keel", Props: KeelStackProps{AssetRoot: "/repo", BuildTags: []string{"keel_no_openai", "keel_no_anthropic"}}}},
 		{name: "environment as a JSON string", ctx: map[string]any{CtxEnvironment: `{"A":"1"}`},
 			want: Config{StackName: "Keel", Props: KeelStackProps{AssetRoot: "/repo", Environment: map[string]string{"A": "1"}}}},
 		{name: "bad number", ctx: map[string]any{CtxTaskCPU: "lots"}, wantErr: CtxTaskCPU},

@@ -31,6 +31,10 @@ type KeelStackProps struct {
 	// Dockerfile (see AppDir for the default). Tests point it at a
 	// temporary directory.
 	BuildDir string
+	// BuildTags are go build tags added to BaseBuildTags (keel:buildTags,
+	// comma-separated), e.g. keel_no_openai,keel_no_anthropic to leave
+	// out the model providers the program does not use.
+	BuildTags []string
 
 	// TaskImage, when set, is an image URI the Fargate task pulls instead
 	// of the image built from App's binary (then deploying needs no

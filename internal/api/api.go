@@ -244,6 +244,7 @@ func (s *server) routes() http.Handler {
 	authed("POST /v1/runs/{id}/input", s.input)
 	authed("POST /v1/runs/{id}/fork", s.fork)
 	authed("GET /v1/runs/{id}/checkpoints", s.listCheckpoints)
+	authed("GET /v1/runs/{id}/cost", s.runCost)
 	authed("GET /v1/runs/{id}/artifacts", s.listArtifacts)
 	authed("GET /v1/runs/{id}/artifacts/{checkpoint_id}/{name}", s.downloadArtifact)
 	authed("GET /v1/runs/{id}/explain", s.explainRun)

@@ -27,7 +27,6 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/crash"
 )
 
 // Exit codes.
@@ -117,8 +116,9 @@ func commands() map[string]command {
 		"explain":     explainCommand(),
 		"doctor":      doctorCommand(),
 		"bundle":      bundleCommand(),
+		"cost":        costCommand(),
 
-		crash.ObserveCommand: observeCommand(),
+		observeCommandName: observeCommand(),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/cost"
 	"github.com/keelrun/keel/internal/run"
 )
 
@@ -263,11 +264,18 @@ func showCommand() command {
 		if err != nil {
 			return err
 		}
+		// The cost is an extra: a server without the endpoint (older) or
+		// a failure to cost leaves it out of show.
+		var costRep *cost.Report
+		if rep, err := c.runCost(ctx, cl, r.RunID, ""); err == nil {
+			costRep = &rep
+		}
 		if *asJSON {
 			return printJSON(c, struct {
 				api.Run
 				Approvals []api.Approval `json:"approvals"`
-			}{r, aps})
+				Cost      *cost.Report   `json:"cost,omitempty"`
+			}{r, aps, costRep})
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		row := func(k, v string) {
@@ -285,6 +293,9 @@ func showCommand() command {
 		row("tool calls", fmt.Sprintf("%d of %d", r.Counters.ToolCallsUsed, r.Limits.MaxToolCalls))
 		row("tokens", fmt.Sprintf("%d of %d", r.Counters.TokensUsed, r.Limits.MaxTokens))
 		row("spend", fmt.Sprintf("$%.4f of $%.2f", float64(r.Counters.SpendUsedMicroUSD)/1e6, float64(r.Limits.MaxSpendMicroUSD)/1e6))
+		if costRep != nil {
+			row("cost", fmt.Sprintf("$%.6f on AWS + $%.4f model (keel cost %s)", costRep.AWSUSD, costRep.TotalUSD-costRep.AWSUSD, r.RunID))
+		}
 		row("events", fmt.Sprint(r.Counters.Events))
 		row("checkpoint", r.CheckpointID)
 		if r.ParentRunID != "" {

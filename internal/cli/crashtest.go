@@ -1,3 +1,5 @@
+//go:build !keel_lambda
+
 package cli
 
 import (
@@ -180,3 +182,6 @@ func observeCommand() command {
 	}
 	return cmd
 }
+
+// observeCommandName is the hidden command crashtest's counter runs.
+const observeCommandName = crash.ObserveCommand

@@ -16,7 +16,6 @@ import (
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/model/provider"
 	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/store/sqlite"
 )
 
 // Backends open what a configuration names beyond the embedded default:
@@ -35,7 +34,7 @@ type Backends struct {
 	// the same transport as the real providers (whole-call retry, idle
 	// timeout, 429 handling), so scripted faults meet the real rules.
 	WrapScripted  func(s model.Streamer) model.Model
-	SQLiteOptions sqlite.Options
+	SQLiteOptions SQLiteOptions
 	// Faults replace the configuration's fault points (tests).
 	Faults harness.FaultPoints
 	Logger *slog.Logger

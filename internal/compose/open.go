@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,7 +18,6 @@ import (
 	"github.com/keelrun/keel/internal/model/scripted"
 	"github.com/keelrun/keel/internal/otelkeel"
 	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/store/sqlite"
 	"github.com/keelrun/keel/internal/tool"
 )
 
@@ -29,7 +26,7 @@ import (
 type Runtime struct {
 	Config    config.Config
 	Store     store.Store
-	SQLite    *sqlite.Store // set when the store is SQLite
+	SQLite    *SQLiteStore // set when the store is SQLite
 	Artifacts artifact.Store
 	Agents    harness.AgentMap
 	// Catalog is what the API and the schedule role know of the agents:
@@ -140,14 +137,11 @@ func openArtifacts(ctx context.Context, spec string, b Backends) (artifact.Store
 	return s, nil
 }
 
-func openStore(ctx context.Context, spec string, arts artifact.Store, b Backends) (store.Store, *sqlite.Store, error) {
+func openStore(ctx context.Context, spec string, arts artifact.Store, b Backends) (store.Store, *SQLiteStore, error) {
 	kind, arg, _ := strings.Cut(spec, ":")
 	switch kind {
 	case "sqlite":
-		if err := os.MkdirAll(filepath.Dir(arg), 0o755); err != nil {
-			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
-		}
-		s, err := sqlite.Open(ctx, arg, b.SQLiteOptions)
+		s, err := openSQLite(ctx, arg, b.SQLiteOptions)
 		if err != nil {
 			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
 		}

@@ -64,6 +64,9 @@ type Config struct {
 	Models provider.Settings
 	// SpillTools is KEEL_SPILL_TOOLS: tools run in the long-running task.
 	SpillTools []string
+	// Prices is KEEL_PRICES: a JSON price table (internal/cost.Load) that
+	// `keel cost` prices a run with instead of the dated default.
+	Prices string
 	// ToolDelay is KEEL_TOOL_DELAY (tool=duration,...): holds read-only
 	// tools before they run, for tests of calls in flight.
 	ToolDelay map[string]time.Duration
@@ -145,6 +148,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		SFNEndpoint:     get("KEEL_SFN_ENDPOINT"),
 		SFNToken:        get("KEEL_SFN_TOKEN"),
 		AWSEndpoint:     get("AWS_ENDPOINT_URL"),
+		Prices:          get("KEEL_PRICES"),
 	}
 	c.S3PathStyle = c.AWSEndpoint != "" || get("AWS_ENDPOINT_URL_S3") != ""
 	var err error

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -15,9 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/anthropic"
-	"github.com/keelrun/keel/internal/model/bedrock"
-	"github.com/keelrun/keel/internal/model/openai"
 )
 
 // SecretGetter is the one Secrets Manager call the chooser makes; a
@@ -95,40 +90,17 @@ func New(ctx context.Context, spec string, s Settings, deps Deps) (model.Model, 
 	}
 	var st model.Streamer
 	switch sp.Provider {
-	case anthropic.Name:
-		key, err := apiKey(ctx, deps.Secrets, s.AnthropicAPIKey, s.AnthropicSecretARN, "ANTHROPIC_API_KEY", "KEEL_ANTHROPIC_SECRET_ARN")
-		if err != nil {
-			return nil, err
-		}
-		st, err = anthropic.New(anthropic.Config{
-			Model: sp.Model, APIKey: key, BaseURL: s.AnthropicBaseURL,
-			HTTPClient: deps.HTTPClient, MaxTokens: s.MaxTokens,
-		})
-		if err != nil {
-			return nil, err
-		}
-	case openai.Name:
-		key, err := apiKey(ctx, deps.Secrets, s.OpenAIAPIKey, s.OpenAISecretARN, "OPENAI_API_KEY", "KEEL_OPENAI_SECRET_ARN")
-		if err != nil {
-			return nil, err
-		}
-		st, err = openai.New(openai.Config{
-			Model: sp.Model, APIKey: key, BaseURL: s.OpenAIBaseURL,
-			HTTPClient: deps.HTTPClient, MaxTokens: s.MaxTokens,
-		})
-		if err != nil {
-			return nil, err
-		}
-	case bedrock.Name:
-		if deps.AWS == nil {
-			return nil, errors.New("bedrock: no AWS configuration given")
-		}
-		st, err = bedrock.New(*deps.AWS, bedrock.Config{ModelID: sp.Model, MaxTokens: s.MaxTokens})
-		if err != nil {
-			return nil, err
-		}
+	case "anthropic":
+		st, err = newAnthropic(ctx, sp, s, deps)
+	case "openai":
+		st, err = newOpenAI(ctx, sp, s, deps)
+	case "bedrock":
+		st, err = newBedrock(sp, s, deps)
 	default:
 		return nil, fmt.Errorf("model spec %q: unknown provider %q", spec, sp.Provider)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return model.NewTransport(st, transportOptions(sp, s, deps)), nil
 }
@@ -170,47 +142,6 @@ func transportOptions(sp Spec, s Settings, deps Deps) model.TransportOptions {
 		o.Prices = prices
 	}
 	return o
-}
-
-// apiKey reads a key from the secret arn when it is set, else takes key.
-// keyVar and arnVar name the variables in errors, which carry the ARN but
-// never a key.
-func apiKey(ctx context.Context, secrets SecretGetter, key, arn, keyVar, arnVar string) (string, error) {
-	if arn != "" {
-		if secrets == nil {
-			return "", fmt.Errorf("%s is set but no Secrets Manager client was given", arnVar)
-		}
-		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
-		if err != nil {
-			return "", fmt.Errorf("%s: reading secret %s: %w", arnVar, arn, err)
-		}
-		k := secretKey(aws.ToString(out.SecretString), keyVar)
-		if k == "" {
-			return "", fmt.Errorf("%s: secret %s holds no API key (a plain string, or JSON with \"api_key\" or %q)", arnVar, arn, keyVar)
-		}
-		return k, nil
-	}
-	if key != "" {
-		return key, nil
-	}
-	return "", fmt.Errorf("no API key: set %s or %s", keyVar, arnVar)
-}
-
-// secretKey takes the key out of a secret: a JSON object's "api_key" (or
-// envVar) field, or else the whole string.
-func secretKey(s, envVar string) string {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "{") {
-		var m map[string]string
-		if json.Unmarshal([]byte(s), &m) != nil {
-			return ""
-		}
-		if k := m["api_key"]; k != "" {
-			return k
-		}
-		return m[envVar]
-	}
-	return s
 }
 
 // DefaultPrices is a starting price table in micro-USD per million tokens,

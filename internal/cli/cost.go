@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/cost"
+)
+
+// costCommand prints what a run cost on AWS and on which part: the API
+// measures the usage from the run's records; the price table is the dated
+// default, or the JSON file KEEL_PRICES (or --prices) names.
+func costCommand() command {
+	cmd := command{usage: "[--json] [--prices FILE] RUN_ID",
+		summary: "what a run cost on AWS, part by part (state transitions, Lambda, DynamoDB, S3, Fargate, model)"}
+	cmd.run = func(ctx context.Context, c *cli, args []string) error {
+		fs := c.flags("cost")
+		asJSON := fs.Bool("json", false, "print JSON")
+		pricesFile := fs.String("prices", "", "JSON price table over the default (default $KEEL_PRICES)")
+		pos, cl, err := c.connect(fs, args, "RUN_ID")
+		if err != nil {
+			return err
+		}
+		rep, err := c.runCost(ctx, cl, pos[0], *pricesFile)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(c, rep)
+		}
+		return rep.Print(c.stdout)
+	}
+	return cmd
+}
+
+// costClient is what costing a run needs of the API client.
+type costClient interface {
+	Cost(ctx context.Context, id string) (cost.Report, error)
+}
+
+// runCost fetches a run's cost and, when the user has a price table of
+// their own (--prices, else KEEL_PRICES), prices its usage again with it.
+func (c *cli) runCost(ctx context.Context, cl costClient, id, pricesFile string) (cost.Report, error) {
+	rep, err := cl.Cost(ctx, id)
+	if err != nil {
+		return rep, err
+	}
+	if pricesFile == "" {
+		cfg, err := config.FromEnv(c.getenv)
+		if err != nil {
+			return rep, usagef("%v", err)
+		}
+		pricesFile = cfg.Prices
+	}
+	if pricesFile == "" {
+		return rep, nil
+	}
+	p, err := cost.Load(pricesFile)
+	if err != nil {
+		return rep, usagef("--prices: %v", err)
+	}
+	return cost.Price(rep.RunID, rep.Usage, rep.Resources, p), nil
+}

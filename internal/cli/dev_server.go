@@ -1,0 +1,83 @@
+//go:build !keel_lambda
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/devserver"
+)
+
+func devCommand() command {
+	return command{
+		usage:   "[--data-dir DIR] [--addr HOST:PORT] [--allow-remote] [--dev-token TOKEN] [--store sqlite|dynamo[:TABLE]] [--artifacts fs|s3[:BUCKET]]",
+		summary: "run Keel on this machine: API, local state machine, SQLite (or --store dynamo --artifacts s3) store (prints URL and token)",
+		run: func(ctx context.Context, c *cli, args []string) error {
+			cfg, err := c.config()
+			if err != nil {
+				return err
+			}
+			fs := c.flags("dev")
+			dataDir := fs.String("data-dir", cfg.Defaults().DataDir, "data directory (store, artifacts, token); also KEEL_DATA_DIR")
+			addr := fs.String("addr", cfg.Defaults().Addr, "address to listen on (port 0: a free port); also KEEL_ADDR")
+			tok := fs.String("dev-token", "", "bearer token to accept (default: DIR/token, created if missing)")
+			storeKind := fs.String("store", "", "sqlite (default) or dynamo[:TABLE] (table KEEL_TABLE, default keel, at AWS_ENDPOINT_URL); overrides KEEL_STORE")
+			allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --addr (plain HTTP, one bearer token: anyone who reaches it can try)")
+			artsKind := fs.String("artifacts", "", "fs (default) or s3[:BUCKET] (bucket KEEL_BUCKET, default keel-artifacts); overrides KEEL_ARTIFACTS")
+			rest, err := parse(fs, args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usagef("unexpected argument %q", rest[0])
+			}
+			if _, _, err := net.SplitHostPort(*addr); err != nil {
+				return usagef("--addr %q: want HOST:PORT (port 0 picks a free one)", *addr)
+			}
+			if err := devserver.CheckAddr(*addr, *allowRemote); err != nil {
+				return usagef("--addr: %v", err)
+			}
+			cfg.DataDir, cfg.Addr = *dataDir, *addr
+			if err := applyStoreFlags(&cfg, *storeKind, *artsKind); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return usagef("%v", err)
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			log := cfg.Logger(c.stderr)
+			b, err := compose.LoadBackends(ctx, cfg, log)
+			if err != nil {
+				return err
+			}
+			rt, err := compose.Open(ctx, cfg, c.app, b)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr, Token: *tok,
+				Runtime: rt, TaskCommand: []string{self, "task"}, StepBudget: rt.Config.StepBudget, AllowRemote: *allowRemote, Logger: log})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "keel dev: serving on %s (data in %s)\n", srv.URL, rt.Config.DataDir)
+			fmt.Fprintf(c.stdout, "  export KEEL_URL=%s\n  export KEEL_TOKEN=%s\n", srv.URL, srv.Token)
+			if cfg.FaultPoint != "" {
+				fmt.Fprintf(c.stdout, "  fault point armed: %s (the process SIGKILLs itself there)\n", cfg.FaultPoint)
+			}
+			go func() {
+				<-ctx.Done()
+				srv.Close()
+			}()
+			err = srv.Wait()
+			srv.Close()
+			return err
+		},
+	}
+}

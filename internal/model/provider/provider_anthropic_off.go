@@ -1,0 +1,13 @@
+//go:build keel_no_anthropic
+
+package provider
+
+import (
+	"context"
+
+	"github.com/keelrun/keel/internal/model"
+)
+
+func newAnthropic(context.Context, Spec, Settings, Deps) (model.Streamer, error) {
+	return nil, errOmitted("anthropic", "keel_no_anthropic")
+}

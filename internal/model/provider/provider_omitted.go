@@ -1,0 +1,12 @@
+//go:build keel_no_anthropic || keel_no_openai || keel_no_bedrock
+
+package provider
+
+import "fmt"
+
+// errOmitted is what a provider left out of this build by its tag answers:
+// the spec names a provider the program can no longer reach, and the
+// message says how to get it back.
+func errOmitted(name, tag string) error {
+	return fmt.Errorf("model provider %q is not in this build (it was built with -tags %s); rebuild without that tag", name, tag)
+}
