@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,6 +104,56 @@ var killScenario = scenario{
 		n := eventCounts(t, s, runID)
 		if n[run.EventOpSucceeded] != 1 || n[run.EventRunCompleted] != 1 {
 			t.Errorf("events %v: want one op_succeeded and one run_completed", n)
+		}
+		return outcome{Executions: []string{runID}, Traces: map[string]Trace{runID: tr}}
+	},
+}
+
+// crashScenario: only the step function's runtime (the bootstrap) is
+// SIGKILLed inside publish_report's call, as an out-of-memory kill takes
+// it, and the emulator stays. Lambda answers the pending Invoke with the
+// function's unhandled error (Runtime.ExitError here; AWS documents such
+// errors in Step Functions as Lambda.Unknown), and the next Invoke starts
+// a fresh runtime in the same sandbox. The Step state's retrier for
+// runtime crashes invokes it again, and the recovered step finds the
+// publication instead of sending it twice. Before that retrier both
+// interpreters finalized the run as failed.
+var crashScenario = scenario{
+	name: "crash-runtime",
+	opts: func(d *destination) StackOptions { return StackOptions{Env: baseEnv(d)} },
+	play: func(t *testing.T, s *Stack, dest *destination) outcome {
+		runID := createRun(t, s, "crash-"+s.Opts.Name)
+		ap := awaitApproval(t, s, runID)
+		step := s.Functions["step"]
+		killed := make(chan []int, 1)
+		dest.mu.Lock()
+		dest.onPost = func() {
+			pids := step.Sandbox.Pids()
+			for _, pid := range pids[1:] {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			killed <- pids
+		}
+		dest.mu.Unlock()
+		decide(t, s, runID, ap, "approve")
+		tr := finish(t, s, runID)
+		select {
+		case pids := <-killed:
+			t.Logf("SIGKILLed the step runtime (pids %v) inside publish_report", pids[1:])
+			if len(pids) < 2 {
+				t.Errorf("the sandbox had pids %v: want the emulator and its bootstrap", pids)
+			}
+		default:
+			t.Fatal("the destination never saw the publication: nothing was killed")
+		}
+		wantClose(t, tr, "ExecutionSucceeded")
+		if v := runStatus(t, s, runID); v.Status != run.StatusCompleted {
+			t.Errorf("run %s, want completed", v.Status)
+		}
+		wantPublished(t, dest, 1)
+		r := Retries(s.history(t, runID))
+		if r["Runtime.ExitError"]+r["Lambda.Unknown"] == 0 {
+			t.Errorf("task failures %v: want the crashed runtime's error, retried", r)
 		}
 		return outcome{Executions: []string{runID}, Traces: map[string]Trace{runID: tr}}
 	},
