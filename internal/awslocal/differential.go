@@ -37,8 +37,8 @@ func Diff(a, b map[string]Trace, names []string, an, bn string) string {
 }
 
 // Generations joins the traces of a run's generations (names in order)
-// into one: each Rollover → RolledOver that closes a generation, and the
-// Init that opens the next, are dropped. The last generation's close is
+// into one: each Rollover → RolledOver that closes a generation, the
+// decision it pre-empted, and the Init that opens the next, are dropped. The last generation's close is
 // the run's.
 func Generations(traces map[string]Trace, names []string) Trace {
 	var out Trace
@@ -49,6 +49,15 @@ func Generations(traces map[string]Trace, names []string) Trace {
 		}
 		if i < len(names)-1 && len(st) >= 2 && st[len(st)-2] == "Rollover" && st[len(st)-1] == "RolledOver" {
 			st = st[:len(st)-2]
+			// A decision the rollover pre-empted (the loop bound was
+			// reached as the Step decided, so Route rolled over instead of
+			// following it) is taken again by the next generation's first
+			// Step from the same records: where the bound falls is timing,
+			// like a "continue", and only the decision that was followed
+			// counts.
+			if n := len(st); n >= 3 && strings.HasPrefix(st[n-3], "Step=") && st[n-3] != "Step=continue" && st[n-2] == "Count" && st[n-1] == "Route" {
+				st = st[:n-3]
+			}
 		}
 		out.States = append(out.States, st...)
 		out.Close, out.Cause = traces[n].Close, traces[n].Cause

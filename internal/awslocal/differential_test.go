@@ -31,4 +31,14 @@ func TestGenerations(t *testing.T) {
 	if got, want := Comparable(Generations(tr, []string{"r", "r-g1"})), Comparable(one); got != want {
 		t.Fatalf("two generations compare as %q, want %q", got, want)
 	}
+	// The bound reached as a Step asked for approval (seen on Keel's
+	// executor under load): the next generation asks again, and the run
+	// compares as the one where the bound fell elsewhere.
+	pre := map[string]Trace{
+		"r":    {States: []string{"Init", "Step=continue", "Count", "Route", "Step=approval", "Count", "Route", "Rollover", "RolledOver"}, Close: "ExecutionSucceeded"},
+		"r-g1": tr["r-g1"],
+	}
+	if got, want := Comparable(Generations(pre, []string{"r", "r-g1"})), Comparable(one); got != want {
+		t.Fatalf("a pre-empted decision compares as %q, want %q", got, want)
+	}
 }

@@ -63,51 +63,13 @@ var cancelScenario = scenario{
 // heard the answer. Lambda answers the pending Invoke with a service error
 // and starts a new sandbox; the Step state's Retry invokes again, and the
 // recovered step finds the publication instead of sending it twice.
-var killScenario = scenario{
-	name: "kill-step",
-	opts: func(d *destination) StackOptions { return StackOptions{Env: baseEnv(d)} },
-	play: func(t *testing.T, s *Stack, dest *destination) outcome {
-		runID := createRun(t, s, "kill-"+s.Opts.Name)
-		ap := awaitApproval(t, s, runID)
-		step := s.Functions["step"]
-		killed := make(chan []int, 1)
-		dest.mu.Lock()
-		dest.onPost = func() {
-			pids := step.Sandbox.Pids()
-			if err := step.Sandbox.Restart(context.Background()); err != nil {
-				t.Errorf("restart the step sandbox: %v", err)
-			} else if err := s.world.Moto.Route(step.Name, step.Sandbox.URL); err != nil {
-				t.Error(err)
-			}
-			killed <- pids
-		}
-		dest.mu.Unlock()
-		decide(t, s, runID, ap, "approve")
-		tr := finish(t, s, runID)
-		select {
-		case pids := <-killed:
-			t.Logf("SIGKILLed the step sandbox (pids %v) inside publish_report", pids)
-			if len(pids) < 2 {
-				t.Errorf("the sandbox had pids %v: want the emulator and its bootstrap", pids)
-			}
-		default:
-			t.Fatal("the destination never saw the publication: nothing was killed")
-		}
-		wantClose(t, tr, "ExecutionSucceeded")
-		if v := runStatus(t, s, runID); v.Status != run.StatusCompleted {
-			t.Errorf("run %s, want completed", v.Status)
-		}
-		wantPublished(t, dest, 1)
-		if r := Retries(s.history(t, runID)); r["Lambda.ServiceException"] == 0 {
-			t.Errorf("task failures %v: want the lost sandbox's Lambda.ServiceException, retried", r)
-		}
-		n := eventCounts(t, s, runID)
-		if n[run.EventOpSucceeded] != 1 || n[run.EventRunCompleted] != 1 {
-			t.Errorf("events %v: want one op_succeeded and one run_completed", n)
-		}
-		return outcome{Executions: []string{runID}, Traces: map[string]Trace{runID: tr}}
-	},
-}
+var killScenario = killInsidePublish("kill-step", "sandbox", func(t *testing.T, s *Stack, step *Function) {
+	if err := step.Sandbox.Restart(context.Background()); err != nil {
+		t.Errorf("restart the step sandbox: %v", err)
+	} else if err := s.world.Moto.Route(step.Name, step.Sandbox.URL); err != nil {
+		t.Error(err)
+	}
+}, "Lambda.ServiceException")
 
 // crashScenario: only the step function's runtime (the bootstrap) is
 // SIGKILLed inside publish_report's call, as an out-of-memory kill takes
@@ -118,45 +80,62 @@ var killScenario = scenario{
 // runtime crashes invokes it again, and the recovered step finds the
 // publication instead of sending it twice. Before that retrier both
 // interpreters finalized the run as failed.
-var crashScenario = scenario{
-	name: "crash-runtime",
-	opts: func(d *destination) StackOptions { return StackOptions{Env: baseEnv(d)} },
-	play: func(t *testing.T, s *Stack, dest *destination) outcome {
-		runID := createRun(t, s, "crash-"+s.Opts.Name)
-		ap := awaitApproval(t, s, runID)
-		step := s.Functions["step"]
-		killed := make(chan []int, 1)
-		dest.mu.Lock()
-		dest.onPost = func() {
-			pids := step.Sandbox.Pids()
-			for _, pid := range pids[1:] {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+var crashScenario = killInsidePublish("crash-runtime", "runtime", func(t *testing.T, s *Stack, step *Function) {
+	for _, pid := range step.Sandbox.Pids()[1:] {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}, "Runtime.ExitError", "Lambda.Unknown")
+
+// killInsidePublish is a scenario that runs kill on the step function
+// when the destination records the publication, and then wants the run
+// completed with one publication, one op_succeeded and one run_completed,
+// and one of wantErrs among the execution's retried task failures.
+func killInsidePublish(name, what string, kill func(*testing.T, *Stack, *Function), wantErrs ...string) scenario {
+	return scenario{
+		name: name,
+		opts: func(d *destination) StackOptions { return StackOptions{Env: baseEnv(d)} },
+		play: func(t *testing.T, s *Stack, dest *destination) outcome {
+			runID := createRun(t, s, name+"-"+s.Opts.Name)
+			ap := awaitApproval(t, s, runID)
+			step := s.Functions["step"]
+			killed := make(chan []int, 1)
+			dest.mu.Lock()
+			dest.onPost = func() {
+				pids := step.Sandbox.Pids()
+				kill(t, s, step)
+				killed <- pids
 			}
-			killed <- pids
-		}
-		dest.mu.Unlock()
-		decide(t, s, runID, ap, "approve")
-		tr := finish(t, s, runID)
-		select {
-		case pids := <-killed:
-			t.Logf("SIGKILLed the step runtime (pids %v) inside publish_report", pids[1:])
-			if len(pids) < 2 {
-				t.Errorf("the sandbox had pids %v: want the emulator and its bootstrap", pids)
+			dest.mu.Unlock()
+			decide(t, s, runID, ap, "approve")
+			tr := finish(t, s, runID)
+			select {
+			case pids := <-killed:
+				t.Logf("SIGKILLed the step %s (sandbox pids %v) inside publish_report", what, pids)
+				if len(pids) < 2 {
+					t.Errorf("the sandbox had pids %v: want the emulator and its bootstrap", pids)
+				}
+			default:
+				t.Fatal("the destination never saw the publication: nothing was killed")
 			}
-		default:
-			t.Fatal("the destination never saw the publication: nothing was killed")
-		}
-		wantClose(t, tr, "ExecutionSucceeded")
-		if v := runStatus(t, s, runID); v.Status != run.StatusCompleted {
-			t.Errorf("run %s, want completed", v.Status)
-		}
-		wantPublished(t, dest, 1)
-		r := Retries(s.history(t, runID))
-		if r["Runtime.ExitError"]+r["Lambda.Unknown"] == 0 {
-			t.Errorf("task failures %v: want the crashed runtime's error, retried", r)
-		}
-		return outcome{Executions: []string{runID}, Traces: map[string]Trace{runID: tr}}
-	},
+			wantClose(t, tr, "ExecutionSucceeded")
+			if v := runStatus(t, s, runID); v.Status != run.StatusCompleted {
+				t.Errorf("run %s, want completed", v.Status)
+			}
+			wantPublished(t, dest, 1)
+			r, seen := Retries(s.history(t, runID)), 0
+			for _, e := range wantErrs {
+				seen += r[e]
+			}
+			if seen == 0 {
+				t.Errorf("task failures %v: want one of %v, retried", r, wantErrs)
+			}
+			n := eventCounts(t, s, runID)
+			if n[run.EventOpSucceeded] != 1 || n[run.EventRunCompleted] != 1 {
+				t.Errorf("events %v: want one op_succeeded and one run_completed", n)
+			}
+			return outcome{Executions: []string{runID}, Traces: map[string]Trace{runID: tr}}
+		},
+	}
 }
 
 // rolloverScenario lowers the loop bound to 2 and holds the read-only
