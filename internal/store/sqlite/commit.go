@@ -196,10 +196,17 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	if checkpointID != "" {
 		cpID = checkpointID
 	}
-	if _, err := s.exec(ctx, tx, qCommitUpdateRun,
-		newStatus, output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)), head,
+	// Naming status in SET rewrites its index entry (runs_status_created)
+	// even when the value stays: one more page, and WAL frame, per commit.
+	// A plain step changes no status, so it uses the variant without it.
+	q, statusArg := qCommitUpdateRunSameStatus, []any{}
+	if newStatus != nil {
+		q, statusArg = qCommitUpdateRun, []any{newStatus}
+	}
+	if _, err := s.exec(ctx, tx, q, append(statusArg,
+		output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)), head,
 		c.Used.Tokens, c.Used.SpendMicroUSD, c.Used.ToolCalls, c.Released.Tokens, c.Released.SpendMicroUSD, c.Released.ToolCalls,
-		release, release, nowN, c.RunID); err != nil {
+		release, release, nowN, c.RunID)...); err != nil {
 		return nil, fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
 	}
 	return seqs, nil
@@ -224,7 +231,9 @@ const (
 			size, workspace_version, created_at)
 			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
-	qCommitUpdateRun = `UPDATE runs SET status = COALESCE(?, status), output = COALESCE(?, output),
+	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
+	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
+	commitUpdateRunRest        = `output = COALESCE(?, output),
 		error = COALESCE(?, error), command = COALESCE(?, command), step_count = step_count + ?,
 		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?, last_hash = ?,
 		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
