@@ -269,7 +269,12 @@ test('send input, cancel and fork from the page', async () => {
   // Fork from the newest checkpoint: the page opens the new run, which
   // names its parent.
   await page.getByRole('button', { name: /^Fork from checkpoint/ }).first().click();
-  await page.waitForURL((u) => /#\/runs\//.test(u.hash) && !u.hash.endsWith(r.run_id));
+  // On a busy machine the fork can take a while; if the page never opens
+  // the new run, say what the page said (a refused fork shows its reason).
+  await page.waitForURL((u) => /#\/runs\//.test(u.hash) && !u.hash.endsWith(r.run_id), { timeout: WAIT }).catch(async (e) => {
+    const said = await page.locator('section[aria-labelledby="h-checkpoints"]').innerText().catch(() => '(no checkpoints section)');
+    throw new Error(`the page did not open the forked run: ${e.message}\npage says: ${said}`);
+  });
   const child = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
   await page.getByRole('link', { name: r.run_id }).waitFor({ timeout: WAIT });
   assert.equal((await call('GET', `/v1/runs/${child}`)).parent_run_id, r.run_id);
