@@ -69,6 +69,26 @@ func (c *fakeClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	}
 }
 
+// waitTimer blocks until a timer is pending that fires d from now: a state
+// records its entry before it asks the clock for its timer, so advancing
+// the clock as soon as the history shows the entry can come before the
+// timer exists, and the timer would then never fire.
+func (c *fakeClock) waitTimer(t testing.TB, d time.Duration) {
+	t.Helper()
+	for i := 0; i < 6000; i++ {
+		c.mu.Lock()
+		for _, x := range c.timers {
+			if x.at.Equal(c.now.Add(d)) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no timer of %v was ever pending", d)
+}
+
 // Advance moves time forward and fires the timers that are due.
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()

@@ -246,6 +246,7 @@ func TestRunWait(t *testing.T) {
 	r := newRunEnv(t, stepReply{d: decision{Next: "wait", WaitSeconds: 3600}}, reply("done"))
 	ex := r.startRun("run-w")
 	r.waitEntered(ex, "Wait", 1)
+	r.clock.waitTimer(t, time.Hour)
 	r.clock.Advance(3599 * time.Second)
 	if n := r.keel.steps(); n != 1 {
 		t.Fatalf("step ran %d times before the wait ended", n)
