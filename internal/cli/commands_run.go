@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/run"
+)
+
+func runCommand() command {
+	cmd := command{
+		usage:   "[--session ID] [--idempotency-key KEY] [--input-policy P] [--max-steps N] [--max-tool-calls N] [--max-tokens N] [--max-spend-usd X] [--deadline DURATION] [--watch] [--json] AGENT INPUT... (INPUT - reads stdin)",
+		summary: "start a run of AGENT on INPUT; --watch follows its progress",
+		fields: map[string]string{
+			"agent": "AGENT", "input": "INPUT", "session_id": "--session", "Idempotency-Key": "--idempotency-key",
+			"input_policy": "--input-policy", "limits.max_steps": "--max-steps", "limits.max_tool_calls": "--max-tool-calls",
+			"limits.max_tokens": "--max-tokens", "limits.max_spend_micro_usd": "--max-spend-usd", "limits.deadline": "--deadline",
+		},
+	}
+	cmd.run = func(ctx context.Context, c *cli, args []string) error {
+		fs := c.flags("run")
+		session := fs.String("session", "", "add the run to this session (default: a new session)")
+		key := fs.String("idempotency-key", "", "the same key returns the same run (default: a fresh key, so retries are safe)")
+		policy := fs.String("input-policy", "", "input while active: reject, queue (default), interrupt or rollback")
+		var lim api.LimitsRequest
+		fs.Int64Var(&lim.MaxSteps, "max-steps", 0, "step limit (default 200)")
+		fs.Int64Var(&lim.MaxToolCalls, "max-tool-calls", 0, "tool-call limit (default 500)")
+		fs.Int64Var(&lim.MaxTokens, "max-tokens", 0, "token limit (default 2000000)")
+		spend := fs.Float64("max-spend-usd", 0, "spend limit in USD (default 20)")
+		deadline := fs.Duration("deadline", 0, "stop the run after this long, e.g. 30m")
+		watch := fs.Bool("watch", false, "follow the run's progress until it ends")
+		asJSON := fs.Bool("json", false, "print the run as JSON")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) == 0 {
+			return usagef("missing argument AGENT")
+		}
+		if len(pos) == 1 {
+			return usagef("missing argument INPUT")
+		}
+		input, err := c.readText(pos[1:])
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(input) == "" {
+			return usagef("argument INPUT is empty")
+		}
+		if *spend < 0 || math.IsNaN(*spend) || *spend > math.MaxInt64/1e6 {
+			return usagef("--max-spend-usd must be a non-negative amount")
+		}
+		lim.MaxSpendMicroUSD = int64(math.Round(*spend * 1e6))
+		if *deadline < 0 {
+			return usagef("--deadline must be positive")
+		}
+		if *deadline > 0 {
+			lim.Deadline = time.Now().Add(*deadline).UTC().Format(time.RFC3339)
+		}
+		if *key == "" {
+			*key = run.NewID("cli")
+		}
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		req := api.CreateRunRequest{Agent: pos[0], Input: input, SessionID: *session, InputPolicy: run.InputPolicy(*policy)}
+		if lim != (api.LimitsRequest{}) {
+			req.Limits = &lim
+		}
+		r, created, err := cl.CreateRun(ctx, req, *key)
+		if err != nil {
+			return err
+		}
+		if !*asJSON {
+			verb := "started"
+			if !created {
+				verb = "already exists (same idempotency key)"
+			}
+			fmt.Fprintf(c.stdout, "run %s %s: agent %s, session %s\n", r.RunID, verb, r.Agent, r.SessionID)
+		}
+		if *watch {
+			return watchRun(ctx, c, cl, r.RunID, *asJSON)
+		}
+		if *asJSON {
+			return printJSON(c, r)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// watchRun follows a run to its end, rendering progress, then prints the
+// outcome. A run that does not complete is a failure (exit 1).
+func watchRun(ctx context.Context, c *cli, cl *client.Client, id string, asJSON bool) error {
+	rd := newRenderer(c.stdout, id)
+	if asJSON {
+		rd = nil
+	}
+	_, err := cl.Follow(ctx, id, 0, func(ev api.Event) error {
+		if rd != nil {
+			rd.event(ev)
+		}
+		return nil
+	})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(c.stderr, "stopped watching; the run goes on: keel events -f %s\n", id)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	r, err := cl.GetRun(context.WithoutCancel(ctx), id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := printJSON(c, r); err != nil {
+			return err
+		}
+	} else {
+		printOutcome(c, r)
+	}
+	if r.Status != run.StatusCompleted {
+		return &declinedError{fmt.Sprintf("run %s ended %s", r.RunID, r.Status)}
+	}
+	return nil
+}
+
+func printOutcome(c *cli, r api.Run) {
+	fmt.Fprintf(c.stdout, "\nrun %s %s after %d steps, %d tool calls, %d tokens\n", r.RunID, r.Status,
+		r.Counters.Steps, r.Counters.ToolCallsUsed, r.Counters.TokensUsed)
+	if r.Output != "" {
+		fmt.Fprintf(c.stdout, "\n%s\n", r.Output)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(c.stdout, "error: %s\n", r.Error)
+	}
+}
