@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,21 +35,35 @@ type Config struct {
 	Dir        string
 	Marks      []int // iterations at which to report
 	Window     int   // iterations each mark's time per iteration is averaged over
+	// HeapProfile, when set, is a path prefix: a heap profile is written
+	// to HeapProfile-{iteration}.pb.gz at each mark (go tool pprof
+	// -inuse_space), after a GC, so that it shows what is live.
+	HeapProfile string
+	// ContextTokens is the agent's context window (harness.Agent
+	// ContextTokens): what the harness keeps of the transcript between
+	// model calls is bounded by it.
+	ContextTokens int
 }
 
 // Mark is what was measured when the run reached an iteration count.
 type Mark struct {
 	Iteration int     `json:"iteration"`
 	MsPerIter float64 `json:"ms_per_iteration"` // over the Window iterations before it
+	// DecadeMsPerIter is the time per iteration since the previous mark
+	// (from 0 for the first).
+	DecadeMsPerIter float64 `json:"decade_ms_per_iteration"`
 	// ModelMsPerIter is the part spent in the (scripted) model's call;
 	// KeelMsPerIter the rest.
 	ModelMsPerIter float64 `json:"model_ms_per_iteration"`
 	KeelMsPerIter  float64 `json:"keel_ms_per_iteration"`
 	RSSMB          float64 `json:"rss_mb"`
 	HeapMB         float64 `json:"heap_in_use_mb"`
-	ElapsedSecs    float64 `json:"elapsed_seconds"`
-	Transcript     int     `json:"transcript_messages"`
-	BytesPerIter   float64 `json:"store_bytes_per_iteration"`
+	// LiveMB is the heap in use right after a forced GC: what is live,
+	// without the garbage HeapMB may still hold.
+	LiveMB       float64 `json:"live_heap_mb"`
+	ElapsedSecs  float64 `json:"elapsed_seconds"`
+	Transcript   int     `json:"transcript_messages"`
+	BytesPerIter float64 `json:"store_bytes_per_iteration"`
 }
 
 // Result is a long run's outcome.
@@ -82,7 +97,7 @@ func (t timedModel) Generate(ctx context.Context, req model.Request) (model.Resp
 }
 
 // app is one agent: the scripted model asks for echo N times, then answers.
-func app(n int, calls, modelNanos *atomic.Int64) (compose.App, error) {
+func app(n, contextTokens int, calls, modelNanos *atomic.Int64) (compose.App, error) {
 	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
 	m, err := scripted.Parse([]byte(script))
 	if err != nil {
@@ -107,7 +122,7 @@ func app(n int, calls, modelNanos *atomic.Int64) (compose.App, error) {
 			}
 			return []tool.Tool{b(arts)}, nil
 		},
-		MaxTokens: 100,
+		MaxTokens: 100, ContextTokens: contextTokens,
 	}}}, nil
 }
 
@@ -118,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, errors.New("-n: want at least 1 iteration")
 	}
 	var calls, modelNanos atomic.Int64
-	a, err := app(cfg.N, &calls, &modelNanos)
+	a, err := app(cfg.N, cfg.ContextTokens, &calls, &modelNanos)
 	if err != nil {
 		return Result{}, err
 	}
@@ -165,6 +180,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	inModel := map[int]int64{} // model nanoseconds when each count was reached
 	var marks []Mark
 	want := map[int]bool{}
+	var profErr error
 	for _, m := range cfg.Marks {
 		want[m] = true
 		if m-cfg.Window > 0 {
@@ -192,9 +208,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				from := max(0, m-cfg.Window)
 				ms := float64(now.Sub(reached[from]).Microseconds()) / 1000 / float64(m-from)
 				modelMs := float64(modelNanos.Load()-inModel[from]) / 1e6 / float64(m-from)
+				prev := 0
+				if next > 0 {
+					prev = cfg.Marks[next-1]
+				}
+				decade := float64(now.Sub(reached[prev]).Microseconds()) / 1000 / float64(m-prev)
 				rss, heap := memory()
+				live := liveHeap()
+				if cfg.HeapProfile != "" {
+					if err := heapProfile(fmt.Sprintf("%s-%d.pb.gz", cfg.HeapProfile, m)); err != nil {
+						profErr = err
+					}
+				}
 				size, _ := dbSize(dbPath)
-				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs, RSSMB: rss, HeapMB: heap, ElapsedSecs: now.Sub(start).Seconds(),
+				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, DecadeMsPerIter: decade, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs,
+					RSSMB: rss, HeapMB: heap, LiveMB: live, ElapsedSecs: now.Sub(start).Seconds(),
 					Transcript: 2*m + 1, BytesPerIter: float64(size) / float64(m)})
 				next++
 			}
@@ -226,6 +254,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	elapsed := time.Since(start)
 	close(stop)
 	<-sampled
+	if profErr != nil {
+		return Result{}, fmt.Errorf("heap profile: %w", profErr)
+	}
 	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps}
 	if res.History, err = history(ctx, rt.SQLite.DB()); err != nil {
 		return Result{}, err
@@ -276,6 +307,26 @@ func memory() (rss, heap float64) {
 		}
 	}
 	return rss, heap
+}
+
+// liveHeap is the Go heap in use after a collection, in MB.
+func liveHeap() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapInuse) / (1 << 20)
+}
+
+func heapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func dbSize(path string) (int64, error) {

@@ -26,6 +26,8 @@ func main() {
 	budget := flag.Duration("step-budget", 100*time.Millisecond, "one Step's time budget (small: many Steps, so that the run rolls over)")
 	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
 	jsonOut := flag.String("json", "", "also write the result as JSON to this file")
+	ctxTokens := flag.Int("context-tokens", 4096, "the agent's context window in tokens (what a model call is sent, and what the harness keeps of the run)")
+	heapProf := flag.String("heapprofile", "", "write a heap profile at each mark to PREFIX-{iteration}.pb.gz (go tool pprof -inuse_space)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -48,15 +50,18 @@ func main() {
 	if len(marks) == 0 || marks[len(marks)-1] != *n {
 		marks = append(marks, *n)
 	}
-	res, err := Run(ctx, Config{N: *n, StepBudget: *budget, Dir: d, Marks: marks, Window: min(1000, marks[0])})
+	res, err := Run(ctx, Config{N: *n, StepBudget: *budget, Dir: d, Marks: marks, Window: min(1000, marks[0]),
+		HeapProfile: *heapProf, ContextTokens: *ctxTokens})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "long:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("run of %d iterations: %s in %.1f s, %d model steps\n", res.N, res.Status, res.Seconds, res.Steps)
-	fmt.Printf("%10s %13s %13s %13s %8s %8s %10s %13s\n", "iteration", "ms/iteration", "  of it model", "  of it Keel", "RSS MB", "heap MB", "elapsed s", "store B/iter")
+	fmt.Println("ms/iteration: over the 1,000 iterations before the mark (split into the model call and Keel's rest); decade: since the previous mark")
+	fmt.Println("heap MB: Go heap in use as sampled; live MB: in use right after a forced GC")
+	fmt.Printf("%10s %13s %13s %13s %10s %8s %8s %8s %10s %13s\n", "iteration", "ms/iteration", "  of it model", "  of it Keel", "decade ms", "RSS MB", "heap MB", "live MB", "elapsed s", "store B/iter")
 	for _, m := range res.Marks {
-		fmt.Printf("%10d %13.3f %13.3f %13.3f %8.1f %8.1f %10.1f %13.0f\n", m.Iteration, m.MsPerIter, m.ModelMsPerIter, m.KeelMsPerIter, m.RSSMB, m.HeapMB, m.ElapsedSecs, m.BytesPerIter)
+		fmt.Printf("%10d %13.3f %13.3f %13.3f %10.3f %8.1f %8.1f %8.1f %10.1f %13.0f\n", m.Iteration, m.MsPerIter, m.ModelMsPerIter, m.KeelMsPerIter, m.DecadeMsPerIter, m.RSSMB, m.HeapMB, m.LiveMB, m.ElapsedSecs, m.BytesPerIter)
 	}
 	names := make([]string, 0, len(res.History))
 	for k := range res.History {
