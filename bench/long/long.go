@@ -43,6 +43,9 @@ type Config struct {
 	// ContextTokens): what the harness keeps of the transcript between
 	// model calls is bounded by it.
 	ContextTokens int
+	// RefN > 0 runs the reference after the long run: RefN iterations in
+	// one Step (see Reference).
+	RefN int
 }
 
 // Mark is what was measured when the run reached an iteration count.
@@ -76,6 +79,10 @@ type Result struct {
 	MaxHistory  int            `json:"max_history_events_per_generation"`
 	History     map[string]int `json:"history_events"`
 	Steps       int64          `json:"steps"`
+	// ContextTokens is the agent's context window the run had.
+	ContextTokens int `json:"context_tokens"`
+	// Reference is the same loop in one Step, measured right after.
+	Reference *Reference `json:"reference,omitempty"`
 }
 
 const agentName = "loop"
@@ -96,15 +103,20 @@ func (t timedModel) Generate(ctx context.Context, req model.Request) (model.Resp
 	return resp, err
 }
 
-// app is one agent: the scripted model asks for echo N times, then answers.
-func app(n, contextTokens int, calls, modelNanos *atomic.Int64) (compose.App, error) {
+// counters are what an agent's calls add up.
+type counters struct{ calls, modelNanos atomic.Int64 }
+
+// loopAgent is one agent: the scripted model asks for echo n times, then
+// answers.
+func loopAgent(name string, n, contextTokens int, c *counters) (compose.AgentDef, error) {
 	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
 	m, err := scripted.Parse([]byte(script))
 	if err != nil {
-		return compose.App{}, err
+		return compose.AgentDef{}, err
 	}
-	return compose.App{Agents: []compose.AgentDef{{
-		Name: agentName, System: "Call echo until told otherwise.",
+	calls, modelNanos := &c.calls, &c.modelNanos
+	return compose.AgentDef{
+		Name: name, System: "Call echo until told otherwise.",
 		Model: compose.ModelChoice{Model: timedModel{inner: model.Direct(m), nanos: modelNanos}},
 		Tools: func(arts artifact.Store) ([]tool.Tool, error) {
 			b, err := agentdef.Func("echo", "Echo the text.", run.ModeSafeReadonly, func(_ context.Context, a struct {
@@ -123,7 +135,7 @@ func app(n, contextTokens int, calls, modelNanos *atomic.Int64) (compose.App, er
 			return []tool.Tool{b(arts)}, nil
 		},
 		MaxTokens: 100, ContextTokens: contextTokens,
-	}}}, nil
+	}, nil
 }
 
 // Run starts keel dev in this process, creates one run of cfg.N
@@ -132,10 +144,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.N < 1 {
 		return Result{}, errors.New("-n: want at least 1 iteration")
 	}
-	var calls, modelNanos atomic.Int64
-	a, err := app(cfg.N, cfg.ContextTokens, &calls, &modelNanos)
-	if err != nil {
-		return Result{}, err
+	var long, refC counters
+	calls, modelNanos := &long.calls, &long.modelNanos
+	var a compose.App
+	for _, ag := range []struct {
+		name string
+		n    int
+		c    *counters
+	}{{agentName, cfg.N, &long}, {refAgentName, max(cfg.RefN, 1), &refC}} {
+		def, err := loopAgent(ag.name, ag.n, cfg.ContextTokens, ag.c)
+		if err != nil {
+			return Result{}, err
+		}
+		a.Agents = append(a.Agents, def)
 	}
 	kc, err := config.FromEnv(func(string) string { return "" })
 	if err != nil {
@@ -257,7 +278,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if profErr != nil {
 		return Result{}, fmt.Errorf("heap profile: %w", profErr)
 	}
-	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps}
+	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps, ContextTokens: cfg.ContextTokens}
+	if cfg.RefN > 0 && final.Status == run.StatusCompleted {
+		ref, err := reference(ctx, rt, cfg.RefN, &refC)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Reference = &ref
+	}
 	if res.History, err = history(ctx, rt.SQLite.DB()); err != nil {
 		return Result{}, err
 	}
