@@ -63,7 +63,11 @@ type Mark struct {
 	HeapMB         float64 `json:"heap_in_use_mb"`
 	// LiveMB is the heap in use right after a forced GC: what is live,
 	// without the garbage HeapMB may still hold.
-	LiveMB       float64 `json:"live_heap_mb"`
+	LiveMB float64 `json:"live_heap_mb"`
+	// GoMB is what the Go runtime holds from the OS (Sys less released):
+	// RSS beyond it is memory Go does not manage: the binary's mapped
+	// code and SQLite's page caches (modernc's C heap).
+	GoMB         float64 `json:"go_runtime_mb"`
 	ElapsedSecs  float64 `json:"elapsed_seconds"`
 	Transcript   int     `json:"transcript_messages"`
 	BytesPerIter float64 `json:"store_bytes_per_iteration"`
@@ -235,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 				decade := float64(now.Sub(reached[prev]).Microseconds()) / 1000 / float64(m-prev)
 				rss, heap := memory()
-				live := liveHeap()
+				live, goMB := liveHeap()
 				if cfg.HeapProfile != "" {
 					if err := heapProfile(fmt.Sprintf("%s-%d.pb.gz", cfg.HeapProfile, m)); err != nil {
 						profErr = err
@@ -243,7 +247,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 				size, _ := dbSize(dbPath)
 				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, DecadeMsPerIter: decade, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs,
-					RSSMB: rss, HeapMB: heap, LiveMB: live, ElapsedSecs: now.Sub(start).Seconds(),
+					RSSMB: rss, HeapMB: heap, LiveMB: live, GoMB: goMB, ElapsedSecs: now.Sub(start).Seconds(),
 					Transcript: 2*m + 1, BytesPerIter: float64(size) / float64(m)})
 				next++
 			}
@@ -337,12 +341,13 @@ func memory() (rss, heap float64) {
 	return rss, heap
 }
 
-// liveHeap is the Go heap in use after a collection, in MB.
-func liveHeap() float64 {
+// liveHeap is the Go heap in use after a collection and what the Go
+// runtime holds from the OS, in MB.
+func liveHeap() (live, held float64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return float64(ms.HeapInuse) / (1 << 20)
+	return float64(ms.HeapInuse) / (1 << 20), float64(ms.Sys-ms.HeapReleased) / (1 << 20)
 }
 
 func heapProfile(path string) error {
