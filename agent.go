@@ -37,6 +37,12 @@ type Agent struct {
 	InputPolicy InputPolicy
 	// MaxOutputTokens bounds each model answer; zero means 4096.
 	MaxOutputTokens int
+	// ContextTokens is the model's context window (tokens estimated at
+	// four characters each): a model call is sent the task and the most
+	// recent part of the transcript that fits, and a worker keeps no more
+	// than that of a run in memory; the store keeps the whole transcript.
+	// Zero means 100,000.
+	ContextTokens int
 }
 
 // Limits bound a run. Every Step checks them before it calls the model or

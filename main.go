@@ -143,6 +143,7 @@ func (a Agent) def() (compose.AgentDef, error) {
 			Timeout:     l.Timeout,
 			InputPolicy: a.InputPolicy,
 		},
-		MaxTokens: a.MaxOutputTokens,
+		MaxTokens:     a.MaxOutputTokens,
+		ContextTokens: a.ContextTokens,
 	}, nil
 }

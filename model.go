@@ -24,8 +24,10 @@ type Model interface {
 var _ model.Model = Model(nil)
 
 // ModelRequest is one model call: System (the agent's instructions),
-// Messages (the transcript so far), Tools (what the model may call, with
-// their JSON Schemas), MaxTokens (the output bound), and RunID.
+// Messages (the transcript so far: the task and the most recent part that
+// fits the agent's ContextTokens), Omitted (how many messages between the
+// two were left out), Tools (what the model may call, with their JSON
+// Schemas), MaxTokens (the output bound), and RunID.
 type ModelRequest = model.Request
 
 // ModelResponse is a complete answer: Text, ToolCalls (complete, with

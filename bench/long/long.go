@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,21 +35,42 @@ type Config struct {
 	Dir        string
 	Marks      []int // iterations at which to report
 	Window     int   // iterations each mark's time per iteration is averaged over
+	// HeapProfile, when set, is a path prefix: a heap profile is written
+	// to HeapProfile-{iteration}.pb.gz at each mark (go tool pprof
+	// -inuse_space), after a GC, so that it shows what is live.
+	HeapProfile string
+	// ContextTokens is the agent's context window (harness.Agent
+	// ContextTokens): what the harness keeps of the transcript between
+	// model calls is bounded by it.
+	ContextTokens int
+	// RefN > 0 runs the reference after the long run: RefN iterations in
+	// one Step (see Reference).
+	RefN int
 }
 
 // Mark is what was measured when the run reached an iteration count.
 type Mark struct {
 	Iteration int     `json:"iteration"`
 	MsPerIter float64 `json:"ms_per_iteration"` // over the Window iterations before it
+	// DecadeMsPerIter is the time per iteration since the previous mark
+	// (from 0 for the first).
+	DecadeMsPerIter float64 `json:"decade_ms_per_iteration"`
 	// ModelMsPerIter is the part spent in the (scripted) model's call;
 	// KeelMsPerIter the rest.
 	ModelMsPerIter float64 `json:"model_ms_per_iteration"`
 	KeelMsPerIter  float64 `json:"keel_ms_per_iteration"`
 	RSSMB          float64 `json:"rss_mb"`
 	HeapMB         float64 `json:"heap_in_use_mb"`
-	ElapsedSecs    float64 `json:"elapsed_seconds"`
-	Transcript     int     `json:"transcript_messages"`
-	BytesPerIter   float64 `json:"store_bytes_per_iteration"`
+	// LiveMB is the heap in use right after a forced GC: what is live,
+	// without the garbage HeapMB may still hold.
+	LiveMB float64 `json:"live_heap_mb"`
+	// GoMB is what the Go runtime holds from the OS (Sys less released):
+	// RSS beyond it is memory Go does not manage: the binary's mapped
+	// code and SQLite's page caches (modernc's C heap).
+	GoMB         float64 `json:"go_runtime_mb"`
+	ElapsedSecs  float64 `json:"elapsed_seconds"`
+	Transcript   int     `json:"transcript_messages"`
+	BytesPerIter float64 `json:"store_bytes_per_iteration"`
 }
 
 // Result is a long run's outcome.
@@ -61,6 +83,10 @@ type Result struct {
 	MaxHistory  int            `json:"max_history_events_per_generation"`
 	History     map[string]int `json:"history_events"`
 	Steps       int64          `json:"steps"`
+	// ContextTokens is the agent's context window the run had.
+	ContextTokens int `json:"context_tokens"`
+	// Reference is the same loop in one Step, measured right after.
+	Reference *Reference `json:"reference,omitempty"`
 }
 
 const agentName = "loop"
@@ -81,15 +107,20 @@ func (t timedModel) Generate(ctx context.Context, req model.Request) (model.Resp
 	return resp, err
 }
 
-// app is one agent: the scripted model asks for echo N times, then answers.
-func app(n int, calls, modelNanos *atomic.Int64) (compose.App, error) {
+// counters are what an agent's calls add up.
+type counters struct{ calls, modelNanos atomic.Int64 }
+
+// loopAgent is one agent: the scripted model asks for echo n times, then
+// answers.
+func loopAgent(name string, n, contextTokens int, c *counters) (compose.AgentDef, error) {
 	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
 	m, err := scripted.Parse([]byte(script))
 	if err != nil {
-		return compose.App{}, err
+		return compose.AgentDef{}, err
 	}
-	return compose.App{Agents: []compose.AgentDef{{
-		Name: agentName, System: "Call echo until told otherwise.",
+	calls, modelNanos := &c.calls, &c.modelNanos
+	return compose.AgentDef{
+		Name: name, System: "Call echo until told otherwise.",
 		Model: compose.ModelChoice{Model: timedModel{inner: model.Direct(m), nanos: modelNanos}},
 		Tools: func(arts artifact.Store) ([]tool.Tool, error) {
 			b, err := agentdef.Func("echo", "Echo the text.", run.ModeSafeReadonly, func(_ context.Context, a struct {
@@ -107,8 +138,8 @@ func app(n int, calls, modelNanos *atomic.Int64) (compose.App, error) {
 			}
 			return []tool.Tool{b(arts)}, nil
 		},
-		MaxTokens: 100,
-	}}}, nil
+		MaxTokens: 100, ContextTokens: contextTokens,
+	}, nil
 }
 
 // Run starts keel dev in this process, creates one run of cfg.N
@@ -117,10 +148,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.N < 1 {
 		return Result{}, errors.New("-n: want at least 1 iteration")
 	}
-	var calls, modelNanos atomic.Int64
-	a, err := app(cfg.N, &calls, &modelNanos)
-	if err != nil {
-		return Result{}, err
+	var long, refC counters
+	calls, modelNanos := &long.calls, &long.modelNanos
+	var a compose.App
+	for _, ag := range []struct {
+		name string
+		n    int
+		c    *counters
+	}{{agentName, cfg.N, &long}, {refAgentName, max(cfg.RefN, 1), &refC}} {
+		def, err := loopAgent(ag.name, ag.n, cfg.ContextTokens, ag.c)
+		if err != nil {
+			return Result{}, err
+		}
+		a.Agents = append(a.Agents, def)
 	}
 	kc, err := config.FromEnv(func(string) string { return "" })
 	if err != nil {
@@ -165,6 +205,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	inModel := map[int]int64{} // model nanoseconds when each count was reached
 	var marks []Mark
 	want := map[int]bool{}
+	var profErr error
 	for _, m := range cfg.Marks {
 		want[m] = true
 		if m-cfg.Window > 0 {
@@ -192,9 +233,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				from := max(0, m-cfg.Window)
 				ms := float64(now.Sub(reached[from]).Microseconds()) / 1000 / float64(m-from)
 				modelMs := float64(modelNanos.Load()-inModel[from]) / 1e6 / float64(m-from)
+				prev := 0
+				if next > 0 {
+					prev = cfg.Marks[next-1]
+				}
+				decade := float64(now.Sub(reached[prev]).Microseconds()) / 1000 / float64(m-prev)
 				rss, heap := memory()
+				live, goMB := liveHeap()
+				if cfg.HeapProfile != "" {
+					if err := heapProfile(fmt.Sprintf("%s-%d.pb.gz", cfg.HeapProfile, m)); err != nil {
+						profErr = err
+					}
+				}
 				size, _ := dbSize(dbPath)
-				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs, RSSMB: rss, HeapMB: heap, ElapsedSecs: now.Sub(start).Seconds(),
+				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, DecadeMsPerIter: decade, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs,
+					RSSMB: rss, HeapMB: heap, LiveMB: live, GoMB: goMB, ElapsedSecs: now.Sub(start).Seconds(),
 					Transcript: 2*m + 1, BytesPerIter: float64(size) / float64(m)})
 				next++
 			}
@@ -226,7 +279,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	elapsed := time.Since(start)
 	close(stop)
 	<-sampled
-	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps}
+	if profErr != nil {
+		return Result{}, fmt.Errorf("heap profile: %w", profErr)
+	}
+	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps, ContextTokens: cfg.ContextTokens}
+	if cfg.RefN > 0 && final.Status == run.StatusCompleted {
+		ref, err := reference(ctx, rt, cfg.RefN, &refC)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Reference = &ref
+	}
 	if res.History, err = history(ctx, rt.SQLite.DB()); err != nil {
 		return Result{}, err
 	}
@@ -276,6 +339,27 @@ func memory() (rss, heap float64) {
 		}
 	}
 	return rss, heap
+}
+
+// liveHeap is the Go heap in use after a collection and what the Go
+// runtime holds from the OS, in MB.
+func liveHeap() (live, held float64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapInuse) / (1 << 20), float64(ms.Sys-ms.HeapReleased) / (1 << 20)
+}
+
+func heapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func dbSize(path string) (int64, error) {

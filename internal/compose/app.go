@@ -24,6 +24,8 @@ type AgentDef struct {
 	// Defaults fill a new run's limits and input policy.
 	Defaults  api.AgentDefaults
 	MaxTokens int
+	// ContextTokens is harness.Agent.ContextTokens (zero: its default).
+	ContextTokens int
 }
 
 // ModelChoice is the model an agent declared: exactly one of Spec (a

@@ -183,7 +183,7 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		}
 		prov, name := modelNames(cfg, def)
 		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens,
-			Provider: prov, ModelName: name}
+			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name}
 		catalog[def.Name] = def.Defaults
 	}
 	// A variable naming a tool no agent has is a typo: say so at start.

@@ -120,6 +120,9 @@ func (s *step) toCache() {
 	if s.committed != len(s.msgs) || !s.pend.empty() || s.items == nil || s.status.Terminal() {
 		return
 	}
+	// Only what the next model call needs: the entry is bounded by the
+	// agent's context window, not by the run's length.
+	s.trimTranscript(true)
 	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, msgs: s.msgs,
 		view: s.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
 }

@@ -2,12 +2,15 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store/sqlite"
 )
@@ -86,5 +89,117 @@ func TestRunCacheSkipsRebuildUntilTheLogMoves(t *testing.T) {
 	// One rebuild (the first Step) with the cache; one per Step without.
 	if warmReads > 2 || coldReads <= warmReads {
 		t.Fatalf("rebuild reads: %d with the cache, %d without", warmReads, coldReads)
+	}
+}
+
+// windowRecorder keeps what each model call was sent.
+type windowRecorder struct {
+	inner model.Model
+	mu    sync.Mutex
+	reqs  []string
+	last  model.Request
+}
+
+func (r *windowRecorder) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	b, err := json.Marshal(struct {
+		Messages                  []model.Message
+		Omitted, OmittedAssistant int
+	}{req.Messages, req.Omitted, req.OmittedAssistant})
+	if err != nil {
+		return model.Response{}, err
+	}
+	r.mu.Lock()
+	r.reqs, r.last = append(r.reqs, string(b)), req
+	r.mu.Unlock()
+	return r.inner.Generate(ctx, req)
+}
+
+// A long run under a small context window: every model call is sent the
+// same window whether the worker kept the run between Steps (warm) or read
+// it back from the store at each Step (cold, as after a restart); the
+// worker's cache entry stays the window's size however long the run gets;
+// and the store still holds the whole transcript.
+func TestRunCacheHoldsTheWindowOnly(t *testing.T) {
+	const n = 150
+	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
+	type outcome struct {
+		reqs      []string
+		maxCached int
+		lastWin   int
+		omitted   int
+		output    string
+		stored    int
+	}
+	result := func(cacheRuns int) outcome {
+		e := newEnv(t)
+		ec := &echo{}
+		agents := e.agent("a", script, ec)
+		a := agents["a"]
+		rec := &windowRecorder{inner: a.Model}
+		// 150 tokens less 100 for the answer: 200 characters, a few
+		// iterations of echo.
+		a.Model, a.ContextTokens = rec, 150
+		agents["a"] = a
+		h := e.harness(nil, agents, func(o *harness.Options) { o.CacheRuns = cacheRuns })
+		r := e.createRun("a", "s1", func(r *run.Run) { r.Limits.MaxSteps, r.Limits.MaxToolCalls = 2*n, 2*n })
+		out := outcome{maxCached: -1}
+		for i := 0; ; i++ {
+			d, err := h.Step(e.ctx, r.ID, 5*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.maxCached = max(out.maxCached, harness.CachedMessages(h, r.ID))
+			if d.Next == harness.NextDone {
+				break
+			}
+			if d.Next != harness.NextContinue || i > 10*n {
+				t.Fatalf("step %d: %+v", i, d)
+			}
+		}
+		if ec.calls.Load() != n {
+			t.Fatalf("echo ran %d times, want %d", ec.calls.Load(), n)
+		}
+		out.reqs, out.lastWin, out.omitted = rec.reqs, len(rec.last.Messages), rec.last.Omitted
+		out.output = e.getRun(r.ID).Output
+		cps, err := e.store.ListCheckpoints(e.ctx, r.ID, 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cp := range cps {
+			var st struct{ Messages []model.Message }
+			if err := json.Unmarshal(cp.State, &st); err != nil {
+				t.Fatal(err)
+			}
+			out.stored += len(st.Messages)
+		}
+		return out
+	}
+	warm, cold := result(0), result(-1)
+	if len(warm.reqs) != n+1 || len(cold.reqs) != n+1 {
+		t.Fatalf("%d model calls warm, %d cold, want %d", len(warm.reqs), len(cold.reqs), n+1)
+	}
+	for i := range warm.reqs {
+		if warm.reqs[i] != cold.reqs[i] {
+			t.Fatalf("call %d: warm sent\n%s\ncold sent\n%s", i, warm.reqs[i], cold.reqs[i])
+		}
+	}
+	if warm.output != "done" || cold.output != "done" {
+		t.Fatalf("output %q warm, %q cold", warm.output, cold.output)
+	}
+	// The last call's window: the task and a few iterations; the
+	// cache held at most about twice that (trims are amortized).
+	if warm.omitted < 2*n-20 || warm.lastWin > 20 {
+		t.Fatalf("the last call was sent %d messages, %d left out: the window did not hold", warm.lastWin, warm.omitted)
+	}
+	if warm.maxCached < 1 || warm.maxCached > 2*warm.lastWin+2 {
+		t.Fatalf("the cache held up to %d messages for a window of %d", warm.maxCached, warm.lastWin)
+	}
+	if cold.maxCached != -1 {
+		t.Fatalf("CacheRuns -1 kept an entry of %d messages", cold.maxCached)
+	}
+	// The store keeps the whole transcript: the task, n calls and their
+	// results, the final answer.
+	if want := 2*n + 2; warm.stored != want || cold.stored != want {
+		t.Fatalf("the store holds %d messages warm, %d cold, want %d", warm.stored, cold.stored, want)
 	}
 }

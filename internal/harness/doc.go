@@ -49,6 +49,12 @@
 //     checkpoint holds only what its step added and points to its parent, so
 //     a checkpoint costs O(1) in the run's length. Forks and replays reuse
 //     recorded tool results and never repeat an external effect.
+//     A model call is sent the task and the most recent part of the
+//     transcript that fits the agent's ContextTokens (Request.Omitted
+//     counts the rest); a worker keeps no more than that of a run between
+//     calls, so its memory for a run is bounded by the window, not by the
+//     run's age, and a Step after a restart sends exactly what a warm one
+//     would (TestRunCacheHoldsTheWindowOnly).
 //  10. Secrets never reach the model, events or checkpoints: tools get
 //     credentials from their constructors, not their arguments, and a tool
 //     that holds one names it (tool.SecretHolder): the harness replaces it

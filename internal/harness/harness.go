@@ -38,6 +38,13 @@ type Agent struct {
 	Model     model.Model
 	Tools     *tool.Registry
 	MaxTokens int
+	// ContextTokens is the agent's context window, in tokens as the
+	// harness estimates them (four characters a token): each model call is
+	// sent the transcript's first message and the longest recent tail
+	// that fits it with System and MaxTokens, and a worker keeps no more
+	// of a run's transcript than that between calls (the store keeps all
+	// of it). Zero: 100,000.
+	ContextTokens int
 	// Provider and ModelName name the model on spans and metrics
 	// (gen_ai.provider.name, gen_ai.request.model); empty: unknown.
 	Provider, ModelName string

@@ -29,6 +29,9 @@ func (s *step) load(ctx context.Context) error {
 		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
 		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
 	}
+	s.view.budget = windowChars(s.agent)
+	// A transcript read back whole keeps only its window, like a warm one.
+	s.trimTranscript(false)
 	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
 		s.setStatus(run.StatusRunning)
 	}

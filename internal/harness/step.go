@@ -27,7 +27,7 @@ type step struct {
 	log      *slog.Logger
 	secrets  []string // declared by the agent's tools: never recorded
 
-	msgs      []model.Message // the whole transcript
+	msgs      []model.Message // the transcript: its first message and the tail the context window needs (transcript.go)
 	committed int             // msgs[:committed] are durable
 	view      transcriptView  // of msgs, for model calls
 	cpID      string
@@ -218,6 +218,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		if err := s.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, err
 		}
+		s.trimTranscript(false)
 		if !s.h.opt.Clock().Before(s.deadline) {
 			return Decision{Next: NextContinue}, nil
 		}
@@ -288,7 +289,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		d, err := s.exceeded(ctx, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
-	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: s.view.request(s.msgs), Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens}
+	req := s.modelRequest()
 	estimate := s.view.estimate(req.System, req.MaxTokens)
 	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
 		d, err := s.exceeded(ctx, "max_tokens", lim.MaxTokens)
@@ -298,7 +299,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		d, err := s.exceeded(ctx, "max_spend", lim.MaxSpendMicroUSD)
 		return d, true, err
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate)})
+	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
 	cctx, csp := s.startChat(ctx, req)
 	resp, err := s.agent.Model.Generate(cctx, req)
 	s.endChat(cctx, csp, resp, err)

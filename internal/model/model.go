@@ -57,6 +57,13 @@ type Request struct {
 	Messages  []Message
 	Tools     []ToolSpec
 	MaxTokens int
+	// Omitted counts the transcript's messages that the agent's context
+	// window left out of Messages, between Messages[0] (the task) and
+	// Messages[1]; OmittedAssistant how many of them were the model's own
+	// answers. Both are zero when Messages is the whole transcript. A
+	// provider sends Messages as they are; the scripted model counts its
+	// turns with OmittedAssistant.
+	Omitted, OmittedAssistant int
 }
 
 // Usage counts tokens of one call. InputTokens are the uncached input

@@ -5,8 +5,8 @@
 // with retry-after, a 500, a stall.
 //
 // Which turn it plays is decided by the transcript (the number of assistant
-// messages already in it), so a run replayed after a crash gets the same
-// answers. String arguments of the form "{{tool.field}}" are filled from the
+// messages already in it, counting those the context window left out of
+// the request), so a run replayed after a crash gets the same answers. String arguments of the form "{{tool.field}}" are filled from the
 // JSON result of the latest call to that tool, so a script can publish the
 // hash a previous tool returned.
 package scripted
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,15 +63,17 @@ type Fault struct {
 // transport (or model.Collect) to get a model.Model.
 type Model struct {
 	turns []Turn
+	ends  []int // ends[i]: the turn index after turns[i]'s repeats
 	final string
 
 	mu       sync.Mutex
-	attempts map[string]int // run id + turn index → attempts seen
+	attempts map[string]int // run id + turn index → attempts seen, for turns with faults only
 }
 
 // New builds a model from a parsed script.
 func New(s Script) (*Model, error) {
 	var turns []Turn
+	var ends []int
 	for i, t := range s.Turns {
 		n := t.Repeat
 		if n == 0 {
@@ -84,15 +87,35 @@ func New(s Script) (*Model, error) {
 				return nil, fmt.Errorf("turn %d: tool call without name", i)
 			}
 		}
-		for j := 0; j < n; j++ {
+		// One entry per scripted turn, not per repeat: a turn repeated
+		// 100,000 times is one Turn.
+		if n > 0 {
 			turns = append(turns, t)
+			ends = append(ends, last(ends)+n)
 		}
 	}
 	final := s.Final
 	if final == "" {
 		final = "Done."
 	}
-	return &Model{turns: turns, final: final, attempts: map[string]int{}}, nil
+	return &Model{turns: turns, ends: ends, final: final, attempts: map[string]int{}}, nil
+}
+
+func last(s []int) int {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)-1]
+}
+
+// turn is the scripted turn at index idx, false once the script has run
+// out.
+func (m *Model) turn(idx int) (Turn, bool) {
+	i := sort.SearchInts(m.ends, idx+1)
+	if i == len(m.ends) {
+		return Turn{}, false
+	}
+	return m.turns[i], true
 }
 
 // Load reads a script file.
@@ -117,23 +140,26 @@ func Parse(b []byte) (*Model, error) {
 
 // Stream plays the turn the transcript is at.
 func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
-	idx := 0
+	idx := req.OmittedAssistant
 	for _, msg := range req.Messages {
 		if msg.Role == model.RoleAssistant {
 			idx++
 		}
 	}
-	var turn Turn
-	if idx < len(m.turns) {
-		turn = m.turns[idx]
-	} else {
+	turn, ok := m.turn(idx)
+	if !ok {
 		turn = Turn{Text: m.final}
 	}
 	key := fmt.Sprintf("%s#%d", req.RunID, idx)
-	m.mu.Lock()
-	attempt := m.attempts[key]
-	m.attempts[key] = attempt + 1
-	m.mu.Unlock()
+	attempt := 0
+	if len(turn.Faults) > 0 {
+		// Only a turn with faults needs its attempts counted: a long run
+		// of plain turns leaves nothing behind here.
+		m.mu.Lock()
+		attempt = m.attempts[key]
+		m.attempts[key] = attempt + 1
+		m.mu.Unlock()
+	}
 
 	var fault *Fault
 	for i := range turn.Faults {

@@ -101,3 +101,58 @@ func TestBadScripts(t *testing.T) {
 		}
 	}
 }
+
+// The turn is the count of the model's answers in the transcript,
+// including those the context window left out of the request; repeated
+// turns are played by position without one entry per repeat.
+func TestTurnCountsOmittedAnswers(t *testing.T) {
+	m, err := scripted.Parse([]byte(`{"turns":[
+		{"text":"first"},
+		{"repeat":100000,"text":"middle"},
+		{"text":"last","faults":[{"kind":"status_500","attempts":1}]}],
+		"final":"all done"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := model.Message{Role: model.RoleUser, Text: "go"}
+	answer := model.Message{Role: model.RoleAssistant, Text: "x"}
+	cases := []struct {
+		name           string
+		omittedAnswers int
+		inRequest      int // answers in Messages after the task
+		want           string
+		wantErr        bool
+	}{
+		{"the first turn", 0, 0, "first", false},
+		{"a repeat, nothing omitted", 0, 1, "middle", false},
+		{"the last repeat, from omitted answers", 99990, 10, "middle", false},
+		{"the turn after the repeats fails once", 99999, 2, "", true},
+		{"then plays", 100000, 1, "last", false},
+		{"past the script", 100001, 1, "all done", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := []model.Message{task}
+			for range tc.inRequest {
+				msgs = append(msgs, answer)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			s, err := m.Stream(ctx, model.Request{RunID: "r1", Messages: msgs, Omitted: tc.omittedAnswers, OmittedAssistant: tc.omittedAnswers})
+			if tc.wantErr {
+				var se *model.StatusError
+				if !errors.As(err, &se) || se.Status != 500 {
+					t.Fatalf("err %v, want the scripted 500", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := model.Collect(s)
+			if err != nil || r.Text != tc.want {
+				t.Fatalf("played %q (%v), want %q", r.Text, err, tc.want)
+			}
+		})
+	}
+}
