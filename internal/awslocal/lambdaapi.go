@@ -1,7 +1,6 @@
 package awslocal
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -103,23 +102,4 @@ func (l *LambdaAPI) CreateRole(ctx context.Context, name, assumePolicy string) e
 		return fmt.Errorf("iam CreateRole %s: HTTP %d: %s", name, st, b)
 	}
 	return nil
-}
-
-// codeZip is the deployment package the functions are created with: the
-// code runs from the host's bootstrap under the emulator, so the package
-// only says so (moto stores it and never runs it).
-func codeZip() ([]byte, error) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, err := zw.Create("README")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := io.WriteString(w, "Keel on aws-lambda-rie: the bootstrap is the host-built ./cmd/keel (internal/awslocal).\n"); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
