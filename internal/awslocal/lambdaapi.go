@@ -103,3 +103,23 @@ func (l *LambdaAPI) CreateRole(ctx context.Context, name, assumePolicy string) e
 	}
 	return nil
 }
+
+// FunctionState is GetFunction's Configuration.State ("Pending",
+// "Active", "Failed") and StateReason: a function can be invoked once it
+// is Active.
+func (l *LambdaAPI) FunctionState(ctx context.Context, function string) (state, reason string, err error) {
+	st, _, b, err := l.do(ctx, http.MethodGet, "/2015-03-31/functions/"+url.PathEscape(function), nil)
+	if err != nil {
+		return "", "", fmt.Errorf("lambda GetFunction %s: %w", function, err)
+	}
+	if st/100 != 2 {
+		return "", "", fmt.Errorf("lambda GetFunction %s: HTTP %d: %s", function, st, b)
+	}
+	var out struct {
+		Configuration struct{ State, StateReason string }
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", "", fmt.Errorf("lambda GetFunction %s: %w", function, err)
+	}
+	return out.Configuration.State, out.Configuration.StateReason, nil
+}

@@ -1,7 +1,6 @@
 package awslocal
 
 import (
-	"encoding/base64"
 	"fmt"
 	"sort"
 )
@@ -46,6 +45,15 @@ var notCreated = map[string]string{
 	"AWS::EC2::SecurityGroup":               "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
 	"AWS::EC2::RouteTable":                  "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
 	"AWS::EC2::SubnetRouteTableAssociation": "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::EC2::Route":                       "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::EC2::EIP":                         "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::EC2::InternetGateway":             "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::EC2::NatGateway":                  "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::EC2::VPCEndpoint":                 "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::EC2::VPCGatewayAttachment":        "the Fargate spill is not exercised (see AWS::ECS::Cluster)",
+	"AWS::S3::BucketPolicy":                 "bucket policies are not enforced by moto or LocalStack (community)",
+	"AWS::Events::Rule":                     "the sweeper's schedule is not played: no scenario leaves a run without its execution",
+	"AWS::CDK::Metadata":                    "CDK's own bookkeeping",
 }
 
 var planAction = map[string]Action{
@@ -125,11 +133,11 @@ func functionEnv(props map[string]any, opts map[string]string, target map[string
 // function: the template's resolved properties, the environment, the
 // package and the architecture it was built for (which may differ from
 // the template's when the target's machine is of another architecture).
-func createFunctionRequest(name string, props, env map[string]any, code []byte, arch string) map[string]any {
+func createFunctionRequest(name string, props, env, code map[string]any, arch string) map[string]any {
 	return map[string]any{
 		"FunctionName": name, "Runtime": props["Runtime"], "Handler": props["Handler"], "Role": props["Role"],
 		"Description": props["Description"], "Timeout": props["Timeout"], "MemorySize": props["MemorySize"],
 		"Architectures": []string{arch}, "Environment": map[string]any{"Variables": env},
-		"Code": map[string]any{"ZipFile": base64.StdEncoding.EncodeToString(code)},
+		"Code": code,
 	}
 }

@@ -272,7 +272,8 @@ func (s *Stack) createFunction(ctx context.Context, id string) error {
 		return fmt.Errorf("awslocal: function %s: %w", id, err)
 	}
 	role, _ := env["KEEL_ROLE"].(string)
-	code, arch, err := s.world.Target.Package(ctx, s.world.Template, id)
+	tcode, _ := p["Code"].(map[string]any)
+	code, arch, err := s.world.Target.Package(ctx, s.world.Template, id, tcode)
 	if err != nil {
 		return err
 	}

@@ -23,10 +23,11 @@ type Target interface {
 	// there. Loopback for sandboxes on this host; the Docker bridge
 	// gateway for LocalStack's Lambda containers.
 	Listen() (net.Listener, error)
-	// Package is the deployment package (CreateFunction's Code.ZipFile)
-	// of the template's function logical, and the Lambda architecture
-	// ("arm64", "x86_64") it is built for.
-	Package(ctx context.Context, t *Template, logical string) (zip []byte, arch string, err error)
+	// Package is CreateFunction's Code for the template's function
+	// logical — code is the template's own Code property, resolved
+	// (S3Bucket, S3Key of the CDK asset) — and the Lambda architecture
+	// ("arm64", "x86_64") the package is built for.
+	Package(ctx context.Context, t *Template, logical string, code map[string]any) (map[string]any, string, error)
 	// FunctionEnv is what the target adds to every function's
 	// configured environment: the Step Functions endpoint when the stack
 	// runs Keel's executor (sfnURL, "" for the target's own interpreter).

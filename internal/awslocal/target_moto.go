@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -35,7 +36,7 @@ func (m *MotoTarget) Listen() (net.Listener, error) { return net.Listen("tcp", "
 // Package implements Target: moto stores the package and never runs it
 // (the code runs from the host's bootstrap under the emulator), so the
 // package only says so; the architecture is the template's.
-func (m *MotoTarget) Package(_ context.Context, t *Template, logical string) ([]byte, string, error) {
+func (m *MotoTarget) Package(_ context.Context, t *Template, logical string, _ map[string]any) (map[string]any, string, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	w, err := zw.Create("README")
@@ -48,7 +49,7 @@ func (m *MotoTarget) Package(_ context.Context, t *Template, logical string) ([]
 	if err := zw.Close(); err != nil {
 		return nil, "", err
 	}
-	return buf.Bytes(), t.Architecture(logical), nil
+	return map[string]any{"ZipFile": base64.StdEncoding.EncodeToString(buf.Bytes())}, t.Architecture(logical), nil
 }
 
 // FunctionEnv implements Target: nothing is configured; the endpoints are
