@@ -14,6 +14,7 @@ var scenarios = []scenario{approveScenario, denyScenario, cancelScenario, killSc
 // executor, each on a stack of its own, prints the states each execution
 // entered, and requires the two interpreters to agree (Comparable).
 func TestAWSLocal(t *testing.T) {
+	t.Parallel() // beside TestLambdaPackages' build, which is CPU while this mostly waits
 	playAll(t, newMotoWorld(t))
 }
 
