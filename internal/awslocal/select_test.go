@@ -44,7 +44,9 @@ func TestSelectLocalStack(t *testing.T) {
 			health:  func(context.Context, string) ([]byte, error) { return nil, errors.New("connection refused") },
 			skipHas: []string{"LocalStack does not answer at http://localhost:4566 (make localstack-up)"}},
 		{name: "Lambda service off", env: map[string]string{EnvE2ELocalStack: "1", EnvLocalStackToken: "t"}, docker: ok,
-			health:  func(context.Context, string) ([]byte, error) { return []byte(`{"services":{"dynamodb":"running","s3":"running"}}`), nil },
+			health: func(context.Context, string) ([]byte, error) {
+				return []byte(`{"services":{"dynamodb":"running","s3":"running"}}`), nil
+			},
 			skipHas: []string{"lacks services [iam lambda stepfunctions]"}},
 		{name: "no LocalStack container", env: map[string]string{EnvE2ELocalStack: "1", EnvLocalStackToken: "t"}, health: up,
 			docker:  engine{arch: "x86_64", inspErr: errors.New("No such container: localstack-main")},
