@@ -39,7 +39,9 @@ func newLocalStackWorld(t *testing.T) *World {
 		t.Skipf("localstack-e2e: SKIPPED: no synthesized template (make synth writes it): %v", err)
 	}
 	dir := t.TempDir()
-	w := worldAt(nil, tmpl, dir, setup.Endpoint)
+	// LocalStack takes a 12-digit access key id for the account id
+	// (else 000000000000): the stacks' ARNs name Account.
+	w := worldAt(nil, tmpl, dir, setup.Endpoint, Account)
 	w.Target = &LocalStackTarget{Endpoint: setup.Endpoint, Container: setup.Container, HostAddr: setup.HostAddr,
 		Arch: setup.Arch, Root: root, Dir: dir, Docker: docker, AWS: w.AWS, Lambda: w.Lambda, Logf: t.Logf}
 	fmt.Printf("localstack: %s (container %s, engine %s); the Lambda containers reach this host at %s\n",

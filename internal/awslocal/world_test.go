@@ -82,12 +82,13 @@ func newMotoWorld(t *testing.T) *World {
 	_ = os.MkdirAll(home, 0o755)
 	target := &MotoTarget{Moto: m, RIE: rie, Bootstrap: bootstrap, Dir: dir, BaseEnv: MinimalEnv(home)}
 	t.Cleanup(target.Close)
-	return worldAt(target, tmpl, dir, m.URL)
+	return worldAt(target, tmpl, dir, m.URL, "test")
 }
 
-// worldAt is a World on a target whose every AWS API is at endpoint.
-func worldAt(target Target, tmpl *Template, dir, endpoint string) *World {
-	creds := credentials.NewStaticCredentialsProvider("test", "test", "")
+// worldAt is a World on a target whose every AWS API is at endpoint,
+// signing with access key id accessKey.
+func worldAt(target Target, tmpl *Template, dir, endpoint, accessKey string) *World {
+	creds := credentials.NewStaticCredentialsProvider(accessKey, "test", "")
 	cfg := aws.Config{Region: Region, Credentials: creds, BaseEndpoint: aws.String(endpoint)}
 	return &World{Target: target, Template: tmpl, Dir: dir, AWS: cfg, SFNURL: endpoint,
 		Lambda: &LambdaAPI{Endpoint: endpoint, Region: Region, Creds: creds}}
