@@ -87,3 +87,35 @@ func TestFunctionEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestPhysicalNamesFitAWSLimits: the names a stack gives its resources
+// fit AWS's limits (LocalStack validates them; moto does not), for the
+// longest stack name the scenarios use, and stay distinct.
+func TestPhysicalNamesFitAWSLimits(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "infra", "cdk", "cdk.out")
+	tmpl, err := LoadTemplate(dir)
+	if err != nil {
+		t.Skipf("SKIPPED: no synthesized template in %s (make synth writes it)", dir)
+	}
+	longest := ""
+	for _, sc := range scenarios {
+		if n := sc.name + "-" + string(TargetEngine); len(n) > len(longest) {
+			longest = n
+		}
+	}
+	p := physicalIDs(tmpl, longest, "ABCDEF12")
+	seen := map[string]string{}
+	for _, r := range Plan(tmpl) {
+		if r.Action == NotCreated {
+			continue
+		}
+		name := p.Refs[r.Logical]
+		if len(name) > maxPhysicalName {
+			t.Errorf("%s: name %q is %d long", r.Logical, name, len(name))
+		}
+		if other, ok := seen[name]; ok {
+			t.Errorf("%s and %s are both named %s", r.Logical, other, name)
+		}
+		seen[name] = r.Logical
+	}
+}

@@ -186,12 +186,20 @@ func (s *Stack) createRole(ctx context.Context, id string) error {
 	return s.world.Lambda.CreateRole(ctx, s.physical.Refs[id], string(doc))
 }
 
+// maxPhysicalName is the longest physical name physicalIDs makes.
+const maxPhysicalName = 63
+
 // physicalIDs names every resource of the template as CloudFormation
 // would (stack-logical-suffix), with the attributes Fn::GetAtt reads.
 func physicalIDs(t *Template, stack, suffix string) *Physical {
 	p := &Physical{Region: Region, Account: Account, Refs: map[string]string{}, Attrs: map[string]map[string]string{}}
 	for id, r := range t.Resources {
-		name := "Keel-" + stack + "-" + id[:min(len(id), 40)] + "-" + suffix
+		// As CloudFormation does, the logical id is cut so the name fits
+		// the tightest limit of the types made (a bucket's 63; IAM
+		// roles and Lambda functions allow 64): LocalStack validates
+		// them as AWS does.
+		keep := max(8, min(len(id), maxPhysicalName-len("Keel-"+stack+"--"+suffix)))
+		name := "Keel-" + stack + "-" + id[:min(len(id), keep)] + "-" + suffix
 		attrs := map[string]string{}
 		svc := strings.ToLower(strings.Split(r.Type, "::")[1])
 		switch r.Type {
