@@ -123,3 +123,16 @@ func (l *LambdaAPI) FunctionState(ctx context.Context, function string) (state, 
 	}
 	return out.Configuration.State, out.Configuration.StateReason, nil
 }
+
+// DeleteFunction deletes a function (LocalStack then stops its
+// containers).
+func (l *LambdaAPI) DeleteFunction(ctx context.Context, function string) error {
+	st, _, b, err := l.do(ctx, http.MethodDelete, "/2015-03-31/functions/"+url.PathEscape(function), nil)
+	if err != nil {
+		return fmt.Errorf("lambda DeleteFunction %s: %w", function, err)
+	}
+	if st/100 != 2 {
+		return fmt.Errorf("lambda DeleteFunction %s: HTTP %d: %s", function, st, b)
+	}
+	return nil
+}

@@ -215,9 +215,16 @@ func (l *LocalStackTarget) KillErrors(KillKind) []string {
 		"Lambda.Unknown", "Runtime.ExitError", "Sandbox.Timedout"}
 }
 
-// Stop implements Target: LocalStack stops a function's containers when
-// it is deleted or idle; nothing was started here.
-func (l *LocalStackTarget) Stop(*Function) {}
+// Stop implements Target: the function is deleted, and LocalStack stops
+// its containers (a stack's end; a failure leaves them to LocalStack's
+// idle timeout).
+func (l *LocalStackTarget) Stop(fn *Function) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := l.Lambda.DeleteFunction(ctx, fn.Name); err != nil && l.Logf != nil {
+		l.Logf("localstack: %v", err)
+	}
+}
 
 // Unsupported implements Target: every scenario has a LocalStack way.
 func (l *LocalStackTarget) Unsupported(string) string { return "" }

@@ -78,7 +78,7 @@ func TestLocalStackPackageOnMoto(t *testing.T) {
 	pm := props.(map[string]any)
 	tcode, _ := pm["Code"].(map[string]any)
 	arch := w.Template.Architecture(id)
-	ls := &LocalStackTarget{Arch: arch, Root: repoRoot(t), Dir: t.TempDir(), AWS: w.AWS, Lambda: w.Lambda}
+	ls := &LocalStackTarget{Arch: arch, Root: repoRoot(t), Dir: t.TempDir(), AWS: w.AWS, Lambda: w.Lambda, Logf: t.Logf}
 	code, gotArch, err := ls.Package(ctx, w.Template, id, tcode)
 	if err != nil {
 		t.Fatal(err)
@@ -126,5 +126,9 @@ func TestLocalStackPackageOnMoto(t *testing.T) {
 	if err := ls.Started(ctx, &Function{Name: name}, FunctionSpec{Name: name}); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("localstack package on moto: %s created from s3://%s/%s (%.1f MB), %s, Active\n", name, bucket, code["S3Key"], float64(len(put))/1e6, gotArch)
+	ls.Stop(&Function{Name: name})
+	if _, _, err := w.Lambda.FunctionState(ctx, name); err == nil {
+		t.Errorf("%s still exists after Stop", name)
+	}
+	fmt.Printf("localstack package on moto: %s created from s3://%s/%s (%.1f MB), %s, Active, deleted\n", name, bucket, code["S3Key"], float64(len(put))/1e6, gotArch)
 }
