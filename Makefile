@@ -139,7 +139,7 @@ localstack-e2e:
 		./internal/store/dynamo/ ./internal/artifact/s3/ && \
 	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) \
-		$(GO) test -count=1 -timeout 30m -v -run 'TestLocalStack$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+		$(GO) test -count=1 -timeout 30m -v -run 'TestBootstrapRebuild|TestLocalStack$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 	exit $${PIPESTATUS[0]}
 
 # aws-local-e2e: the deployed topology on this machine (internal/awslocal):

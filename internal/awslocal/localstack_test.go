@@ -58,14 +58,26 @@ func newLocalStackWorld(t *testing.T) *World {
 // container runs the code here): it checks the requests the LocalStack
 // path makes against a real API server, as far as this machine allows.
 func TestLocalStackPackageOnMoto(t *testing.T) {
+	if os.Getenv("KEEL_AWSLOCAL") == "" {
+		t.Skip("SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e runs it)")
+	}
+	python := envOr("KEEL_AWSLOCAL_PYTHON", "python3")
+	if why := MotoAvailable(python); why != "" {
+		t.Skip("SKIPPED: " + why)
+	}
 	t.Parallel()
-	w := newMotoWorld(t)
 	ctx := context.Background()
 	tmpl, err := LoadTemplate("testdata/cdkout")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Template = tmpl
+	dir := t.TempDir()
+	m, err := StartMoto(ctx, python, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	w := worldAt(nil, tmpl, dir, m.URL, "test")
 	id, err := w.Template.Only("AWS::Lambda::Function", "FunctionsStep")
 	if err != nil {
 		t.Fatal(err)

@@ -245,29 +245,44 @@ func checkBootstrap(t *testing.T, pkg []byte, goarch string, machine elf.Machine
 	}
 }
 
-// TestLambdaPackages builds ./cmd/keel as the LocalStack target rebuilds
-// it and packs it, and packs the template's own code asset as the target
-// uploads it for an engine of the template's architecture; both read
-// back as Lambda runs them. It runs in make aws-local-e2e (after the
-// synth, whose build of the same flags fills the Go build cache for
-// arm64; a cold linux build of ./cmd/keel takes minutes on a loaded
-// machine, too long for test-go).
-func TestLambdaPackages(t *testing.T) {
-	if os.Getenv("KEEL_AWSLOCAL") == "" {
-		t.Skip("SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e runs it after make synth)")
+// TestBootstrapRebuild builds ./cmd/keel as the LocalStack target
+// rebuilds it for an engine of another architecture than the template's,
+// packs it and reads it back. A linux build of ./cmd/keel costs minutes
+// of CPU on a loaded machine, so it runs in make localstack-e2e (where a
+// rebuild is what happens) or with KEEL_AWSLOCAL_REBUILD=1, not in make
+// test. ARCH (default x86_64, what an amd64 engine gets) picks the
+// architecture.
+func TestBootstrapRebuild(t *testing.T) {
+	if os.Getenv("KEEL_AWSLOCAL_REBUILD") == "" && os.Getenv(EnvE2ELocalStack) == "" {
+		t.Skip("SKIPPED: set KEEL_AWSLOCAL_REBUILD=1 (make localstack-e2e runs it)")
 	}
-	t.Parallel()
+	arch := envOr("KEEL_AWSLOCAL_REBUILD_ARCH", "x86_64")
+	goarch, err := GoArch(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch]
 	dir := t.TempDir()
-	if err := BuildBootstrap(context.Background(), repoRoot(t), "arm64", dir); err != nil {
+	if err := BuildBootstrap(context.Background(), repoRoot(t), arch, dir); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FunctionZip(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBootstrap(t, b, "arm64", elf.EM_AARCH64)
-	fmt.Printf("lambda packages: ./cmd/keel rebuilt for arm64: %.1f MB zipped\n", float64(len(b))/1e6)
+	checkBootstrap(t, b, goarch, machine)
+	fmt.Printf("lambda packages: ./cmd/keel rebuilt for %s: %.1f MB zipped\n", arch, float64(len(b))/1e6)
+}
 
+// TestLambdaPackages packs the template's own code asset as the
+// LocalStack target uploads it for an engine of the template's
+// architecture and reads it back as Lambda runs it. It runs in make
+// aws-local-e2e, after the synth.
+func TestLambdaPackages(t *testing.T) {
+	if os.Getenv("KEEL_AWSLOCAL") == "" {
+		t.Skip("SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e runs it after make synth)")
+	}
+	t.Parallel()
 	tmpl, err := LoadTemplate(filepath.Join(repoRoot(t), "infra", "cdk", "cdk.out"))
 	if err != nil {
 		t.Fatal(err)
