@@ -18,8 +18,9 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 )
 
-// Region and Account are moto's and LocalStack's defaults, the ones the
-// ARNs carry.
+// Region and Account are moto's defaults, the ones the ARNs carry. A
+// LocalStack world signs with Account as its access key id, which
+// LocalStack takes for the account (its own default is 000000000000).
 const (
 	Region  = "us-east-1"
 	Account = "123456789012"
