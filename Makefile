@@ -109,8 +109,11 @@ test-asl: $(ASL_VALIDATOR)
 	$(ASL_VALIDATOR) --json-path stepfunctions/run.asl.json
 
 # LocalStack end to end: the DynamoDB store and S3 artifact conformance
-# suites against LocalStack (localstack/). Without a Docker engine both
-# targets say so and succeed, so they are safe to call anywhere.
+# suites against LocalStack (localstack/), then the scenarios of
+# aws-local-e2e (internal/awslocal TestLocalStack) with the functions in
+# LocalStack's own Lambda containers. Without a Docker engine or
+# LOCALSTACK_AUTH_TOKEN both targets say so and succeed, so they are safe
+# to call anywhere.
 LOCALSTACK_ENDPOINT ?= http://localhost:4566
 LOCALSTACK_COMPOSE := docker compose -f localstack/docker-compose.yml
 
@@ -125,7 +128,7 @@ localstack-down:
 
 localstack-e2e:
 	@if ! docker info >/dev/null 2>&1; then \
-		echo "localstack-e2e: SKIPPED: no Docker engine (docker info failed); the same suites ran in-process in 'make test'"; \
+		echo "localstack-e2e: SKIPPED: no Docker engine (docker info failed); the same suites ran in-process and the same scenarios on moto + aws-lambda-rie in 'make test'"; \
 		exit 0; fi; \
 	if [ -z "$$LOCALSTACK_AUTH_TOKEN" ]; then \
 		echo "localstack-e2e: SKIPPED: LOCALSTACK_AUTH_TOKEN is not set (the LocalStack image needs one since 2026-03-23)"; \
@@ -133,7 +136,11 @@ localstack-e2e:
 	$(MAKE) --no-print-directory localstack-up && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
 		$(GO) test -count=1 -timeout 15m -v -run 'TestConformance|TestRequestsPerCall|TestCheckpointSpillsToS3|TestForeignObjectIsCorrupt' \
-		./internal/store/dynamo/ ./internal/artifact/s3/
+		./internal/store/dynamo/ ./internal/artifact/s3/ && \
+	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
+	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) \
+		$(GO) test -count=1 -timeout 30m -v -run 'TestBootstrapRebuild|TestLocalStack$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+	exit $${PIPESTATUS[0]}
 
 # aws-local-e2e: the deployed topology on this machine (internal/awslocal):
 # moto (DynamoDB, S3, IAM, Lambda, Step Functions executing the definition)
@@ -158,7 +165,7 @@ aws-local-e2e:
 		echo "aws-local-e2e: SKIPPED: aws-lambda-rie could not be installed"; exit 0; fi; \
 	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_AWSLOCAL=1 KEEL_AWSLOCAL_RIE=$(RIE) KEEL_AWSLOCAL_PYTHON=$(PYTHON) \
-		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$|TestLambdaPackages|TestLocalStackPackageOnMoto' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 	exit $${PIPESTATUS[0]}
 
 # demo: the research agent end to end on the embedded default, with a crash

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,9 +15,9 @@ import (
 )
 
 // keelSFN is Keel's executor (internal/states, what keel dev runs) as a
-// stack's Step Functions: its API on a loopback port for the functions
-// (AWS_ENDPOINT_URL_SFN), its lambda:invoke through moto's Lambda Invoke —
-// the same path moto's interpreter takes, so only the interpreter differs.
+// stack's Step Functions: its API where the functions reach it
+// (AWS_ENDPOINT_URL_SFN), its lambda:invoke through the target's Lambda Invoke —
+// the same path the target's interpreter takes, so only the interpreter differs.
 type keelSFN struct {
 	url   string
 	exec  *states.Executor
@@ -39,7 +38,8 @@ func startKeelSFN(ctx context.Context, w *World, name string) (*keelSFN, error) 
 		store.Close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The functions call this endpoint: it listens where their code runs.
+	ln, err := w.Target.Listen()
 	if err != nil {
 		k.close()
 		return nil, err

@@ -1,7 +1,6 @@
 package awslocal
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -105,21 +104,35 @@ func (l *LambdaAPI) CreateRole(ctx context.Context, name, assumePolicy string) e
 	return nil
 }
 
-// codeZip is the deployment package the functions are created with: the
-// code runs from the host's bootstrap under the emulator, so the package
-// only says so (moto stores it and never runs it).
-func codeZip() ([]byte, error) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, err := zw.Create("README")
+// FunctionState is GetFunction's Configuration.State ("Pending",
+// "Active", "Failed") and StateReason: a function can be invoked once it
+// is Active.
+func (l *LambdaAPI) FunctionState(ctx context.Context, function string) (state, reason string, err error) {
+	st, _, b, err := l.do(ctx, http.MethodGet, "/2015-03-31/functions/"+url.PathEscape(function), nil)
 	if err != nil {
-		return nil, err
+		return "", "", fmt.Errorf("lambda GetFunction %s: %w", function, err)
 	}
-	if _, err := io.WriteString(w, "Keel on aws-lambda-rie: the bootstrap is the host-built ./cmd/keel (internal/awslocal).\n"); err != nil {
-		return nil, err
+	if st/100 != 2 {
+		return "", "", fmt.Errorf("lambda GetFunction %s: HTTP %d: %s", function, st, b)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
+	var out struct {
+		Configuration struct{ State, StateReason string }
 	}
-	return buf.Bytes(), nil
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", "", fmt.Errorf("lambda GetFunction %s: %w", function, err)
+	}
+	return out.Configuration.State, out.Configuration.StateReason, nil
+}
+
+// DeleteFunction deletes a function (LocalStack then stops its
+// containers).
+func (l *LambdaAPI) DeleteFunction(ctx context.Context, function string) error {
+	st, _, b, err := l.do(ctx, http.MethodDelete, "/2015-03-31/functions/"+url.PathEscape(function), nil)
+	if err != nil {
+		return fmt.Errorf("lambda DeleteFunction %s: %w", function, err)
+	}
+	if st/100 != 2 {
+		return fmt.Errorf("lambda DeleteFunction %s: HTTP %d: %s", function, st, b)
+	}
+	return nil
 }

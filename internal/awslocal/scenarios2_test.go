@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,34 +62,25 @@ var cancelScenario = scenario{
 // heard the answer. Lambda answers the pending Invoke with a service error
 // and starts a new sandbox; the Step state's Retry invokes again, and the
 // recovered step finds the publication instead of sending it twice.
-var killScenario = killInsidePublish("kill-step", "sandbox", func(t *testing.T, s *Stack, step *Function) {
-	if err := step.Sandbox.Restart(context.Background()); err != nil {
-		t.Errorf("restart the step sandbox: %v", err)
-	} else if err := s.world.Moto.Route(step.Name, step.Sandbox.URL); err != nil {
-		t.Error(err)
-	}
-}, "Lambda.ServiceException")
+var killScenario = killInsidePublish("kill-step", KillSandbox)
 
 // crashScenario: only the step function's runtime (the bootstrap) is
 // SIGKILLed inside publish_report's call, as an out-of-memory kill takes
-// it, and the emulator stays. Lambda answers the pending Invoke with the
-// function's unhandled error (Runtime.ExitError here; AWS documents such
-// errors in Step Functions as Lambda.Unknown), and the next Invoke starts
-// a fresh runtime in the same sandbox. The Step state's retrier for
-// runtime crashes invokes it again, and the recovered step finds the
-// publication instead of sending it twice. Before that retrier both
-// interpreters finalized the run as failed.
-var crashScenario = killInsidePublish("crash-runtime", "runtime", func(t *testing.T, s *Stack, step *Function) {
-	for _, pid := range step.Sandbox.Pids()[1:] {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-}, "Runtime.ExitError", "Lambda.Unknown")
+// it, and the sandbox stays. Lambda answers the pending Invoke with the
+// function's unhandled error (Runtime.ExitError under the emulator; AWS
+// documents such errors in Step Functions as Lambda.Unknown), and the
+// next Invoke starts a fresh runtime in the same sandbox. The Step
+// state's retrier for runtime crashes invokes it again, and the recovered
+// step finds the publication instead of sending it twice. Before that
+// retrier both interpreters finalized the run as failed.
+var crashScenario = killInsidePublish("crash-runtime", KillRuntime)
 
-// killInsidePublish is a scenario that runs kill on the step function
-// when the destination records the publication, and then wants the run
-// completed with one publication, the operation's outcome recorded, one run_completed,
-// and one of wantErrs among the execution's retried task failures.
-func killInsidePublish(name, what string, kill func(*testing.T, *Stack, *Function), wantErrs ...string) scenario {
+// killInsidePublish is a scenario that kills the step function's code
+// (the target's Kill) when the destination records the publication, and
+// then wants the run completed with one publication, the operation's
+// outcome recorded, one run_completed, and one of the target's
+// KillErrors among the execution's retried task failures.
+func killInsidePublish(name string, kind KillKind) scenario {
 	return scenario{
 		name: name,
 		opts: func(d *destination) StackOptions { return StackOptions{Env: baseEnv(d)} },
@@ -98,22 +88,21 @@ func killInsidePublish(name, what string, kill func(*testing.T, *Stack, *Functio
 			runID := createRun(t, s, name+"-"+s.Opts.Name)
 			ap := awaitApproval(t, s, runID)
 			step := s.Functions["step"]
-			killed := make(chan []int, 1)
+			killed := make(chan string, 1)
 			dest.mu.Lock()
 			dest.onPost = func() {
-				pids := step.Sandbox.Pids()
-				kill(t, s, step)
-				killed <- pids
+				what, err := s.world.Target.Kill(context.Background(), step, kind)
+				if err != nil {
+					t.Errorf("kill the step %s: %v", kind, err)
+				}
+				killed <- what
 			}
 			dest.mu.Unlock()
 			decide(t, s, runID, ap, "approve")
 			tr := finish(t, s, runID)
 			select {
-			case pids := <-killed:
-				t.Logf("SIGKILLed the step %s (sandbox pids %v) inside publish_report", what, pids)
-				if len(pids) < 2 {
-					t.Errorf("the sandbox had pids %v: want the emulator and its bootstrap", pids)
-				}
+			case what := <-killed:
+				t.Logf("killed the step %s (%s) inside publish_report", kind, what)
 			default:
 				t.Fatal("the destination never saw the publication: nothing was killed")
 			}
@@ -123,6 +112,7 @@ func killInsidePublish(name, what string, kill func(*testing.T, *Stack, *Functio
 			}
 			wantPublished(t, dest, 1)
 			r, seen := Retries(s.history(t, runID)), 0
+			wantErrs := s.world.Target.KillErrors(kind)
 			for _, e := range wantErrs {
 				seen += r[e]
 			}

@@ -3,7 +3,6 @@ package awslocal
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -19,7 +18,9 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 )
 
-// Region and Account are moto's defaults, the ones the ARNs carry.
+// Region and Account are moto's defaults, the ones the ARNs carry. A
+// LocalStack world signs with Account as its access key id, which
+// LocalStack takes for the account (its own default is 000000000000).
 const (
 	Region  = "us-east-1"
 	Account = "123456789012"
@@ -29,26 +30,32 @@ const (
 type Interpreter string
 
 const (
-	// MotoEngine is moto's Step Functions interpreter (ported from
-	// LocalStack's).
-	MotoEngine Interpreter = "moto"
+	// TargetEngine is the target's own Step Functions interpreter:
+	// moto's (ported from LocalStack's) or LocalStack's.
+	TargetEngine Interpreter = "target"
 	// KeelExecutor is internal/states, the executor `keel dev` runs.
 	KeelExecutor Interpreter = "keel"
 )
 
-// World is what every stack is deployed into: moto, the template, the
-// emulator and the bootstrap binary.
+// World is what every stack is deployed into: a target (moto with
+// emulators, or LocalStack), its AWS endpoint and the template.
 type World struct {
-	Moto      *Moto
-	Template  *Template
-	RIE       string // the aws-lambda-rie binary
-	Bootstrap string // the host-built Keel program
-	Dir       string // logs and state
-	AWS       aws.Config
-	Lambda    *LambdaAPI
-	// BaseEnv is the environment every sandbox starts from (PATH, HOME,
-	// no AWS profile of the caller's).
-	BaseEnv []string
+	Target   Target
+	Template *Template
+	Dir      string     // logs and state
+	AWS      aws.Config // the target's endpoint, test credentials
+	Lambda   *LambdaAPI // the target's Lambda API
+	// SFNURL is the target's Step Functions endpoint.
+	SFNURL string
+}
+
+// Label names an interpreter as the results print it: the target's name
+// for its own interpreter ("moto", "localstack"), "keel" for Keel's.
+func (w *World) Label(in Interpreter) string {
+	if in == TargetEngine {
+		return w.Target.Name()
+	}
+	return string(in)
 }
 
 // StackOptions vary one deployment.
@@ -119,7 +126,7 @@ func (w *World) Deploy(ctx context.Context, opts StackOptions) (_ *Stack, err er
 		}
 		s.SFNURL = s.keel.url
 	} else {
-		s.SFNURL = w.Moto.URL
+		s.SFNURL = w.SFNURL
 	}
 	s.SFN = sfn.NewFromConfig(w.AWS, func(o *sfn.Options) { o.BaseEndpoint = aws.String(s.SFNURL) })
 	s.physical = physicalIDs(t, opts.Name, suffix)
@@ -132,24 +139,24 @@ func (w *World) Deploy(ctx context.Context, opts StackOptions) (_ *Stack, err er
 	s.StateMachineARN = s.physical.Refs[smID]
 	s.Table, s.Bucket = s.physical.Refs[tableID], s.physical.Refs[bucketID]
 
-	if err := s.createTable(ctx, tableID); err != nil {
-		return nil, err
-	}
-	if err := s.createBucket(ctx, bucketID); err != nil {
-		return nil, err
-	}
-	for _, id := range t.ids("AWS::IAM::Role") {
-		if err := s.createRole(ctx, id); err != nil {
+	// What is made, and in which order, is the plan of the template
+	// (Plan); the template has one table, bucket and state machine.
+	for _, r := range Plan(t) {
+		switch r.Action {
+		case CreateTable:
+			err = s.createTable(ctx, r.Logical)
+		case CreateBucket:
+			err = s.createBucket(ctx, r.Logical)
+		case CreateRole:
+			err = s.createRole(ctx, r.Logical)
+		case CreateFunction:
+			err = s.createFunction(ctx, r.Logical)
+		case CreateStateMachine:
+			err = s.createStateMachine(ctx, r.Logical, smName)
+		}
+		if err != nil {
 			return nil, err
 		}
-	}
-	for _, id := range t.ids("AWS::Lambda::Function") {
-		if err := s.createFunction(ctx, id); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.createStateMachine(ctx, smID, smName); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -180,12 +187,20 @@ func (s *Stack) createRole(ctx context.Context, id string) error {
 	return s.world.Lambda.CreateRole(ctx, s.physical.Refs[id], string(doc))
 }
 
+// maxPhysicalName is the longest physical name physicalIDs makes.
+const maxPhysicalName = 63
+
 // physicalIDs names every resource of the template as CloudFormation
 // would (stack-logical-suffix), with the attributes Fn::GetAtt reads.
 func physicalIDs(t *Template, stack, suffix string) *Physical {
 	p := &Physical{Region: Region, Account: Account, Refs: map[string]string{}, Attrs: map[string]map[string]string{}}
 	for id, r := range t.Resources {
-		name := "Keel-" + stack + "-" + id[:min(len(id), 40)] + "-" + suffix
+		// As CloudFormation does, the logical id is cut so the name fits
+		// the tightest limit of the types made (a bucket's 63; IAM
+		// roles and Lambda functions allow 64): LocalStack validates
+		// them as AWS does.
+		keep := max(8, min(len(id), maxPhysicalName-len("Keel-"+stack+"--"+suffix)))
+		name := "Keel-" + stack + "-" + id[:min(len(id), keep)] + "-" + suffix
 		attrs := map[string]string{}
 		svc := strings.ToLower(strings.Split(r.Type, "::")[1])
 		switch r.Type {
@@ -257,57 +272,27 @@ func (s *Stack) createFunction(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	envProps, _ := p["Environment"].(map[string]any)
-	vars, _ := envProps["Variables"].(map[string]any)
-	env := map[string]any{}
-	for k, v := range vars {
-		env[k] = v
+	var keelURL string
+	if s.keel != nil {
+		keelURL = s.SFNURL
 	}
-	for k, v := range s.Opts.Env {
-		env[k] = v
+	env, err := functionEnv(p, s.Opts.Env, s.world.Target.FunctionEnv(keelURL))
+	if err != nil {
+		return fmt.Errorf("awslocal: function %s: %w", id, err)
 	}
 	role, _ := env["KEEL_ROLE"].(string)
-	if role == "" {
-		return fmt.Errorf("awslocal: function %s has no KEEL_ROLE", id)
-	}
-	code, err := codeZip()
+	tcode, _ := p["Code"].(map[string]any)
+	code, arch, err := s.world.Target.Package(ctx, s.world.Template, id, tcode)
 	if err != nil {
 		return err
 	}
 	name := s.physical.Refs[id]
-	req := map[string]any{
-		"FunctionName": name, "Runtime": p["Runtime"], "Handler": p["Handler"], "Role": p["Role"],
-		"Description": p["Description"], "Timeout": p["Timeout"], "MemorySize": p["MemorySize"],
-		"Architectures": p["Architectures"], "Environment": map[string]any{"Variables": env},
-		"Code": map[string]any{"ZipFile": base64.StdEncoding.EncodeToString(code)},
-	}
-	if err := s.world.Lambda.CreateFunction(ctx, req); err != nil {
+	if err := s.world.Lambda.CreateFunction(ctx, createFunctionRequest(name, p, env, code, arch)); err != nil {
 		return err
 	}
 	fn := &Function{Logical: id, Name: name, ARN: s.physical.Attrs[id]["Arn"], Role: role}
-	// What Lambda gives a sandbox, then the function's configuration.
-	penv := append([]string(nil), s.world.BaseEnv...)
-	penv = append(penv,
-		"AWS_REGION="+Region, "AWS_DEFAULT_REGION="+Region,
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=",
-		"AWS_LAMBDA_FUNCTION_NAME="+name, fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%v", p["Timeout"]),
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%v", p["MemorySize"]),
-		// The network: every AWS API is at moto, Step Functions at the
-		// stack's interpreter.
-		"AWS_ENDPOINT_URL="+s.world.Moto.URL, "AWS_ENDPOINT_URL_SFN="+s.SFNURL)
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		penv = append(penv, fmt.Sprintf("%s=%v", k, env[k]))
-	}
-	if fn.Sandbox, err = StartSandbox(ctx, s.world.RIE, s.world.Bootstrap, name, penv, s.world.Dir); err != nil {
-		return err
-	}
 	s.Functions[role] = fn
-	return s.world.Moto.Route(name, fn.Sandbox.URL)
+	return s.world.Target.Started(ctx, fn, FunctionSpec{Name: name, Timeout: p["Timeout"], Memory: p["MemorySize"], Variables: env, SFNURL: s.SFNURL})
 }
 
 func (s *Stack) createStateMachine(ctx context.Context, id, name string) error {
@@ -376,10 +361,7 @@ func lowerLoopBound(def []byte, bound int) ([]byte, error) {
 // Close stops the stack's sandboxes and its Keel executor.
 func (s *Stack) Close() {
 	for _, f := range s.Functions {
-		if f.Sandbox != nil {
-			f.Sandbox.Kill()
-			_ = s.world.Moto.Route(f.Name, "")
-		}
+		s.world.Target.Stop(f)
 	}
 	if s.keel != nil {
 		s.keel.close()

@@ -3,7 +3,6 @@ package awslocal
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,9 +34,9 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// newWorld starts moto and builds the bootstrap, or skips naming what is
-// missing.
-func newWorld(t *testing.T) *World {
+// newMotoWorld starts moto and builds the bootstrap, or skips naming what
+// is missing.
+func newMotoWorld(t *testing.T) *World {
 	t.Helper()
 	if os.Getenv("KEEL_AWSLOCAL") == "" {
 		t.Skip("aws-local-e2e: SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e synthesizes the template, installs aws-lambda-rie and sets it)")
@@ -79,13 +78,20 @@ func newWorld(t *testing.T) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(m.Close)
-	creds := credentials.NewStaticCredentialsProvider("test", "test", "")
-	cfg := aws.Config{Region: Region, Credentials: creds, BaseEndpoint: aws.String(m.URL)}
 	home := filepath.Join(dir, "home")
 	_ = os.MkdirAll(home, 0o755)
-	return &World{Moto: m, Template: tmpl, RIE: rie, Bootstrap: bootstrap, Dir: dir, AWS: cfg,
-		Lambda: &LambdaAPI{Endpoint: m.URL, Region: Region, Creds: creds}, BaseEnv: MinimalEnv(home)}
+	target := &MotoTarget{Moto: m, RIE: rie, Bootstrap: bootstrap, Dir: dir, BaseEnv: MinimalEnv(home)}
+	t.Cleanup(target.Close)
+	return worldAt(target, tmpl, dir, m.URL, "test")
+}
+
+// worldAt is a World on a target whose every AWS API is at endpoint,
+// signing with access key id accessKey.
+func worldAt(target Target, tmpl *Template, dir, endpoint, accessKey string) *World {
+	creds := credentials.NewStaticCredentialsProvider(accessKey, "test", "")
+	cfg := aws.Config{Region: Region, Credentials: creds, BaseEndpoint: aws.String(endpoint)}
+	return &World{Target: target, Template: tmpl, Dir: dir, AWS: cfg, SFNURL: endpoint,
+		Lambda: &LambdaAPI{Endpoint: endpoint, Region: Region, Creds: creds}}
 }
 
 func envOr(k, def string) string {
@@ -96,7 +102,8 @@ func envOr(k, def string) string {
 }
 
 // destination is the research agent's publication service, in this
-// process: every POST is counted, and onPost (when set) runs after the
+// process, listening where the functions' code can reach it (the
+// target's Listen): every POST is counted, and onPost (when set) runs after the
 // publication is recorded and before it is answered.
 type destination struct {
 	URL    string
@@ -106,13 +113,13 @@ type destination struct {
 	onPost func()
 }
 
-func newDestination(t *testing.T, dir string) *destination {
+func newDestination(t *testing.T, w *World, dir string) *destination {
 	t.Helper()
 	srv, err := research.NewPublicationServer(research.ServerOptions{Log: filepath.Join(dir, "publications.jsonl")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := w.Target.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
