@@ -128,7 +128,7 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		}
 		c.Checkpoint = cp
 		patch.CheckpointID = cp.ID
-		ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: jsonObj("checkpoint_id", cp.ID, "seq", cp.Seq, "bytes", cp.Size, "messages", len(newMsgs))}
+		ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: checkpointData(cp)}
 		// The checkpoint is part of the step: it goes before the events
 		// that end the turn or the run, so they stay the log's last word.
 		at := len(s.pend.events)
@@ -298,11 +298,15 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		d, err := s.exceeded(ctx, "max_spend", lim.MaxSpendMicroUSD)
 		return d, true, err
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate)})
+	// model_call_started is written only when the call fails: a completed
+	// call's started event would land in the same commit as its
+	// model_call_completed, which carries the duration instead.
+	startedAt := s.h.opt.Clock()
 	cctx, csp := s.startChat(ctx, req)
 	resp, err := s.agent.Model.Generate(cctx, req)
 	s.endChat(cctx, csp, resp, err)
 	if err != nil {
+		s.addEvent(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate)})
 		var rl *model.RateLimitedError
 		if errors.As(err, &rl) {
 			s.recordAttempts(rl.Attempts)
@@ -334,14 +338,15 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	s.pend.steps++
 	s.pend.used.Tokens += resp.Usage.Total()
 	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
-	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(map[string]any{
-		"usage": resp.Usage, "stop_reason": resp.StopReason, "response_id": resp.ResponseID, "model": resp.Model,
-		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts),
+	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
+		Usage: resp.Usage, StopReason: resp.StopReason, ResponseID: resp.ResponseID, Model: resp.Model,
+		CostMicroUSD: resp.CostMicroUSD, ToolCalls: len(resp.ToolCalls), RetriedAttempts: len(resp.Attempts),
+		DurationUS: micros(s.h.opt.Clock().Sub(startedAt)),
 		// What the model answered, so that `keel record` can replay the
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		"answer": recordAnswer(resp, s.view.refs(s.msgs))})})
+		Answer: answerJSON(resp, s.view.refs(s.msgs))})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)
