@@ -137,7 +137,7 @@ type evData struct {
 	// tool_failed whose started event was left out (it would have landed in
 	// the same commit): the call began that long before the event.
 	DurationUS int64 `json:"duration_us"`
-	Answer       struct {
+	Answer     struct {
 		Calls []struct {
 			Name string `json:"name"`
 		} `json:"calls"`
