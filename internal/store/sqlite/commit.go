@@ -40,6 +40,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
 
 func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]int64, error) {
 	var (
+		rk         int64
 		status     run.Status
 		leaseOwner string
 		token      int64
@@ -48,7 +49,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		sessionID  string
 	)
 	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID)
+		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
 	}
@@ -145,7 +146,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	}
 	for _, pi := range c.PlanItems {
 		if _, err := s.exec(ctx, tx, qPlanUpsert,
-			c.RunID, pi.ID, pi.Order, pi.Tool, blob(pi.Args), pi.ArgsHash, pi.Mode, pi.Status,
+			rk, pi.ID, pi.Order, pi.Tool, blob(pi.Args), hashBlob(run.ArgsHashPrefix, pi.ArgsHash), pi.Mode, pi.Status,
 			pi.CallID, pi.ResultRef, blob(pi.Result), nowN); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
 		}
@@ -161,7 +162,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 			seq = nil // NULL: computed below
 		}
 		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			c.RunID, cp.ID, seq, c.RunID, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, cp.StateHash, cp.Size,
+			rk, cp.ID, seq, rk, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, hashBlob("", cp.StateHash), cp.Size,
 			cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
@@ -170,11 +171,11 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id or seq %d exists", cp.ID, store.ErrConflict, cp.Seq)
 		}
 	} else if checkpointID != "" {
-		if err := rowExists(ctx, tx, "checkpoints", c.RunID, checkpointID); err != nil {
+		if err := checkpointExists(ctx, tx, rk, c.RunID, checkpointID); err != nil {
 			return nil, err
 		}
 	}
-	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, lastSeq, lastHash, c.Events, now)
+	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, c.Events, c.Checkpoint, now)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
-	qCommitRun = `SELECT status, lease_owner, lease_token, last_seq, last_hash, session_id FROM runs WHERE id = ?`
+	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id FROM runs WHERE id = ?`
 	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
 	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
@@ -222,14 +223,14 @@ const (
 	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
 	qOpUpdate = `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
 			attempts = attempts + ?, updated_at = ? WHERE run_id = ? AND id = ?`
-	qPlanUpsert = `INSERT INTO plan_items(run_id, id, ord, tool, args, args_hash, mode, status,
+	qPlanUpsert = `INSERT INTO plan_items(rk, id, ord, tool, args, args_hash, mode, status,
 			call_id, result_ref, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(run_id, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
+			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
 			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
 			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	qCheckpointInsert = `INSERT INTO checkpoints(run_id, id, seq, parent, step, state, state_ref, state_hash,
+	qCheckpointInsert = `INSERT INTO checkpoints(rk, id, seq, parent, step, state, state_ref, state_hash,
 			size, workspace_version, created_at)
-			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE rk = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
@@ -257,6 +258,20 @@ func blob(b []byte) any {
 		return nil
 	}
 	return b
+}
+
+// checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
+// does not have.
+func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: checkpoints %q: %w", id, err)
+	}
+	return nil
 }
 
 // rowExists reports ErrNotFound for a missing child row (table is one of

@@ -17,20 +17,20 @@ import (
 type fileTamperer struct{ db *sql.DB }
 
 func (f fileTamperer) EditEventData(ctx context.Context, runID string, seq int64, data []byte) error {
-	_, err := f.db.ExecContext(ctx, `UPDATE events SET data = ? WHERE run_id = ? AND seq = ?`, data, runID, seq)
+	_, err := f.db.ExecContext(ctx, `UPDATE events SET data = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq = ?`, data, runID, seq)
 	return err
 }
 
 func (f fileTamperer) DeleteEvent(ctx context.Context, runID string, seq int64) error {
-	_, err := f.db.ExecContext(ctx, `DELETE FROM events WHERE run_id = ? AND seq = ?`, runID, seq)
+	_, err := f.db.ExecContext(ctx, `DELETE FROM events WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq = ?`, runID, seq)
 	return err
 }
 
 func (f fileTamperer) SwapEvents(ctx context.Context, runID string, a, b int64) error {
 	_, err := f.db.ExecContext(ctx, `UPDATE events SET seq = CASE seq WHEN ? THEN ? ELSE ? END
-		WHERE run_id = ? AND seq IN (?, ?)`, a, -b, -a, runID, a, b)
+		WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq IN (?, ?)`, a, -b, -a, runID, a, b)
 	if err == nil {
-		_, err = f.db.ExecContext(ctx, `UPDATE events SET seq = -seq WHERE run_id = ? AND seq < 0`, runID)
+		_, err = f.db.ExecContext(ctx, `UPDATE events SET seq = -seq WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND seq < 0`, runID)
 	}
 	return err
 }

@@ -19,7 +19,7 @@ func TestTraceParentMigration(t *testing.T) {
 	old, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "research", Request: "q"})
 	must(t, err)
 	// Back to version 3: the column and its migration record removed.
-	for _, q := range []string{`ALTER TABLE runs DROP COLUMN trace_parent`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+	for _, q := range []string{`ALTER TABLE runs DROP COLUMN trace_parent`, `DELETE FROM schema_migrations WHERE version = 4`} {
 		if _, err := s.DB().ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
