@@ -157,12 +157,20 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	}
 	if cp := c.Checkpoint; cp != nil {
 		checkpointID = cp.ID
-		seq := any(cp.Seq)
-		if cp.Seq == 0 {
-			seq = nil // NULL: computed below
+		seq := cp.Seq
+		if seq == 0 {
+			// The run's last checkpoint's seq + 1 (the harness always says).
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(ck), ? << 32) + 1 - (? << 32) FROM checkpoints
+				WHERE ck > ? << 32 AND ck < (? + 1) << 32`, rk, rk, rk, rk).Scan(&seq); err != nil {
+				return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+			}
 		}
+		if err := checkKey(rk, seq); err != nil {
+			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+		}
+		ck := rk<<32 | seq
 		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			rk, cp.ID, seq, rk, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, hashBlob("", cp.StateHash), cp.Size,
+			ck, rk, cp.ID, cp.Parent, ck, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, hashBlob("", cp.StateHash), cp.Size,
 			cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
@@ -228,9 +236,10 @@ const (
 			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
 			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
 			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	qCheckpointInsert = `INSERT INTO checkpoints(rk, id, seq, parent, step, state, state_ref, state_hash,
+	// A parent that is the checkpoint before (seq - 1) is stored as NULL.
+	qCheckpointInsert = `INSERT INTO checkpoints(ck, rk, id, parent, step, state, state_ref, state_hash,
 			size, workspace_version, created_at)
-			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE rk = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
 )
 
 // eventTypes maps event types to their codes in the event_types table and
@@ -141,4 +142,20 @@ func plainID(id string) bool {
 		}
 	}
 	return true
+}
+
+// maxKeySeq is the largest seq a row keyed rk << 32 | seq can have, and
+// maxRunKey the largest rk.
+const (
+	maxKeySeq = 1<<32 - 1
+	maxRunKey = 1<<31 - 1
+)
+
+// checkKey refuses a row key past the encoding's bounds (four billion
+// events or checkpoints in one run, two billion runs in one file).
+func checkKey(rk, seq int64) error {
+	if rk < 1 || rk > maxRunKey || seq < 0 || seq > maxKeySeq {
+		return fmt.Errorf("%w: run key %d, seq %d out of range", store.ErrInvalid, rk, seq)
+	}
+	return nil
 }

@@ -18,12 +18,12 @@ const eventsPerInsert = 8
 var eventInserts = func() []string {
 	out := make([]string, eventsPerInsert)
 	for n := 1; n <= eventsPerInsert; n++ {
-		q := `INSERT INTO events(rk, seq, type, time, plan_item_id, operation_id, data, hash) VALUES `
+		q := `INSERT INTO events(ek, type, time, plan_item_id, operation_id, data, hash) VALUES `
 		for i := range n {
 			if i > 0 {
 				q += ", "
 			}
-			q += "(?, ?, ?, ?, ?, ?, ?, ?)"
+			q += "(?, ?, ?, ?, ?, ?, ?)"
 		}
 		out[n-1] = q
 	}
@@ -35,10 +35,13 @@ var eventInserts = func() []string {
 // is the checkpoint the same transaction writes (nil when none): its
 // checkpoint_written event is stored by reference (eventData). The caller
 // holds the write lock and updates runs.last_seq and runs.last_hash; the
-// primary key (rk, seq) would refuse a duplicate even if it did not.
+// primary key (rk << 32 | seq) would refuse a duplicate even if it did not.
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, last int64, prev string, events []run.Event, cp *run.Checkpoint, now time.Time) ([]int64, string, error) {
 	if len(events) > 0 {
 		s.touch(runID)
+	}
+	if err := checkKey(rk, last+int64(len(events))); err != nil {
+		return nil, "", fmt.Errorf("sqlite: append events to %q: %w", runID, err)
 	}
 	seqs := make([]int64, len(events))
 	chained := make([]run.Event, len(events))
@@ -52,13 +55,13 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, 
 	head := run.Chain(runID, prev, chained)
 	// A few rows per statement: one statement for a step's events costs
 	// less than one each.
-	args := make([]any, 0, 8*eventsPerInsert)
+	args := make([]any, 0, 7*eventsPerInsert)
 	for at := 0; at < len(chained); at += eventsPerInsert {
 		chunk := chained[at:min(at+eventsPerInsert, len(chained))]
 		args = args[:0]
 		for i, e := range chunk {
 			seq := last + int64(at+i) + 1
-			args = append(args, rk, seq, s.types.encode(e.Type), e.Time.UnixNano(), e.PlanItemID, e.OperationID,
+			args = append(args, rk<<32|seq, s.types.encode(e.Type), e.Time.UnixNano(), e.PlanItemID, e.OperationID,
 				eventData(e, cp), eventHash(e.Hash))
 			seqs[at+i] = seq
 		}
@@ -96,9 +99,11 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 	// From afterSeq itself: its hash is the first event's prev_hash. A
 	// checkpoint_written stored by reference (an INTEGER data) reads its
 	// checkpoint row.
-	rows, err := s.r.QueryContext(ctx, `SELECT e.seq, e.type, e.time, e.plan_item_id, e.operation_id, e.data, e.hash, c.id, c.size
-		FROM events e LEFT JOIN checkpoints c ON typeof(e.data) = 'integer' AND c.rk = e.rk AND c.seq = e.data
-		WHERE e.rk = (SELECT rk FROM runs WHERE id = ?) AND e.seq >= ? ORDER BY e.seq LIMIT ?`, runID, afterSeq, limit+1)
+	rows, err := s.r.QueryContext(ctx, `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+		SELECT e.ek - r.base, e.type, e.time, e.plan_item_id, e.operation_id, e.data, e.hash, c.id, c.size
+		FROM r JOIN events e ON e.ek >= r.base + ? AND e.ek < r.base + 4294967296
+		LEFT JOIN checkpoints c ON typeof(e.data) = 'integer' AND c.ck = r.base + e.data
+		ORDER BY e.ek LIMIT ?`, runID, afterSeq, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 	}

@@ -169,8 +169,7 @@ func TestCompactStepsMigration(t *testing.T) {
 		t.Fatalf("after a new commit: problems %v, last event %+v", a.Problems, last)
 	}
 	var kind string
-	must(t, s.DB().QueryRowContext(ctx, `SELECT typeof(data) FROM events WHERE seq = ? AND rk = (SELECT rk FROM runs WHERE id = ?)`,
-		last.Seq, runID).Scan(&kind))
+	must(t, s.DB().QueryRowContext(ctx, `SELECT typeof(data) FROM events WHERE ek = `+eventKey, runID, last.Seq).Scan(&kind))
 	if kind != "integer" {
 		t.Fatalf("the new checkpoint_written is stored as %s, want a reference (integer)", kind)
 	}

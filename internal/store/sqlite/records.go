@@ -90,7 +90,10 @@ func (s *Store) ListOperations(ctx context.Context, runID string, pendingOnly bo
 		WHERE run_id = ? ORDER BY rowid`, scanOp, runID)
 }
 
-const cpColumns = `id, seq, parent, step, state, state_ref, state_hash, size, workspace_version, created_at`
+// cpColumns are a checkpoint's, of the row c: a NULL parent is the
+// checkpoint before it.
+const cpColumns = `c.id, c.ck & 4294967295, COALESCE(c.parent, (SELECT p.id FROM checkpoints p WHERE p.ck = c.ck - 1), ''),
+	c.step, c.state, c.state_ref, c.state_hash, c.size, c.workspace_version, c.created_at`
 
 // byRun selects a child table's rows of the run whose id is the first
 // argument.
@@ -114,7 +117,7 @@ func scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, error) {
 // GetCheckpoint implements store.Checkpoints.
 func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error) {
 	return getRow(ctx, s.r, "checkpoint", runID, checkpointID,
-		`SELECT `+cpColumns+` FROM checkpoints WHERE `+byRun+` AND id = ?`, scanCheckpoint(runID))
+		`SELECT `+cpColumns+` FROM checkpoints c WHERE c.`+byRun+` AND c.id = ?`, scanCheckpoint(runID))
 }
 
 // ListCheckpoints implements store.Checkpoints. A limit of 0 means
@@ -124,8 +127,9 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string, afterSeq int6
 	if err != nil {
 		return nil, err
 	}
-	return listRows(ctx, s.r, runID, "checkpoints", `SELECT `+cpColumns+` FROM checkpoints
-		WHERE `+byRun+` AND seq > ? ORDER BY seq LIMIT ?`, scanCheckpoint(runID), runID, afterSeq, limit)
+	return listRows(ctx, s.r, runID, "checkpoints", `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+		SELECT `+cpColumns+` FROM r JOIN checkpoints c ON c.ck > r.base + ? AND c.ck < r.base + 4294967296
+		ORDER BY c.ck LIMIT ?`, scanCheckpoint(runID), runID, afterSeq, limit)
 }
 
 func scanPlanItem(runID string) func(sc scanner) (run.PlanItem, error) {

@@ -134,7 +134,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events(rk, seq, type, time, hash) VALUES ((SELECT rk FROM runs WHERE id = ?), 1, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events(ek, type, time, hash) VALUES (((SELECT rk FROM runs WHERE id = ?) << 32) + 1, ?, ?, ?)`,
 			r.ID, s.types.encode(run.EventRunCreated), now.UnixNano(), eventHash(first[0].Hash)); err != nil {
 			return fmt.Errorf("sqlite: insert run_created: %w", err)
 		}

@@ -2,7 +2,10 @@
 -- and what they say are unchanged; only their encoding is:
 --
 -- * runs get a stable integer key (rk); events, checkpoints and plan_items
---   are keyed by it instead of the 34-character run id.
+--   are keyed by it instead of the 34-character run id. Events and
+--   checkpoints are rowid tables whose key is rk << 32 | seq: appends fill
+--   their pages (an index b-tree splits them half full), and the key is
+--   stored once.
 -- * An event's type is a small integer from event_types (a type missing
 --   there is stored as its name); its hash is 32 bytes, not 64 hex digits;
 --   its prev_hash is no longer stored: it is the hash of the row before
@@ -10,6 +13,8 @@
 -- * A checkpoint_written event whose data is exactly what its checkpoint
 --   row says ({"bytes","checkpoint_id","seq"}) stores that checkpoint's seq
 --   (an INTEGER) as its data; reading rebuilds the bytes from the row.
+-- * A checkpoint's parent is NULL when it is the checkpoint before it
+--   (seq - 1), as it is for every step of a run; reading derives it.
 -- * Checkpoint state hashes and plan item args hashes are 32-byte BLOBs
 --   when they have the standard form (64 lowercase hex digits, "jcs:"
 --   before them for args); any other form stays TEXT as it was.
@@ -61,43 +66,45 @@ INSERT INTO event_types(code, name) VALUES
     (35, 'run_swept');
 
 CREATE TABLE events_v5 (
-    rk           INTEGER NOT NULL,
-    seq          INTEGER NOT NULL,
-    type         NOT NULL,          -- event_types.code, or the name
+    ek           INTEGER PRIMARY KEY, -- runs.rk << 32 | seq
+    type         NOT NULL,            -- event_types.code, or the name
     time         INTEGER NOT NULL,
     plan_item_id TEXT NOT NULL DEFAULT '',
     operation_id TEXT NOT NULL DEFAULT '',
-    data,                           -- BLOB, or INTEGER: a checkpoint's seq
-    hash         BLOB,              -- NULL: written before the chain (0002)
-    PRIMARY KEY (rk, seq)
-) WITHOUT ROWID;
-INSERT INTO events_v5(rk, seq, type, time, plan_item_id, operation_id, data, hash)
-    SELECT r.rk, e.seq, COALESCE(t.code, e.type), e.time, e.plan_item_id, e.operation_id, e.data,
+    data,                             -- BLOB, or INTEGER: a checkpoint's seq
+    hash         BLOB                 -- NULL: written before the chain (0002)
+);
+INSERT INTO events_v5(ek, type, time, plan_item_id, operation_id, data, hash)
+    SELECT (r.rk << 32) + e.seq, COALESCE(t.code, e.type), e.time, e.plan_item_id, e.operation_id, e.data,
            CASE WHEN e.hash = '' THEN NULL ELSE unhex(e.hash) END
-    FROM events e JOIN runs r ON r.id = e.run_id LEFT JOIN event_types t ON t.name = e.type;
+    FROM events e JOIN runs r ON r.id = e.run_id LEFT JOIN event_types t ON t.name = e.type
+    ORDER BY 1;
 DROP TABLE events;
 ALTER TABLE events_v5 RENAME TO events;
 
 CREATE TABLE checkpoints_v5 (
+    ck                INTEGER PRIMARY KEY, -- runs.rk << 32 | seq
     rk                INTEGER NOT NULL,
-    seq               INTEGER NOT NULL,
     id                TEXT NOT NULL,
-    parent            TEXT NOT NULL DEFAULT '',
+    parent            TEXT,                -- NULL: the checkpoint at seq - 1
     step              INTEGER NOT NULL DEFAULT 0,
     state             BLOB,
     state_ref         TEXT NOT NULL DEFAULT '',
     state_hash        NOT NULL DEFAULT '',
     size              INTEGER NOT NULL DEFAULT 0,
     workspace_version TEXT NOT NULL DEFAULT '',
-    created_at        INTEGER NOT NULL,
-    PRIMARY KEY (rk, seq)
-) WITHOUT ROWID;
-INSERT INTO checkpoints_v5(rk, seq, id, parent, step, state, state_ref, state_hash, size, workspace_version, created_at)
-    SELECT r.rk, c.seq, c.id, c.parent, c.step, c.state, c.state_ref,
+    created_at        INTEGER NOT NULL
+);
+INSERT INTO checkpoints_v5(ck, rk, id, parent, step, state, state_ref, state_hash, size, workspace_version, created_at)
+    SELECT (r.rk << 32) + c.seq, r.rk, c.id,
+           CASE WHEN c.parent = (SELECT p.id FROM checkpoints p WHERE p.run_id = c.run_id AND p.seq = c.seq - 1)
+                THEN NULL ELSE c.parent END,
+           c.step, c.state, c.state_ref,
            CASE WHEN length(c.state_hash) = 64 AND c.state_hash = lower(c.state_hash) AND unhex(c.state_hash) IS NOT NULL
                 THEN unhex(c.state_hash) ELSE c.state_hash END,
            c.size, c.workspace_version, c.created_at
-    FROM checkpoints c JOIN runs r ON r.id = c.run_id;
+    FROM checkpoints c JOIN runs r ON r.id = c.run_id
+    ORDER BY 1;
 DROP INDEX checkpoints_id;
 DROP TABLE checkpoints;
 ALTER TABLE checkpoints_v5 RENAME TO checkpoints;
