@@ -38,6 +38,20 @@ type step struct {
 	status    run.Status
 
 	pend pending
+	// fresh holds the run's signals as the last commit left them, when the
+	// store reports them (signalCommitter): the next iteration uses them
+	// instead of reading its own.
+	fresh *store.RunSignals
+}
+
+// signalCommitter is a store whose commit also returns the run's signals,
+// read in the commit's own transaction (the SQLite store). A step that
+// goes on right after a commit then needs no read to see a cancel request
+// or a lost lease; other stores are read with RunSignals. A wrapper that
+// embeds such a store and overrides Commit must override CommitSignals
+// too, or its Commit is bypassed.
+type signalCommitter interface {
+	CommitSignals(ctx context.Context, c store.Commit) ([]int64, store.RunSignals, error)
 }
 
 // pending is what the next commit will write.
@@ -154,7 +168,17 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		return nil
 	}
 	s.h.opt.Faults.Hit(FaultInStepCommit)
-	seqs, err := s.h.opt.Store.Commit(ctx, c)
+	var seqs []int64
+	var err error
+	s.fresh = nil
+	if sc, ok := s.h.opt.Store.(signalCommitter); ok {
+		var sig store.RunSignals
+		if seqs, sig, err = sc.CommitSignals(ctx, c); err == nil {
+			s.fresh = &sig
+		}
+	} else {
+		seqs, err = s.h.opt.Store.Commit(ctx, c)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
 			return &FencedError{RunID: s.run.ID}
@@ -189,7 +213,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		// One cheap read per iteration sees a cancel request or a lost
 		// lease; budget reservations need no refresh, since only this
 		// step's own concurrent calls reserve while it holds the lease.
-		sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+		sig, err := s.signals(ctx)
 		if err != nil {
 			return Decision{}, &RetryableError{Err: err}
 		}
@@ -222,6 +246,16 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 			return Decision{Next: NextContinue}, nil
 		}
 	}
+}
+
+// signals returns the run's signals: those the last commit returned, once,
+// or a read.
+func (s *step) signals(ctx context.Context) (store.RunSignals, error) {
+	if sig := s.fresh; sig != nil {
+		s.fresh = nil
+		return *sig, nil
+	}
+	return s.h.opt.Store.RunSignals(ctx, s.run.ID)
 }
 
 // openCalls returns the tool calls of the last assistant message that have

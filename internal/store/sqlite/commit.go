@@ -23,22 +23,32 @@ import (
 // Used and Released settle the budget as Settle does (a reservation never
 // goes below zero; usage is recorded even past a limit).
 func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
+	seqs, _, err := s.CommitSignals(ctx, c)
+	return seqs, err
+}
+
+// CommitSignals is Commit that also returns the run's signals as the
+// commit left them (read in its transaction): a step that goes on at once
+// needs no read of its own to see a cancel request or a lost lease.
+func (s *Store) CommitSignals(ctx context.Context, c store.Commit) ([]int64, store.RunSignals, error) {
 	if err := store.ValidateCommit(&c); err != nil {
-		return nil, err
+		return nil, store.RunSignals{}, err
 	}
 	var seqs []int64
+	var sig store.RunSignals
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		seqs, err = s.commitTx(ctx, tx, &c)
+		seqs, err = s.commitTx(ctx, tx, &c, &sig)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, store.RunSignals{}, err
 	}
-	return seqs, nil
+	return seqs, sig, nil
 }
 
-func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]int64, error) {
+// commitTx writes c in tx and sets *sig to the run's signals after it.
+func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *store.RunSignals) ([]int64, error) {
 	var (
 		rk         int64
 		status     run.Status
@@ -47,9 +57,10 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		lastSeq    int64
 		lastHash   string
 		sessionID  string
+		cancel     int
 	)
 	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID)
+		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
 	}
@@ -218,12 +229,16 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		release, release, nowN, c.RunID)...); err != nil {
 		return nil, fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
 	}
+	*sig = store.RunSignals{CancelRequested: cancel != 0, LeaseToken: token, Status: status}
+	if newStatus != nil {
+		sig.Status = p.Status
+	}
 	return seqs, nil
 }
 
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
-	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id FROM runs WHERE id = ?`
+	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested FROM runs WHERE id = ?`
 	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
 	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
