@@ -116,6 +116,7 @@ func (s *step) setStatus(st run.Status) {
 // flush writes everything pending in one commit, with a checkpoint when the
 // transcript grew.
 func (s *step) flush(ctx context.Context, extra store.Commit) error {
+	s.fresh = nil // signals are fresh only right after the commit they came from
 	newMsgs := s.msgs[s.committed:]
 	c := extra
 	c.RunID, c.Token = s.run.ID, s.token
@@ -170,7 +171,6 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	s.h.opt.Faults.Hit(FaultInStepCommit)
 	var seqs []int64
 	var err error
-	s.fresh = nil
 	if sc, ok := s.h.opt.Store.(signalCommitter); ok {
 		var sig store.RunSignals
 		if seqs, sig, err = sc.CommitSignals(ctx, c); err == nil {
