@@ -51,7 +51,7 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`UPDATE events SET data = '{"amount":99.5}' WHERE run_id = ? AND seq = 3`, r.RunID); err != nil {
+	if _, err := db.Exec(`UPDATE events SET data = '{"amount":99.5}' WHERE ek = ((SELECT rk FROM runs WHERE id = ?) << 32) + 3`, r.RunID); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(t.TempDir(), "audit.json")

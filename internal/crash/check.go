@@ -1,8 +1,10 @@
 package crash
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/run"
@@ -257,4 +259,14 @@ func countType(evs []api.Event, t run.EventType) int {
 		}
 	}
 	return n
+}
+
+// startOf is when what e records began: its time, less the duration_us a
+// completion carries when its started event was left out.
+func startOf(e api.Event) time.Time {
+	var d struct {
+		DurationUS int64 `json:"duration_us"`
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	return e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
 }

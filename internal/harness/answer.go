@@ -24,11 +24,20 @@ const maxRecordedAnswer = 64 << 10
 // recordAnswer records resp; refs is resultFields of the transcript the
 // model was sent.
 func recordAnswer(resp model.Response, refs map[string]string) recordedAnswer {
-	a := recordedAnswer{Text: resp.Text, Calls: callsWithRefs(resp.ToolCalls, refs)}
-	if b, err := json.Marshal(a); err != nil || len(b) > maxRecordedAnswer {
-		return recordedAnswer{OmittedBytes: max(len(b), 1)}
-	}
+	var a recordedAnswer
+	_ = json.Unmarshal(answerJSON(resp, refs), &a)
 	return a
+}
+
+// answerJSON is recordAnswer's encoding, marshalled once: the event embeds
+// these bytes as they are.
+func answerJSON(resp model.Response, refs map[string]string) json.RawMessage {
+	a := recordedAnswer{Text: resp.Text, Calls: callsWithRefs(resp.ToolCalls, refs)}
+	b, err := json.Marshal(a)
+	if err != nil || len(b) > maxRecordedAnswer {
+		b, _ = json.Marshal(recordedAnswer{OmittedBytes: max(len(b), 1)})
+	}
+	return b
 }
 
 type recordedCall struct {

@@ -116,5 +116,29 @@ func keelSteps(b *testing.B, n int) (time.Duration, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	reportTables(b, e.store.DB(), n)
 	return per, fi.Size()
+}
+
+// reportTables reports the bytes per step of the tables a plain step
+// writes (their b-tree pages, indexes included), from SQLite's dbstat
+// table; nothing when the driver was built without it.
+func reportTables(b *testing.B, db *sql.DB, n int) {
+	rows, err := db.Query(`SELECT CASE WHEN name LIKE 'checkpoints%' THEN 'checkpoints' ELSE name END, SUM(pgsize)
+		FROM dbstat WHERE name IN ('events', 'checkpoints', 'checkpoints_id', 'plan_items') GROUP BY 1`)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(size)/float64(n), name+"-B/step")
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -123,7 +124,8 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 		reserved bool
 		res      tool.Result
 		err      error
-		started  run.Event
+		started  time.Time
+		done     time.Time
 	}
 	outs := make([]outcome, len(group))
 	var wg sync.WaitGroup
@@ -136,8 +138,9 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 				return
 			}
 			outs[i].reserved = true
-			outs[i].started = run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: s.h.opt.Clock(), Data: jsonObj("tool", it.Tool, "concurrent", true)}
-			outs[i].res, outs[i].err = s.invoke(ctx, it, true)
+			outs[i].started = s.h.opt.Clock()
+			outs[i].res, outs[i].err = s.invoke(ctx, it, true, nil)
+			outs[i].done = s.h.opt.Clock()
 		}()
 	}
 	wg.Wait()
@@ -152,8 +155,9 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 		}
 		s.pend.released.ToolCalls++
 		s.pend.used.ToolCalls++
-		s.addEvent(o.started)
-		s.toolDone(it, o.res, o.err)
+		// The call's tool_started would land in this commit with its
+		// result: the result carries the start and the duration instead.
+		s.toolDone(it, o.res, o.err, toolSpan{start: o.started, end: o.done, concurrent: true})
 	}
 	if overspent {
 		d, err := s.exceeded(ctx, "max_tool_calls", lim)
@@ -162,19 +166,48 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 	return Decision{}, false, nil
 }
 
-func (s *step) execReadonly(ctx context.Context, it run.PlanItem) {
-	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
-	res, err := s.invoke(ctx, it, false)
-	s.toolDone(it, res, err)
+// toolSpan is when a call ran, for the tool_completed or tool_failed event
+// that stands for its tool_started too.
+type toolSpan struct {
+	start, end time.Time
+	concurrent bool
+	// logged: the tool_started event was committed before the result (a
+	// progress report flushed it), so the result need not carry the span.
+	logged bool
 }
 
-func (s *step) toolDone(it run.PlanItem, res tool.Result, err error) {
+func (sp toolSpan) micros() int64 {
+	if sp.logged {
+		return -1
+	}
+	return micros(sp.end.Sub(sp.start))
+}
+
+// execReadonly runs one read-only call. Its tool_started is held back:
+// when nothing is committed before the result, it would land in the same
+// commit as tool_completed and is left out; a progress report that
+// commits first writes it ahead of itself (invoke).
+func (s *step) execReadonly(ctx context.Context, it run.PlanItem) {
+	sp := &toolSpan{start: s.h.opt.Clock()}
+	res, err := s.invoke(ctx, it, false, sp)
+	sp.end = s.h.opt.Clock()
+	s.toolDone(it, res, err, *sp)
+}
+
+func (s *step) toolDone(it run.PlanItem, res tool.Result, err error, sp toolSpan) {
 	if err != nil {
-		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", true)})
+		data := map[string]any{"tool": it.Tool, "error": err.Error(), "dispatched": true}
+		if us := sp.micros(); us >= 0 {
+			data["duration_us"] = us
+		}
+		if sp.concurrent {
+			data["concurrent"] = true
+		}
+		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: mustJSON(data)})
 		s.finishItem(it, run.PlanFailed, tool.Result{Content: "tool failed: " + err.Error()}, true)
 		return
 	}
-	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "result_chars", len(res.Content))})
+	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: toolDoneData(it.Tool, len(res.Content), sp.micros(), sp.concurrent)})
 	s.finishItem(it, run.PlanCompleted, res, false)
 }
 
@@ -183,7 +216,9 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error) {
 // the step has pending, so the log reads in order (tool_started before its
 // progress); calls running concurrently commit progress on their own. Both
 // go through the lease's token: a fenced worker cannot report progress.
-func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (tool.Result, error) {
+// held, for a call running alone, is its tool_started held back: the first
+// progress report commits it, ahead of itself.
+func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, held *toolSpan) (tool.Result, error) {
 	t, _ := s.agent.Tools.Get(it.Tool)
 	var mu sync.Mutex
 	lastPct := int64(-1)
@@ -211,6 +246,10 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool) (to
 			_, err = s.h.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
 		} else {
 			mu.Lock()
+			if held != nil && !held.logged {
+				held.logged = true
+				s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: held.start, Data: jsonObj("tool", it.Tool)})
+			}
 			s.addEvent(ev)
 			err = s.flush(ctx, store.Commit{})
 			mu.Unlock()

@@ -231,6 +231,23 @@ func (f *faultyStore) Commit(ctx context.Context, c store.Commit) ([]int64, erro
 	return f.Store.Commit(ctx, c)
 }
 
+// CommitSignals hides the embedded store's: every commit goes through
+// Commit above (the harness uses CommitSignals when a store has it).
+func (f *faultyStore) CommitSignals(ctx context.Context, c store.Commit) ([]int64, store.RunSignals, error) {
+	return commitThenSignals(ctx, f.Commit, f.Store, c)
+}
+
+// commitThenSignals is CommitSignals for a test wrapper whose Commit must
+// see every commit: its commit, then a read of the signals.
+func commitThenSignals(ctx context.Context, commit func(context.Context, store.Commit) ([]int64, error), s *sqlite.Store, c store.Commit) ([]int64, store.RunSignals, error) {
+	seqs, err := commit(ctx, c)
+	if err != nil {
+		return nil, store.RunSignals{}, err
+	}
+	sig, err := s.RunSignals(ctx, c.RunID)
+	return seqs, sig, err
+}
+
 // meteredStore records the bytes each commit carries.
 type meteredStore struct {
 	*sqlite.Store
@@ -244,4 +261,9 @@ func (m *meteredStore) Commit(ctx context.Context, c store.Commit) ([]int64, err
 	m.sizes = append(m.sizes, len(b))
 	m.mu.Unlock()
 	return m.Store.Commit(ctx, c)
+}
+
+// CommitSignals: as faultyStore's.
+func (m *meteredStore) CommitSignals(ctx context.Context, c store.Commit) ([]int64, store.RunSignals, error) {
+	return commitThenSignals(ctx, m.Commit, m.Store, c)
 }

@@ -783,7 +783,7 @@ func TestCorruptRecordFailsLoudly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if res, err := db.Exec(`UPDATE plan_items SET result = '{"content":' WHERE run_id = ? AND tool = 'publish_report'`, r.ID); err != nil {
+	if res, err := db.Exec(`UPDATE plan_items SET result = '{"content":' WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND tool = 'publish_report'`, r.ID); err != nil {
 		t.Fatal(err)
 	} else if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("%d publish items", n)
@@ -829,7 +829,7 @@ func TestLegacyHashApprovalStillDecides(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{`UPDATE plan_items SET args_hash = ? WHERE run_id = ? AND id = ?`, []any{legacy, r.ID, ap.PlanItemID}},
+		{`UPDATE plan_items SET args_hash = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND id = ?`, []any{legacy, r.ID, ap.PlanItemID}},
 		{`UPDATE approvals SET args_hash = ?, id = ? WHERE run_id = ? AND id = ?`, []any{legacy, oldID, r.ID, ap.ID}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {

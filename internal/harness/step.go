@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -38,6 +37,10 @@ type step struct {
 	status    run.Status
 
 	pend pending
+	// fresh holds the run's signals as the last commit left them, when the
+	// store reports them (signalCommitter): the next iteration uses them
+	// instead of reading its own.
+	fresh *store.RunSignals
 }
 
 // pending is what the next commit will write.
@@ -99,87 +102,6 @@ func (s *step) setStatus(st run.Status) {
 	s.pend.patch.Status = st
 }
 
-// flush writes everything pending in one commit, with a checkpoint when the
-// transcript grew.
-func (s *step) flush(ctx context.Context, extra store.Commit) error {
-	newMsgs := s.msgs[s.committed:]
-	c := extra
-	c.RunID, c.Token = s.run.ID, s.token
-	c.Used, c.Released = s.pend.used, s.pend.released
-	c.ConsumeInputs = append(c.ConsumeInputs, s.pend.consume...)
-	patch := s.pend.patch
-	patch.StepsDelta = s.pend.steps
-	var cp *run.Checkpoint
-	if len(newMsgs) > 0 {
-		state, err := json.Marshal(checkpointState{Messages: newMsgs})
-		if err != nil {
-			return err
-		}
-		cp = &run.Checkpoint{ID: run.NewID("cp"), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
-			Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), CreatedAt: s.h.opt.Clock()}
-		if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
-			info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
-			if err != nil {
-				return &RetryableError{Err: err}
-			}
-			cp.StateRef = info.Key.Path()
-		} else {
-			cp.State = state
-		}
-		c.Checkpoint = cp
-		patch.CheckpointID = cp.ID
-		ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: jsonObj("checkpoint_id", cp.ID, "seq", cp.Seq, "bytes", cp.Size, "messages", len(newMsgs))}
-		// The checkpoint is part of the step: it goes before the events
-		// that end the turn or the run, so they stay the log's last word.
-		at := len(s.pend.events)
-		for i, e := range s.pend.events {
-			if closing(e.Type) {
-				at = i
-				break
-			}
-		}
-		s.pend.events = append(s.pend.events[:at], append([]run.Event{ev}, s.pend.events[at:]...)...)
-	}
-	c.Events = append(s.pend.events, c.Events...)
-	for _, id := range s.pend.itemIDs {
-		c.PlanItems = append(c.PlanItems, s.pend.items[id])
-	}
-	if patch != (store.RunPatch{}) {
-		c.Run = &patch
-	}
-	s.redactCommit(&c)
-	if c.Run == nil && len(c.Events) == 0 && len(c.PlanItems) == 0 && cp == nil && len(c.NewOperations) == 0 &&
-		len(c.OperationUpdates) == 0 && len(c.NewApprovals) == 0 && len(c.CancelApprovals) == 0 && len(c.ConsumeInputs) == 0 &&
-		c.Used == (store.Amounts{}) && c.Released == (store.Amounts{}) {
-		return nil
-	}
-	s.h.opt.Faults.Hit(FaultInStepCommit)
-	seqs, err := s.h.opt.Store.Commit(ctx, c)
-	if err != nil {
-		if errors.Is(err, store.ErrFenced) {
-			return &FencedError{RunID: s.run.ID}
-		}
-		return fmt.Errorf("commit: %w", err)
-	}
-	if len(seqs) > 0 {
-		s.run.LastSeq = seqs[len(seqs)-1] // the head the cache checks
-	}
-	s.committed = len(s.msgs)
-	if cp != nil {
-		s.cpID, s.cpSeq = cp.ID, cp.Seq
-		s.run.CheckpointID = cp.ID
-	}
-	s.run.StepCount += s.pend.steps
-	s.run.Budget.TokensUsed += s.pend.used.Tokens
-	s.run.Budget.SpendUsedMicroUSD += s.pend.used.SpendMicroUSD
-	s.run.Budget.ToolCallsUsed += s.pend.used.ToolCalls
-	if patch.ReleaseLease {
-		s.token = -1
-	}
-	s.pend = pending{}
-	return nil
-}
-
 // loop runs iterations until a decision.
 func (s *step) loop(ctx context.Context) (Decision, error) {
 	if d, stop, err := s.reconcileAll(ctx); err != nil || stop {
@@ -189,7 +111,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		// One cheap read per iteration sees a cancel request or a lost
 		// lease; budget reservations need no refresh, since only this
 		// step's own concurrent calls reserve while it holds the lease.
-		sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+		sig, err := s.signals(ctx)
 		if err != nil {
 			return Decision{}, &RetryableError{Err: err}
 		}
@@ -299,11 +221,15 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		d, err := s.exceeded(ctx, "max_spend", lim.MaxSpendMicroUSD)
 		return d, true, err
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallStarted, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
+	// model_call_started is written only when the call fails: a completed
+	// call's started event would land in the same commit as its
+	// model_call_completed, which carries the duration instead.
+	startedAt := s.h.opt.Clock()
 	cctx, csp := s.startChat(ctx, req)
 	resp, err := s.agent.Model.Generate(cctx, req)
 	s.endChat(cctx, csp, resp, err)
 	if err != nil {
+		s.addEvent(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
 		var rl *model.RateLimitedError
 		if errors.As(err, &rl) {
 			s.recordAttempts(rl.Attempts)
@@ -335,14 +261,15 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	s.pend.steps++
 	s.pend.used.Tokens += resp.Usage.Total()
 	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
-	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(map[string]any{
-		"usage": resp.Usage, "stop_reason": resp.StopReason, "response_id": resp.ResponseID, "model": resp.Model,
-		"cost_micro_usd": resp.CostMicroUSD, "tool_calls": len(resp.ToolCalls), "retried_attempts": len(resp.Attempts),
+	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
+		Usage: resp.Usage, StopReason: resp.StopReason, ResponseID: resp.ResponseID, Model: resp.Model,
+		CostMicroUSD: resp.CostMicroUSD, ToolCalls: len(resp.ToolCalls), RetriedAttempts: len(resp.Attempts), OmittedMessages: req.Omitted,
+		DurationUS: micros(s.h.opt.Clock().Sub(startedAt)),
 		// What the model answered, so that `keel record` can replay the
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		"answer": recordAnswer(resp, s.view.refs(s.msgs))})})
+		Answer: answerJSON(resp, s.view.refs(s.msgs))})})
 	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)

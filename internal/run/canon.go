@@ -143,35 +143,54 @@ func lessUTF16(a, b string) bool {
 // characters '"' and '\', the short forms \b \f \n \r \t, other controls as
 // \u00xx in lowercase hex, everything else as is.
 func writeString(buf *bytes.Buffer, s string) {
-	const hexDigits = "0123456789abcdef"
 	buf.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			buf.WriteString(`\"`)
-		case '\\':
-			buf.WriteString(`\\`)
-		case '\b':
-			buf.WriteString(`\b`)
-		case '\f':
-			buf.WriteString(`\f`)
-		case '\n':
-			buf.WriteString(`\n`)
-		case '\r':
-			buf.WriteString(`\r`)
-		case '\t':
-			buf.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				buf.WriteString(`\u00`)
-				buf.WriteByte(hexDigits[r>>4])
-				buf.WriteByte(hexDigits[r&0xf])
-			} else {
-				buf.WriteRune(r)
-			}
+	// Runs of printable ASCII that need no escape are copied whole (event
+	// data is mostly that, and this runs for every event hashed); the rest
+	// goes rune by rune, as it always did.
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\' {
+			i++
 		}
+		buf.WriteString(s[:i])
+		s = s[i:]
+		if len(s) == 0 {
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s)
+		writeRune(buf, r)
+		s = s[size:]
 	}
 	buf.WriteByte('"')
+}
+
+// writeRune writes one rune of a string as writeString does.
+func writeRune(buf *bytes.Buffer, r rune) {
+	const hexDigits = "0123456789abcdef"
+	switch r {
+	case '"':
+		buf.WriteString(`\"`)
+	case '\\':
+		buf.WriteString(`\\`)
+	case '\b':
+		buf.WriteString(`\b`)
+	case '\f':
+		buf.WriteString(`\f`)
+	case '\n':
+		buf.WriteString(`\n`)
+	case '\r':
+		buf.WriteString(`\r`)
+	case '\t':
+		buf.WriteString(`\t`)
+	default:
+		if r < 0x20 {
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[r>>4])
+			buf.WriteByte(hexDigits[r&0xf])
+		} else {
+			buf.WriteRune(r)
+		}
+	}
 }
 
 // canonicalNumber writes a JSON number as ECMAScript writes the double

@@ -114,7 +114,18 @@ func VerifyChain(runID string, events []Event, headSeq int64, headHash string) [
 		case e.Hash == "":
 			out = append(out, ChainProblem{e.Seq, ChainUnchained, "the event has no hash, though the log before it is chained"})
 		case e.RunID != runID || EventHash(e) != e.Hash:
-			out = append(out, ChainProblem{e.Seq, ChainEdited, "the event's content does not match its hash " + e.Hash})
+			// A store may derive PrevHash from the event before (SQLite
+			// does not store it): an intact event moved elsewhere then fails
+			// its hash. It is the one whose hash another event's makes whole.
+			// An event after a gap (reported as deleted above) cannot hash
+			// with a derived PrevHash either: that is not an edit.
+			at, moved := linkedTo(e, where, len(out))
+			switch {
+			case moved && at != prevSeq:
+				out = append(out, ChainProblem{e.Seq, ChainReordered, fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
+			case moved || e.Seq == prevSeq+1:
+				out = append(out, ChainProblem{e.Seq, ChainEdited, "the event's content does not match its hash " + e.Hash})
+			}
 		case e.PrevHash != prev:
 			if at, ok := where[e.PrevHash]; ok && at != e.Seq {
 				out = append(out, ChainProblem{e.Seq, ChainReordered, fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
@@ -129,4 +140,27 @@ func VerifyChain(runID string, events []Event, headSeq int64, headHash string) [
 		out = append(out, ChainProblem{prevSeq, ChainTruncated, fmt.Sprintf("the log ends at seq %d (%s) but the run's head is seq %d (%s)", prevSeq, prev, headSeq, headHash)})
 	}
 	return out
+}
+
+// maxRelinks bounds the problems VerifyChain tries to explain as moved
+// events: each try hashes the event once per event of the log.
+const maxRelinks = 16
+
+// linkedTo finds the seq of the event whose hash, as e's PrevHash, makes
+// e hash to its Hash; problems is how many were found so far.
+func linkedTo(e Event, where map[string]int64, problems int) (int64, bool) {
+	if problems >= maxRelinks || e.RunID == "" {
+		return 0, false
+	}
+	for h, at := range where {
+		if h == e.PrevHash || h == e.Hash {
+			continue
+		}
+		c := e
+		c.PrevHash = h
+		if EventHash(c) == e.Hash {
+			return at, true
+		}
+	}
+	return 0, false
 }

@@ -35,7 +35,8 @@ type StepSpan struct {
 }
 
 // ModelCall is one model call, from model_call_started to its completion
-// or failure.
+// or failure (a completed call's start is its completion less duration_us:
+// the harness leaves out a started event that lands in the same commit).
 type ModelCall struct {
 	Step         int
 	Start, End   time.Time
@@ -54,8 +55,9 @@ type ModelCall struct {
 	Calls []string
 }
 
-// ToolCall is one tool call: a plan item from tool_started to
-// tool_completed or tool_failed.
+// ToolCall is one tool call: a plan item from tool_started (or, when that
+// was left out, the result's time less its duration_us) to tool_completed
+// or tool_failed.
 type ToolCall struct {
 	Step        int
 	Start, End  time.Time
@@ -131,7 +133,11 @@ type evData struct {
 	Destination  string          `json:"destination"`
 	Contract     string          `json:"contract"`
 	Reason       string          `json:"reason"`
-	Answer       struct {
+	// DurationUS is on a model_call_completed, tool_completed or
+	// tool_failed whose started event was left out (it would have landed in
+	// the same commit): the call began that long before the event.
+	DurationUS int64 `json:"duration_us"`
+	Answer     struct {
 		Calls []struct {
 			Name string `json:"name"`
 		} `json:"calls"`
@@ -189,7 +195,12 @@ func Rebuild(b Bundle) Timeline {
 			openModel = len(tl.Models) - 1
 		case run.EventModelCallCompleted:
 			if openModel < 0 {
-				break
+				// No model_call_started: the completion stands for the
+				// whole call.
+				start := e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
+				closeStepSpans(start)
+				tl.Models = append(tl.Models, ModelCall{Step: step, Start: start, End: e.Time})
+				openModel = len(tl.Models) - 1
 			}
 			m := &tl.Models[openModel]
 			m.End, m.Status, m.Model = e.Time, "completed", d.Model
@@ -225,9 +236,11 @@ func Rebuild(b Bundle) Timeline {
 		case run.EventToolCompleted, run.EventToolFailed:
 			i, ok := openTool[e.PlanItemID]
 			if !ok {
-				// Refused before it ran: a call with no start.
+				// Refused before it ran (no duration), or a call whose
+				// tool_started was left out (its result carries the duration).
 				it := items[e.PlanItemID]
-				tl.Tools = append(tl.Tools, ToolCall{Step: step, Start: e.Time, Tool: d.Tool, PlanItemID: e.PlanItemID, CallID: it.CallID,
+				start := e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
+				tl.Tools = append(tl.Tools, ToolCall{Step: step, Start: start, Tool: d.Tool, PlanItemID: e.PlanItemID, CallID: it.CallID,
 					OperationID: e.OperationID, InputHash: it.ArgsHash, AskedBy: asker(&tl, &pendingAsks, d.Tool)})
 				i = len(tl.Tools) - 1
 			}

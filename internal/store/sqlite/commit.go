@@ -23,32 +23,44 @@ import (
 // Used and Released settle the budget as Settle does (a reservation never
 // goes below zero; usage is recorded even past a limit).
 func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
+	seqs, _, err := s.CommitSignals(ctx, c)
+	return seqs, err
+}
+
+// CommitSignals is Commit that also returns the run's signals as the
+// commit left them (read in its transaction): a step that goes on at once
+// needs no read of its own to see a cancel request or a lost lease.
+func (s *Store) CommitSignals(ctx context.Context, c store.Commit) ([]int64, store.RunSignals, error) {
 	if err := store.ValidateCommit(&c); err != nil {
-		return nil, err
+		return nil, store.RunSignals{}, err
 	}
 	var seqs []int64
+	var sig store.RunSignals
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		seqs, err = s.commitTx(ctx, tx, &c)
+		seqs, err = s.commitTx(ctx, tx, &c, &sig)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, store.RunSignals{}, err
 	}
-	return seqs, nil
+	return seqs, sig, nil
 }
 
-func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]int64, error) {
+// commitTx writes c in tx and sets *sig to the run's signals after it.
+func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *store.RunSignals) ([]int64, error) {
 	var (
+		rk         int64
 		status     run.Status
 		leaseOwner string
 		token      int64
 		lastSeq    int64
 		lastHash   string
 		sessionID  string
+		cancel     int
 	)
 	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID)
+		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
 	}
@@ -145,7 +157,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	}
 	for _, pi := range c.PlanItems {
 		if _, err := s.exec(ctx, tx, qPlanUpsert,
-			c.RunID, pi.ID, pi.Order, pi.Tool, blob(pi.Args), pi.ArgsHash, pi.Mode, pi.Status,
+			rk, pi.ID, pi.Order, pi.Tool, blob(pi.Args), hashBlob(run.ArgsHashPrefix, pi.ArgsHash), pi.Mode, pi.Status,
 			pi.CallID, pi.ResultRef, blob(pi.Result), nowN); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
 		}
@@ -156,12 +168,20 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 	}
 	if cp := c.Checkpoint; cp != nil {
 		checkpointID = cp.ID
-		seq := any(cp.Seq)
-		if cp.Seq == 0 {
-			seq = nil // NULL: computed below
+		seq := cp.Seq
+		if seq == 0 {
+			// The run's last checkpoint's seq + 1 (the harness always says).
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(ck), ? << 32) + 1 - (? << 32) FROM checkpoints
+				WHERE ck > ? << 32 AND ck < (? + 1) << 32`, rk, rk, rk, rk).Scan(&seq); err != nil {
+				return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+			}
 		}
+		if err := checkKey(rk, seq); err != nil {
+			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+		}
+		ck := rk<<32 | seq
 		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			c.RunID, cp.ID, seq, c.RunID, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, cp.StateHash, cp.Size,
+			ck, rk, cp.ID, cp.Parent, ck, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, hashBlob("", cp.StateHash), cp.Size,
 			cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
@@ -170,11 +190,11 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id or seq %d exists", cp.ID, store.ErrConflict, cp.Seq)
 		}
 	} else if checkpointID != "" {
-		if err := rowExists(ctx, tx, "checkpoints", c.RunID, checkpointID); err != nil {
+		if err := checkpointExists(ctx, tx, rk, c.RunID, checkpointID); err != nil {
 			return nil, err
 		}
 	}
-	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, lastSeq, lastHash, c.Events, now)
+	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, c.Events, c.Checkpoint, now)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +229,16 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit) ([]in
 		release, release, nowN, c.RunID)...); err != nil {
 		return nil, fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
 	}
+	*sig = store.RunSignals{CancelRequested: cancel != 0, LeaseToken: token, Status: status}
+	if newStatus != nil {
+		sig.Status = p.Status
+	}
 	return seqs, nil
 }
 
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
-	qCommitRun = `SELECT status, lease_owner, lease_token, last_seq, last_hash, session_id FROM runs WHERE id = ?`
+	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested FROM runs WHERE id = ?`
 	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
 	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
@@ -222,14 +246,15 @@ const (
 	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
 	qOpUpdate = `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
 			attempts = attempts + ?, updated_at = ? WHERE run_id = ? AND id = ?`
-	qPlanUpsert = `INSERT INTO plan_items(run_id, id, ord, tool, args, args_hash, mode, status,
+	qPlanUpsert = `INSERT INTO plan_items(rk, id, ord, tool, args, args_hash, mode, status,
 			call_id, result_ref, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(run_id, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
+			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
 			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
 			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	qCheckpointInsert = `INSERT INTO checkpoints(run_id, id, seq, parent, step, state, state_ref, state_hash,
+	// A parent that is the checkpoint before (seq - 1) is stored as NULL.
+	qCheckpointInsert = `INSERT INTO checkpoints(ck, rk, id, parent, step, state, state_ref, state_hash,
 			size, workspace_version, created_at)
-			VALUES (?, ?, COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?)), ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
@@ -257,6 +282,20 @@ func blob(b []byte) any {
 		return nil
 	}
 	return b
+}
+
+// checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
+// does not have.
+func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: checkpoints %q: %w", id, err)
+	}
+	return nil
 }
 
 // rowExists reports ErrNotFound for a missing child row (table is one of

@@ -33,6 +33,18 @@
 // [Store.DB], prefixed with their name (sfn_ for the local Step Functions
 // executor), and must not touch these.
 //
+// Encoding (migration 0005, encoding.go): the rows a plain step writes are
+// smaller than its records, which read back unchanged. Runs have an integer
+// key (rk); events and checkpoints are rowid tables keyed rk << 32 | seq
+// (at most 2^32-1 events or checkpoints per run); event types are codes of
+// the event_types table (an unlisted type is stored by name); hashes are 32
+// bytes; an event's prev_hash is not stored but is the previous row's hash;
+// a checkpoint_written whose data is exactly {"bytes","checkpoint_id","seq"}
+// of the checkpoint written in the same commit stores that seq and is
+// rebuilt from the checkpoint row; a checkpoint's parent that is the
+// checkpoint before it is NULL. Events, checkpoints and plan items carry no
+// foreign key: they are written only in a transaction that read their run.
+//
 // Choices where package store is silent:
 //   - CreateRun stores Limits as given (0 = no limit); applying
 //     run.DefaultLimits is the caller's policy. An empty input policy is queue.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/keelrun/keel/internal/run"
@@ -17,25 +18,30 @@ const eventsPerInsert = 8
 var eventInserts = func() []string {
 	out := make([]string, eventsPerInsert)
 	for n := 1; n <= eventsPerInsert; n++ {
-		q := `INSERT INTO events(run_id, seq, type, time, plan_item_id, operation_id, data, prev_hash, hash) VALUES `
+		q := `INSERT INTO events(ek, type, time, plan_item_id, operation_id, data, hash) VALUES `
 		for i := range n {
 			if i > 0 {
 				q += ", "
 			}
-			q += "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			q += "(?, ?, ?, ?, ?, ?, ?)"
 		}
 		out[n-1] = q
 	}
 	return out
 }()
 
-// insertEvents writes events after seq last, whose hash is prev, and returns
-// their seqs and the new head of the chain. The caller holds the write lock
-// and updates runs.last_seq and runs.last_hash; the primary key (run_id, seq)
-// would refuse a duplicate even if it did not.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last int64, prev string, events []run.Event, now time.Time) ([]int64, string, error) {
+// insertEvents writes events after seq last, whose hash is prev, to the run
+// runID keyed rk, and returns their seqs and the new head of the chain. cp
+// is the checkpoint the same transaction writes (nil when none): its
+// checkpoint_written event is stored by reference (eventData). The caller
+// holds the write lock and updates runs.last_seq and runs.last_hash; the
+// primary key (rk << 32 | seq) would refuse a duplicate even if it did not.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, last int64, prev string, events []run.Event, cp *run.Checkpoint, now time.Time) ([]int64, string, error) {
 	if len(events) > 0 {
 		s.touch(runID)
+	}
+	if err := checkKey(rk, last+int64(len(events))); err != nil {
+		return nil, "", fmt.Errorf("sqlite: append events to %q: %w", runID, err)
 	}
 	seqs := make([]int64, len(events))
 	chained := make([]run.Event, len(events))
@@ -47,19 +53,16 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, last
 		chained[i] = e
 	}
 	head := run.Chain(runID, prev, chained)
-	// A few rows per statement: a plain step appends five events, and one
-	// statement for them costs less than five.
-	args := make([]any, 0, 9*eventsPerInsert)
+	// A few rows per statement: one statement for a step's events costs
+	// less than one each.
+	args := make([]any, 0, 7*eventsPerInsert)
 	for at := 0; at < len(chained); at += eventsPerInsert {
 		chunk := chained[at:min(at+eventsPerInsert, len(chained))]
 		args = args[:0]
 		for i, e := range chunk {
 			seq := last + int64(at+i) + 1
-			var data any
-			if len(e.Data) > 0 {
-				data = []byte(e.Data)
-			}
-			args = append(args, runID, seq, e.Type, e.Time.UnixNano(), e.PlanItemID, e.OperationID, data, e.PrevHash, e.Hash)
+			args = append(args, rk<<32|seq, s.types.encode(e.Type), e.Time.UnixNano(), e.PlanItemID, e.OperationID,
+				eventData(e, cp), eventHash(e.Hash))
 			seqs[at+i] = seq
 		}
 		if _, err := s.exec(ctx, tx, eventInserts[len(chunk)-1], args...); err != nil {
@@ -93,25 +96,58 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, type, time, plan_item_id, operation_id, data, prev_hash, hash FROM events
-		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
+	// From afterSeq itself: its hash is the first event's prev_hash. A
+	// checkpoint_written stored by reference (an INTEGER data) reads its
+	// checkpoint row.
+	rows, err := s.r.QueryContext(ctx, `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+		SELECT e.ek - r.base, e.type, e.time, e.plan_item_id, e.operation_id, e.data, e.hash, c.id, c.size
+		FROM r JOIN events e ON e.ek >= r.base + ? AND e.ek < r.base + 4294967296
+		LEFT JOIN checkpoints c ON typeof(e.data) = 'integer' AND c.ck = r.base + e.data
+		ORDER BY e.ek LIMIT ?`, runID, afterSeq, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 	}
 	defer rows.Close()
 	var out []run.Event
+	prev := ""
 	for rows.Next() {
 		e := run.Event{RunID: runID}
 		var t int64
-		var data []byte
-		if err := rows.Scan(&e.Seq, &e.Type, &t, &e.PlanItemID, &e.OperationID, &data, &e.PrevHash, &e.Hash); err != nil {
+		var typ, data, hash any
+		var cpID sql.NullString
+		var cpSize sql.NullInt64
+		if err := rows.Scan(&e.Seq, &typ, &t, &e.PlanItemID, &e.OperationID, &data, &hash, &cpID, &cpSize); err != nil {
 			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 		}
+		e.PrevHash, e.Hash = prev, hashText("", hash)
+		prev = e.Hash
+		if e.Seq == afterSeq {
+			continue
+		}
+		if e.Type, err = s.types.decode(typ); err != nil {
+			return nil, fmt.Errorf("sqlite: read event %d of %q: %w", e.Seq, runID, err)
+		}
 		e.Time = ts(t)
-		if len(data) > 0 {
-			e.Data = data
+		switch d := data.(type) {
+		case []byte:
+			if len(d) > 0 {
+				e.Data = d
+			}
+		case string:
+			e.Data = []byte(d)
+		case int64:
+			if cpID.Valid {
+				e.Data = checkpointEventData(cpID.String, d, cpSize.Int64)
+			} else {
+				// The checkpoint row is gone: what is left is its seq, which
+				// no longer hashes to the event's hash.
+				e.Data = []byte(strconv.FormatInt(d, 10))
+			}
 		}
 		out = append(out, e)
+		if len(out) == limit {
+			break
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)

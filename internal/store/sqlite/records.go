@@ -90,23 +90,34 @@ func (s *Store) ListOperations(ctx context.Context, runID string, pendingOnly bo
 		WHERE run_id = ? ORDER BY rowid`, scanOp, runID)
 }
 
-const cpColumns = `run_id, id, seq, parent, step, state, state_ref, state_hash, size, workspace_version, created_at`
+// cpColumns are a checkpoint's, of the row c: a NULL parent is the
+// checkpoint before it.
+const cpColumns = `c.id, c.ck & 4294967295, COALESCE(c.parent, (SELECT p.id FROM checkpoints p WHERE p.ck = c.ck - 1), ''),
+	c.step, c.state, c.state_ref, c.state_hash, c.size, c.workspace_version, c.created_at`
 
-func scanCheckpoint(sc scanner) (run.Checkpoint, error) {
-	var cp run.Checkpoint
-	var state []byte
-	var created int64
-	err := sc.Scan(&cp.RunID, &cp.ID, &cp.Seq, &cp.Parent, &cp.Step, &state, &cp.StateRef, &cp.StateHash, &cp.Size,
-		&cp.WorkspaceVersion, &created)
-	cp.State = raw(state)
-	cp.CreatedAt = ts(created)
-	return cp, err
+// byRun selects a child table's rows of the run whose id is the first
+// argument.
+const byRun = `rk = (SELECT rk FROM runs WHERE id = ?)`
+
+func scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, error) {
+	return func(sc scanner) (run.Checkpoint, error) {
+		cp := run.Checkpoint{RunID: runID}
+		var state []byte
+		var hash any
+		var created int64
+		err := sc.Scan(&cp.ID, &cp.Seq, &cp.Parent, &cp.Step, &state, &cp.StateRef, &hash, &cp.Size,
+			&cp.WorkspaceVersion, &created)
+		cp.State = raw(state)
+		cp.StateHash = hashText("", hash)
+		cp.CreatedAt = ts(created)
+		return cp, err
+	}
 }
 
 // GetCheckpoint implements store.Checkpoints.
 func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error) {
 	return getRow(ctx, s.r, "checkpoint", runID, checkpointID,
-		`SELECT `+cpColumns+` FROM checkpoints WHERE run_id = ? AND id = ?`, scanCheckpoint)
+		`SELECT `+cpColumns+` FROM checkpoints c WHERE c.`+byRun+` AND c.id = ?`, scanCheckpoint(runID))
 }
 
 // ListCheckpoints implements store.Checkpoints. A limit of 0 means
@@ -116,23 +127,28 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string, afterSeq int6
 	if err != nil {
 		return nil, err
 	}
-	return listRows(ctx, s.r, runID, "checkpoints", `SELECT `+cpColumns+` FROM checkpoints
-		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, scanCheckpoint, runID, afterSeq, limit)
+	return listRows(ctx, s.r, runID, "checkpoints", `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+		SELECT `+cpColumns+` FROM r JOIN checkpoints c ON c.ck > r.base + ? AND c.ck < r.base + 4294967296
+		ORDER BY c.ck LIMIT ?`, scanCheckpoint(runID), runID, afterSeq, limit)
 }
 
-func scanPlanItem(sc scanner) (run.PlanItem, error) {
-	var pi run.PlanItem
-	var args, result []byte
-	var updated int64
-	err := sc.Scan(&pi.RunID, &pi.ID, &pi.Order, &pi.Tool, &args, &pi.ArgsHash, &pi.Mode, &pi.Status, &pi.CallID,
-		&pi.ResultRef, &result, &updated)
-	pi.Args, pi.Result = raw(args), raw(result)
-	pi.UpdatedAt = ts(updated)
-	return pi, err
+func scanPlanItem(runID string) func(sc scanner) (run.PlanItem, error) {
+	return func(sc scanner) (run.PlanItem, error) {
+		pi := run.PlanItem{RunID: runID}
+		var args, result []byte
+		var hash any
+		var updated int64
+		err := sc.Scan(&pi.ID, &pi.Order, &pi.Tool, &args, &hash, &pi.Mode, &pi.Status, &pi.CallID,
+			&pi.ResultRef, &result, &updated)
+		pi.Args, pi.Result = raw(args), raw(result)
+		pi.ArgsHash = hashText(run.ArgsHashPrefix, hash)
+		pi.UpdatedAt = ts(updated)
+		return pi, err
+	}
 }
 
 // ListPlanItems implements store.Checkpoints, in plan order.
 func (s *Store) ListPlanItems(ctx context.Context, runID string) ([]run.PlanItem, error) {
-	return listRows(ctx, s.r, runID, "plan items", `SELECT run_id, id, ord, tool, args, args_hash, mode, status,
-		call_id, result_ref, result, updated_at FROM plan_items WHERE run_id = ? ORDER BY ord, id`, scanPlanItem, runID)
+	return listRows(ctx, s.r, runID, "plan items", `SELECT id, ord, tool, args, args_hash, mode, status,
+		call_id, result_ref, result, updated_at FROM plan_items WHERE `+byRun+` ORDER BY ord, id`, scanPlanItem(runID), runID)
 }

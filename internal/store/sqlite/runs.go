@@ -124,8 +124,9 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		head := run.Chain(r.ID, "", first)
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs(id, session_id, owner, agent, client_key, request, command,
 			status, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline, last_seq, last_hash,
-			parent_run_id, fork_checkpoint_id, trace_parent, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			parent_run_id, fork_checkpoint_id, trace_parent, created_at, updated_at, rk)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			(SELECT COALESCE(MAX(rk), 0) + 1 FROM runs))`,
 			r.ID, r.SessionID, r.Owner, r.Agent, clientKey, r.Request, r.Command,
 			r.Status, r.InputPolicy, r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens,
 			r.Limits.MaxSpendMicroUSD, nanos(r.Limits.Deadline), r.LastSeq, head,
@@ -133,8 +134,8 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events(run_id, seq, type, time, prev_hash, hash) VALUES (?, 1, ?, ?, '', ?)`,
-			r.ID, run.EventRunCreated, now.UnixNano(), first[0].Hash); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events(ek, type, time, hash) VALUES (((SELECT rk FROM runs WHERE id = ?) << 32) + 1, ?, ?, ?)`,
+			r.ID, s.types.encode(run.EventRunCreated), now.UnixNano(), eventHash(first[0].Hash)); err != nil {
 			return fmt.Errorf("sqlite: insert run_created: %w", err)
 		}
 		stored, err = getRun(ctx, tx, r.ID)

@@ -65,6 +65,8 @@ type Store struct {
 	touched  []string
 
 	gc *committer // every write goes through it (group.go)
+
+	types eventTypes // the event_types table, read once in Open
 }
 
 // OnEvents sets fn to be called, after each transaction that appended
@@ -143,6 +145,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s.startCommitter(opts.MaxBatch)
 	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if s.types, err = loadEventTypes(ctx, s.w); err != nil {
 		_ = s.Close()
 		return nil, err
 	}

@@ -16,21 +16,25 @@ import (
 // as someone with write access to it would.
 type fileTamperer struct{ db *sql.DB }
 
+// eventKey is the events table's key of a run's seq (migration 0005).
+const eventKey = `((SELECT rk FROM runs WHERE id = ?) << 32) + ?`
+
 func (f fileTamperer) EditEventData(ctx context.Context, runID string, seq int64, data []byte) error {
-	_, err := f.db.ExecContext(ctx, `UPDATE events SET data = ? WHERE run_id = ? AND seq = ?`, data, runID, seq)
+	_, err := f.db.ExecContext(ctx, `UPDATE events SET data = ? WHERE ek = `+eventKey, data, runID, seq)
 	return err
 }
 
 func (f fileTamperer) DeleteEvent(ctx context.Context, runID string, seq int64) error {
-	_, err := f.db.ExecContext(ctx, `DELETE FROM events WHERE run_id = ? AND seq = ?`, runID, seq)
+	_, err := f.db.ExecContext(ctx, `DELETE FROM events WHERE ek = `+eventKey, runID, seq)
 	return err
 }
 
 func (f fileTamperer) SwapEvents(ctx context.Context, runID string, a, b int64) error {
-	_, err := f.db.ExecContext(ctx, `UPDATE events SET seq = CASE seq WHEN ? THEN ? ELSE ? END
-		WHERE run_id = ? AND seq IN (?, ?)`, a, -b, -a, runID, a, b)
+	// Through negative keys, so that neither move meets the other row.
+	_, err := f.db.ExecContext(ctx, `UPDATE events SET ek = -(CASE ek WHEN `+eventKey+` THEN `+eventKey+` ELSE `+eventKey+` END)
+		WHERE ek IN (`+eventKey+`, `+eventKey+`)`, runID, a, runID, b, runID, a, runID, a, runID, b)
 	if err == nil {
-		_, err = f.db.ExecContext(ctx, `UPDATE events SET seq = -seq WHERE run_id = ? AND seq < 0`, runID)
+		_, err = f.db.ExecContext(ctx, `UPDATE events SET ek = -ek WHERE ek < 0`)
 	}
 	return err
 }

@@ -8,25 +8,25 @@ import (
 )
 
 // TestTraceParentMigration opens a database as the binary before the
-// trace_parent column left it (schema version 3, a run in it) and checks
+// trace_parent column left it (schema version 3, a run in it: dbAtVersion) and checks
 // that the migration adds the column and keeps the run, which then has no
 // trace context.
 func TestTraceParentMigration(t *testing.T) {
 	ctx := t.Context()
 	path := t.TempDir() + "/keel.db"
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	must(t, err)
-	old, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "research", Request: "q"})
-	must(t, err)
-	// Back to version 3: the column and its migration record removed.
-	for _, q := range []string{`ALTER TABLE runs DROP COLUMN trace_parent`, `DELETE FROM schema_migrations WHERE version >= 4`} {
-		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+	db := dbAtVersion(t, path, 3)
+	oldID := run.NewID("run")
+	for _, q := range []string{`INSERT INTO sessions VALUES ('ses_1', 'alice', 0)`,
+		`INSERT INTO runs(id, session_id, owner, agent, request, status, input_policy, created_at, updated_at)
+			VALUES ('` + oldID + `', 'ses_1', 'alice', 'research', 'q', 'created', 'reject', 1, 1)`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	must(t, s.Close())
+	must(t, db.Close())
+	old := run.Run{ID: oldID}
 
-	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
 	must(t, err)
 	defer s.Close()
 	got, err := s.GetRun(ctx, old.ID)

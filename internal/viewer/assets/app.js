@@ -511,11 +511,14 @@ function runPage(id, signal) {
       const k = ev.plan_item_id;
       switch (ev.type) {
         case 'model_call_started': model = t; break;
+        // A call whose started event landed in the same commit as its end
+        // has none: the end carries duration_us instead.
         case 'model_call_completed': case 'model_call_failed':
+          if (model === null && ev.data?.duration_us !== undefined) model = t - ev.data.duration_us / 1000;
           if (model !== null) out.push(['model', 'model call', model, t]); model = null; break;
         case 'tool_started': open.set('t' + k, [t, ev.data?.tool || 'tool']); break;
         case 'tool_completed': case 'tool_failed': {
-          const o = open.get('t' + k);
+          const o = open.get('t' + k) || (ev.data?.duration_us !== undefined ? [t - ev.data.duration_us / 1000, ev.data?.tool || 'tool'] : null);
           if (o) { out.push(['tool', o[1], o[0], t]); open.delete('t' + k); }
           break;
         }

@@ -1,0 +1,161 @@
+package sqlite
+
+// How the records a step writes are encoded in their rows (migration
+// 0005): what is stored is smaller than the Go record, and reading gives
+// the record back exactly (every stored byte an event's hash covers comes
+// back as it was hashed).
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// eventTypes maps event types to their codes in the event_types table and
+// back. It is read once in Open and never changed after.
+type eventTypes struct {
+	code map[run.EventType]int64
+	name map[int64]run.EventType
+}
+
+func loadEventTypes(ctx context.Context, db *sql.DB) (eventTypes, error) {
+	t := eventTypes{code: map[run.EventType]int64{}, name: map[int64]run.EventType{}}
+	rows, err := db.QueryContext(ctx, `SELECT code, name FROM event_types`)
+	if err != nil {
+		return t, fmt.Errorf("sqlite: event types: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c int64
+		var n run.EventType
+		if err := rows.Scan(&c, &n); err != nil {
+			return t, fmt.Errorf("sqlite: event types: %w", err)
+		}
+		t.code[n], t.name[c] = c, n
+	}
+	if err := rows.Err(); err != nil {
+		return t, fmt.Errorf("sqlite: event types: %w", err)
+	}
+	return t, nil
+}
+
+// encode is what the type column stores: the code, or the name of a type
+// the table does not list (a newer binary's, or an unknown one).
+func (t eventTypes) encode(typ run.EventType) any {
+	if c, ok := t.code[typ]; ok {
+		return c
+	}
+	return string(typ)
+}
+
+// decode reads the type column back.
+func (t eventTypes) decode(v any) (run.EventType, error) {
+	switch v := v.(type) {
+	case int64:
+		if n, ok := t.name[v]; ok {
+			return n, nil
+		}
+		return "", fmt.Errorf("sqlite: unknown event type code %d", v)
+	case string:
+		return run.EventType(v), nil
+	case []byte:
+		return run.EventType(v), nil
+	}
+	return "", fmt.Errorf("sqlite: event type of kind %T", v)
+}
+
+// hashBlob is what a hash column stores for h: 32 bytes when h is 64
+// lowercase hex digits after prefix, else h itself (a legacy or foreign
+// form, kept as it was); "" stays "".
+func hashBlob(prefix, h string) any {
+	digits, ok := strings.CutPrefix(h, prefix)
+	if !ok || len(digits) != 64 {
+		return h
+	}
+	b, err := hex.DecodeString(digits)
+	if err != nil || hex.EncodeToString(b) != digits {
+		return h
+	}
+	return b
+}
+
+// hashText reads a hash column back: prefix and hex for a BLOB.
+func hashText(prefix string, v any) string {
+	switch v := v.(type) {
+	case []byte:
+		return prefix + hex.EncodeToString(v)
+	case string:
+		return v
+	}
+	return ""
+}
+
+// eventHash is hashBlob for an event's hash; NULL for none.
+func eventHash(h string) any {
+	if h == "" {
+		return nil
+	}
+	return hashBlob("", h)
+}
+
+// checkpointEventData is the data of a checkpoint_written event that says
+// exactly what its checkpoint row says; such an event stores the
+// checkpoint's seq instead.
+func checkpointEventData(id string, seq, size int64) []byte {
+	b := make([]byte, 0, 64+len(id))
+	b = append(b, `{"bytes":`...)
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, `,"checkpoint_id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	return append(b, '}')
+}
+
+// eventData is what an event's data column stores: its checkpoint's seq
+// when the event is that checkpoint's checkpoint_written and says nothing
+// else (cp is the commit's checkpoint, nil when none), else its bytes.
+func eventData(e run.Event, cp *run.Checkpoint) any {
+	if len(e.Data) == 0 {
+		return nil
+	}
+	if cp != nil && e.Type == run.EventCheckpointWritten && cp.Seq > 0 && plainID(cp.ID) &&
+		bytes.Equal(e.Data, checkpointEventData(cp.ID, cp.Seq, cp.Size)) {
+		return cp.Seq
+	}
+	return []byte(e.Data)
+}
+
+// plainID: printable ASCII that strconv.Quote and encoding/json write
+// alike, so the rebuilt bytes are the ones the harness wrote.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxKeySeq is the largest seq a row keyed rk << 32 | seq can have, and
+// maxRunKey the largest rk.
+const (
+	maxKeySeq = 1<<32 - 1
+	maxRunKey = 1<<31 - 1
+)
+
+// checkKey refuses a row key past the encoding's bounds (four billion
+// events or checkpoints in one run, two billion runs in one file).
+func checkKey(rk, seq int64) error {
+	if rk < 1 || rk > maxRunKey || seq < 0 || seq > maxKeySeq {
+		return fmt.Errorf("%w: run key %d, seq %d out of range", store.ErrInvalid, rk, seq)
+	}
+	return nil
+}
