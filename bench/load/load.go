@@ -33,6 +33,9 @@ type Config struct {
 	// NoGroup gives every write a transaction and fsync of its own (the
 	// store before group commit): the "before" of the comparison.
 	NoGroup bool
+	// MaxBatch bounds the writes of one group transaction (0: the store's
+	// default).
+	MaxBatch int
 }
 
 // Result is what a load run measured.
@@ -50,8 +53,12 @@ type Result struct {
 	Transactions  int64   `json:"transactions"`
 	Writes        int64   `json:"writes"`
 	FsyncsPerStep float64 `json:"fsyncs_per_step_commit"`
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	BytesPerRun   int64   `json:"bytes_per_run"`
+	// WriterBusy is the share of the wall time the store's one committer
+	// spent running batches; WriterCommit the share spent in COMMIT.
+	WriterBusy   float64 `json:"writer_busy"`
+	WriterCommit float64 `json:"writer_commit"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"`
+	BytesPerRun  int64   `json:"bytes_per_run"`
 	// CPUSeconds is the process's user+system time over the load: with
 	// Seconds, how much of the machine's two cores it got.
 	CPUSeconds     float64 `json:"cpu_seconds"`
@@ -104,6 +111,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	b, err := compose.LoadBackends(ctx, kc, nil)
 	if err != nil {
 		return Result{}, err
+	}
+	if cfg.MaxBatch > 0 {
+		b.SQLiteOptions.MaxBatch = cfg.MaxBatch
 	}
 	if cfg.NoGroup {
 		b.SQLiteOptions.MaxBatch = 1
@@ -208,6 +218,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	ts.mu.Unlock()
 	st := rt.SQLite.WriteStats()
 	res.Transactions, res.Writes = st.Transactions-before.Transactions, st.Writes-before.Writes
+	res.WriterBusy = (st.Busy - before.Busy).Seconds() / elapsed.Seconds()
+	res.WriterCommit = (st.Committing - before.Committing).Seconds() / elapsed.Seconds()
 	if res.StepCommits > 0 {
 		res.FsyncsPerStep = float64(res.Transactions) / float64(res.StepCommits)
 	}

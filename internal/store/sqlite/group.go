@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit. Every write of this Store is a request to one committer
@@ -43,6 +44,9 @@ type committer struct {
 	max    int // requests per transaction
 
 	txs, writes atomic.Int64
+	// busy and commitNS are nanoseconds the committer spent running
+	// batches, and of those, in COMMIT (the WAL write and its fsync).
+	busy, commitNS atomic.Int64
 }
 
 // WriteStats counts this Store's write transactions. Each committed
@@ -51,11 +55,16 @@ type committer struct {
 type WriteStats struct {
 	Transactions int64 // committed (or attempted) write transactions
 	Writes       int64 // write requests: a Commit, CreateRun, AcquireLease...
+	// Busy is the committer's time running batches; Committing is the part
+	// of it spent in COMMIT (writing the WAL and its fsync). Busy close to
+	// the wall time means the single writer is the bottleneck.
+	Busy, Committing time.Duration
 }
 
 // WriteStats reports the counters since Open.
 func (s *Store) WriteStats() WriteStats {
-	return WriteStats{Transactions: s.gc.txs.Load(), Writes: s.gc.writes.Load()}
+	return WriteStats{Transactions: s.gc.txs.Load(), Writes: s.gc.writes.Load(),
+		Busy: time.Duration(s.gc.busy.Load()), Committing: time.Duration(s.gc.commitNS.Load())}
 }
 
 func (s *Store) startCommitter(max int) {
@@ -128,7 +137,9 @@ func (s *Store) commitLoop() {
 				break fill
 			}
 		}
+		start := time.Now()
 		s.runBatch(batch)
+		s.gc.busy.Add(int64(time.Since(start)))
 		clear(batch)
 	}
 }
@@ -189,7 +200,10 @@ func (s *Store) runBatch(batch []*writeReq) {
 		answer()
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	cstart := time.Now()
+	err = tx.Commit()
+	s.gc.commitNS.Add(int64(time.Since(cstart)))
+	if err != nil {
 		for i := range results {
 			if results[i] == nil {
 				results[i] = fmt.Errorf("sqlite: commit: %w", err)
