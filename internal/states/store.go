@@ -340,6 +340,10 @@ type stmtConn struct {
 }
 
 func (c stmtConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	// The Writer's transaction is shared with other writers: a caller's
+	// cancellation must not interrupt it (the driver's interrupt rolls
+	// back the whole transaction).
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := c.stmts[q]; ok {
 		return c.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -347,6 +351,7 @@ func (c stmtConn) ExecContext(ctx context.Context, q string, args ...any) (sql.R
 }
 
 func (c stmtConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := c.stmts[q]; ok {
 		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}

@@ -144,6 +144,20 @@ func (s *Store) commitLoop() {
 	}
 }
 
+// committerCtx is the context a statement of the group transaction runs
+// under: the caller's values without its cancellation. The driver turns a
+// cancellation during a statement into sqlite3_interrupt, which rolls back
+// the whole transaction — every other caller's writes of the batch with
+// it — and watches each cancellable statement with a goroutine of its own,
+// a wake-up on the single writer's path. A caller who gave up is already
+// skipped before its savepoint starts.
+func committerCtx(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
 // runBatch runs the requests in one transaction and answers each.
 func (s *Store) runBatch(batch []*writeReq) {
 	s.gc.txs.Add(1)

@@ -214,6 +214,7 @@ func (s *Store) prepare(ctx context.Context) error {
 // exec runs query in tx, through its prepared statement when it is one of
 // hotQueries.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	ctx = committerCtx(ctx)
 	s.mu.Lock()
 	st, ok := s.stmts[query]
 	s.mu.Unlock()
@@ -225,6 +226,7 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 
 // queryRow is exec's counterpart for a single-row query.
 func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	ctx = committerCtx(ctx)
 	s.mu.Lock()
 	st, ok := s.stmts[query]
 	s.mu.Unlock()
