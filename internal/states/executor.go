@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -183,6 +184,9 @@ type execRun struct {
 	poke   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
+	// pending holds the events of transitions taken in memory only (see
+	// advance): the next durable commit writes them first.
+	pending []newEvent
 }
 
 // cursor is where an execution stands; it is persisted at every transition.
@@ -281,23 +285,56 @@ func (e *Executor) drive(x *execRun) {
 
 func (e *Executor) now() time.Time { return e.clock.Now().UTC().Truncate(time.Millisecond) }
 
-// commit persists a transition and, on success, makes next current.
+// commit persists a transition, after the pending ones, and on success
+// makes next current.
 func (e *Executor) commit(x *execRun, next cursor, events []newEvent, tok *tokenRow) error {
 	b, err := json.Marshal(next)
 	if err != nil {
 		return err
 	}
-	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Cursor: b, Events: events, NewToken: tok}); err != nil {
+	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Cursor: b, Events: x.withPending(events), NewToken: tok}); err != nil {
 		return err
 	}
+	x.pending = nil
 	x.cur = next
 	return nil
 }
 
+// advance takes a transition in memory only: its events wait in pending
+// for the next commit, and a crash before that resumes from the last
+// persisted cursor. Only a transition that the persisted cursor
+// determines may be taken so — out of a Pass or a Choice state, or into
+// an attempt of a task without a token — since running it again from
+// there takes it again the same way; a task's result, a token, a wait's
+// end and a retry are always committed before anything follows them.
+// One commit then carries what were up to five of them, under load the
+// single writer's biggest saving.
+func (e *Executor) advance(x *execRun, next cursor, events []newEvent) error {
+	if len(x.pending)+len(events) > maxPending {
+		// A loop of Pass and Choice states commits as it goes, so that
+		// it is seen, and meets the history limit.
+		return e.commit(x, next, events, nil)
+	}
+	x.pending = append(x.pending, events...)
+	x.cur = next
+	return nil
+}
+
+// maxPending bounds the events that wait for a commit: a few transitions.
+const maxPending = 24
+
+func (x *execRun) withPending(events []newEvent) []newEvent {
+	if len(x.pending) == 0 {
+		return events
+	}
+	return append(slices.Clip(x.pending), events...)
+}
+
 func (e *Executor) finish(x *execRun, events []newEvent, f *finalState) error {
-	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Events: events, Final: f}); err != nil {
+	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Events: x.withPending(events), Final: f}); err != nil {
 		return err
 	}
+	x.pending = nil
 	return errFinished
 }
 
@@ -343,7 +380,11 @@ func (e *Executor) transition(x *execRun, st *State, output any, next string, pr
 	}
 	ns := x.m.States[next]
 	events = append(events, enteredEvent(ns, out, now))
-	return e.commit(x, cursor{State: next, Input: out, EnteredMS: now.UnixMilli()}, events, nil)
+	nc := cursor{State: next, Input: out, EnteredMS: now.UnixMilli()}
+	if st.Type == "Pass" || st.Type == "Choice" {
+		return e.advance(x, nc, events)
+	}
+	return e.commit(x, nc, events, nil)
 }
 
 func nextOf(st *State) string {
@@ -591,11 +632,14 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 		next := x.cur
 		next.RetryAt = 0
 		next.Task = tc
-		var tok *tokenRow
-		if token != "" {
-			tok = &tokenRow{Token: token, State: st.Name, Heartbeat: now}
-		}
-		if err := e.commit(x, next, events, tok); err != nil {
+		if token == "" {
+			// Without a token the attempt's start need not be durable
+			// before the call: after a crash it is made again, as it is
+			// when the process dies during the call.
+			if err := e.advance(x, next, events); err != nil {
+				return err
+			}
+		} else if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
 			return err
 		}
 	}

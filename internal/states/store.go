@@ -267,6 +267,28 @@ type newEvent struct {
 	Type    string
 	TS      time.Time
 	Details map[string]any // {"stateEnteredEventDetails": {...}}
+	// details is Details encoded (encodeEvents): done before the write
+	// transaction, so the JSON work stays off the single writer's path.
+	details string
+}
+
+// encodeEvents encodes each event's Details into details.
+func encodeEvents(evs []newEvent) error {
+	for i := range evs {
+		if evs[i].details != "" {
+			continue
+		}
+		if evs[i].Details == nil {
+			evs[i].details = "{}"
+			continue
+		}
+		b, err := json.Marshal(evs[i].Details)
+		if err != nil {
+			return err
+		}
+		evs[i].details = string(b)
+	}
+	return nil
 }
 
 func (s *Store) insertEvent(ctx context.Context, c conn, arn string, id int64, ev newEvent) error {
@@ -286,9 +308,9 @@ const (
 	qTokenComplete = `UPDATE sfn_tokens SET status = ?, output = ?, error = ?, cause = ? WHERE token = ?`
 )
 
-// maxPreparedHistory is the largest event count of a transition whose
-// history insert is prepared; larger ones are parsed as they come.
-const maxPreparedHistory = 6
+// maxPreparedHistory is the rows of the largest prepared history insert;
+// a transition with more events is written in several.
+const maxPreparedHistory = 8
 
 func historyInsert(n int) string {
 	var q strings.Builder
@@ -318,6 +340,10 @@ type stmtConn struct {
 }
 
 func (c stmtConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	// The Writer's transaction is shared with other writers: a caller's
+	// cancellation must not interrupt it (the driver's interrupt rolls
+	// back the whole transaction).
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := c.stmts[q]; ok {
 		return c.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -325,6 +351,7 @@ func (c stmtConn) ExecContext(ctx context.Context, q string, args ...any) (sql.R
 }
 
 func (c stmtConn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := c.stmts[q]; ok {
 		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
@@ -336,19 +363,22 @@ func (s *Store) insertEvents(ctx context.Context, c conn, arn string, first int6
 	if len(evs) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 5*len(evs))
-	for i, ev := range evs {
-		d := []byte("{}")
-		if ev.Details != nil {
-			var err error
-			if d, err = json.Marshal(ev.Details); err != nil {
-				return err
-			}
-		}
-		args = append(args, arn, first+int64(i), ev.Type, ev.TS.UnixMilli(), string(d))
+	if err := encodeEvents(evs); err != nil { // a no-op for the encoded
+		return err
 	}
-	_, err := c.ExecContext(ctx, historyInsert(len(evs)), args...)
-	return err
+	// In statements of at most maxPreparedHistory rows: each is prepared.
+	for len(evs) > 0 {
+		n := min(len(evs), maxPreparedHistory)
+		args := make([]any, 0, 5*n)
+		for i, ev := range evs[:n] {
+			args = append(args, arn, first+int64(i), ev.Type, ev.TS.UnixMilli(), ev.details)
+		}
+		if _, err := c.ExecContext(ctx, historyInsert(n), args...); err != nil {
+			return err
+		}
+		evs, first = evs[n:], first+int64(n)
+	}
+	return nil
 }
 
 // createExecution inserts a new execution with its first events
@@ -357,6 +387,9 @@ func (s *Store) insertEvents(ctx context.Context, c conn, arn string, first int6
 func (s *Store) createExecution(ctx context.Context, rec execRecord, events []newEvent) (execRecord, bool, error) {
 	var out execRecord
 	created := false
+	if err := encodeEvents(events); err != nil {
+		return out, false, err
+	}
 	err := s.tx(ctx, func(c conn) error {
 		existing, err := scanExec(c.QueryRowContext(ctx, execSelect+` WHERE machine_arn = ? AND name = ?`, rec.MachineARN, rec.Name))
 		if err == nil {
@@ -463,6 +496,9 @@ type commitReq struct {
 // HistoryLimit and is not the closing event, it writes ExecutionFailed
 // with States.Runtime in its place and returns errHistoryLimit.
 func (s *Store) commit(ctx context.Context, arn string, now time.Time, req commitReq) error {
+	if err := encodeEvents(req.Events); err != nil {
+		return err
+	}
 	limited := false
 	err := s.tx(ctx, func(c conn) error {
 		var status string

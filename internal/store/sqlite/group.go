@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit. Every write of this Store is a request to one committer
@@ -43,6 +44,9 @@ type committer struct {
 	max    int // requests per transaction
 
 	txs, writes atomic.Int64
+	// busy and commitNS are nanoseconds the committer spent running
+	// batches, and of those, in COMMIT (the WAL write and its fsync).
+	busy, commitNS atomic.Int64
 }
 
 // WriteStats counts this Store's write transactions. Each committed
@@ -51,11 +55,16 @@ type committer struct {
 type WriteStats struct {
 	Transactions int64 // committed (or attempted) write transactions
 	Writes       int64 // write requests: a Commit, CreateRun, AcquireLease...
+	// Busy is the committer's time running batches; Committing is the part
+	// of it spent in COMMIT (writing the WAL and its fsync). Busy close to
+	// the wall time means the single writer is the bottleneck.
+	Busy, Committing time.Duration
 }
 
 // WriteStats reports the counters since Open.
 func (s *Store) WriteStats() WriteStats {
-	return WriteStats{Transactions: s.gc.txs.Load(), Writes: s.gc.writes.Load()}
+	return WriteStats{Transactions: s.gc.txs.Load(), Writes: s.gc.writes.Load(),
+		Busy: time.Duration(s.gc.busy.Load()), Committing: time.Duration(s.gc.commitNS.Load())}
 }
 
 func (s *Store) startCommitter(max int) {
@@ -128,9 +137,25 @@ func (s *Store) commitLoop() {
 				break fill
 			}
 		}
+		start := time.Now()
 		s.runBatch(batch)
+		s.gc.busy.Add(int64(time.Since(start)))
 		clear(batch)
 	}
+}
+
+// committerCtx is the context a statement of the group transaction runs
+// under: the caller's values without its cancellation. The driver turns a
+// cancellation during a statement into sqlite3_interrupt, which rolls back
+// the whole transaction — every other caller's writes of the batch with
+// it — and watches each cancellable statement with a goroutine of its own,
+// a wake-up on the single writer's path. A caller who gave up is already
+// skipped before its savepoint starts.
+func committerCtx(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // runBatch runs the requests in one transaction and answers each.
@@ -189,7 +214,10 @@ func (s *Store) runBatch(batch []*writeReq) {
 		answer()
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	cstart := time.Now()
+	err = tx.Commit()
+	s.gc.commitNS.Add(int64(time.Since(cstart)))
+	if err != nil {
 		for i := range results {
 			if results[i] == nil {
 				results[i] = fmt.Errorf("sqlite: commit: %w", err)

@@ -1,0 +1,119 @@
+package states
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingWriter is a Writer of its own transactions that counts them: a
+// transition's write is one WriteTx, as on the run store's group commit.
+type countingWriter struct {
+	db *sql.DB
+	n  atomic.Int64
+}
+
+func (w *countingWriter) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	w.n.Add(1)
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Pass and Choice transitions and a tokenless task's start wait in memory
+// for the next commit: Start → Pass → Choice → Task → Succeed is three
+// writes (the start, the task's result, the end) instead of six, and the
+// history still has every event, in order, with gapless ids.
+func TestDeterministicTransitionsShareTheNextCommit(t *testing.T) {
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "k.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = db.Close() })
+	w := &countingWriter{db: db}
+	st, err := NewStoreWith(ctx, db, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	var calls atomic.Int64
+	e, err := New(Config{Store: st, Lambdas: map[string]LambdaFunc{
+		"fn": func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+			calls.Add(1)
+			return json.RawMessage(`{"ok":true}`), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	m, err := Load([]byte(`{"StartAt":"P","States":{
+		"P":{"Type":"Pass","Result":{"go":true},"Next":"C"},
+		"C":{"Type":"Choice","Choices":[{"Variable":"$.go","BooleanEquals":true,"Next":"T"}],"Default":"F"},
+		"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","Parameters":{"FunctionName":"fn","Payload.$":"$"},"Next":"S"},
+		"S":{"Type":"Succeed"},
+		"F":{"Type":"Fail","Error":"no"}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn, err := e.Register(ctx, "m", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := w.n.Load()
+	out, err := e.StartExecution(ctx, StartExecutionInput{StateMachineArn: arn, Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var d ExecutionDescription
+	for wait.Err() == nil {
+		if d, err = e.DescribeExecution(ctx, out.ExecutionArn); err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != StatusRunning {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d.Status != StatusSucceeded {
+		t.Fatalf("execution %s, want %s", d.Status, StatusSucceeded)
+	}
+	if n := w.n.Load() - before; n != 3 || calls.Load() != 1 {
+		t.Fatalf("%d writes and %d task calls, want 3 and 1", n, calls.Load())
+	}
+	evs, err := e.GetExecutionHistory(ctx, out.ExecutionArn, 0, HistoryLimit, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for i, ev := range evs {
+		if ev.ID != int64(i+1) {
+			t.Fatalf("event %d has id %d", i+1, ev.ID)
+		}
+		types = append(types, ev.Type)
+	}
+	want := []string{"ExecutionStarted", "PassStateEntered", "PassStateExited", "ChoiceStateEntered", "ChoiceStateExited",
+		"TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded", "TaskStateExited",
+		"SucceedStateEntered", "SucceedStateExited", "ExecutionSucceeded"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("history %v\nwant    %v", types, want)
+	}
+}
