@@ -29,12 +29,12 @@ const getApprovalSQL = `SELECT ` + approvalColumns + ` FROM approvals WHERE run_
 
 // GetApproval implements store.Approvals.
 func (s *Store) GetApproval(ctx context.Context, runID, approvalID string) (run.Approval, error) {
-	return getRow(ctx, s.r, "approval", runID, approvalID, getApprovalSQL, scanApproval)
+	return getRow(ctx, s.rq, "approval", runID, approvalID, getApprovalSQL, scanApproval)
 }
 
 // ListApprovals implements store.Approvals, oldest first.
 func (s *Store) ListApprovals(ctx context.Context, runID string) ([]run.Approval, error) {
-	return listRows(ctx, s.r, runID, "approvals", `SELECT `+approvalColumns+` FROM approvals
+	return listRows(ctx, s.rq, runID, "approvals", `SELECT `+approvalColumns+` FROM approvals
 		WHERE run_id = ? ORDER BY rowid`, scanApproval, runID)
 }
 
@@ -47,7 +47,7 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 	}
 	var out run.Approval
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		a, err := getRow(ctx, tx, "approval", d.RunID, d.ApprovalID, getApprovalSQL, scanApproval)
+		a, err := getRow(ctx, txQuerier{s, tx}, "approval", d.RunID, d.ApprovalID, getApprovalSQL, scanApproval)
 		if err != nil {
 			return err
 		}
@@ -62,12 +62,12 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 		if d.Approve {
 			status, evType = run.ApprovalApproved, run.EventApprovalGranted
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
+		if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
 			WHERE run_id = ? AND id = ?`, status, d.DecidedBy, d.Reason, now.UnixNano(), d.RunID, d.ApprovalID); err != nil {
 			return fmt.Errorf("sqlite: decide approval %q: %w", a.ID, err)
 		}
 		if d.Approve && a.Mode == run.ModeConfirmOnce {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO grants(session_id, tool, approval_id, granted_by, created_at)
+			if _, err := s.exec(ctx, tx, `INSERT INTO grants(session_id, tool, approval_id, granted_by, created_at)
 				VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id, tool) DO NOTHING`,
 				a.SessionID, a.Tool, a.ID, d.DecidedBy, now.UnixNano()); err != nil {
 				return fmt.Errorf("sqlite: grant %s to session %q: %w", a.Tool, a.SessionID, err)
@@ -80,7 +80,7 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 		if _, err := s.appendTx(ctx, tx, d.RunID, now, run.Event{Type: evType, PlanItemID: a.PlanItemID, Data: data}); err != nil {
 			return err
 		}
-		out, err = getRow(ctx, tx, "approval", d.RunID, d.ApprovalID, getApprovalSQL, scanApproval)
+		out, err = getRow(ctx, txQuerier{s, tx}, "approval", d.RunID, d.ApprovalID, getApprovalSQL, scanApproval)
 		return err
 	})
 	if err != nil {
@@ -97,14 +97,14 @@ func (s *Store) AttachTaskToken(ctx context.Context, runID, approvalID, token st
 	}
 	var out run.Approval
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE approvals SET task_token = ? WHERE run_id = ? AND id = ?`, token, runID, approvalID)
+		res, err := s.exec(ctx, tx, `UPDATE approvals SET task_token = ? WHERE run_id = ? AND id = ?`, token, runID, approvalID)
 		if err != nil {
 			return fmt.Errorf("sqlite: attach task token to %q: %w", approvalID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("sqlite: approval %q of run %q: %w", approvalID, runID, store.ErrNotFound)
 		}
-		out, err = getRow(ctx, tx, "approval", runID, approvalID, getApprovalSQL, scanApproval)
+		out, err = getRow(ctx, txQuerier{s, tx}, "approval", runID, approvalID, getApprovalSQL, scanApproval)
 		return err
 	})
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Store) HasGrant(ctx context.Context, sessionID, tool string) (bool, err
 		return false, err
 	}
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM grants WHERE session_id = ? AND tool = ?`, sessionID, tool).Scan(&n); err != nil {
+	if err := s.rq.QueryRowContext(ctx, `SELECT COUNT(*) FROM grants WHERE session_id = ? AND tool = ?`, sessionID, tool).Scan(&n); err != nil {
 		return false, fmt.Errorf("sqlite: has grant: %w", err)
 	}
 	return n > 0, nil

@@ -27,7 +27,7 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 	}
 	var out run.Budget
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		b, err := scanBudget(tx.QueryRowContext(ctx, `UPDATE runs SET
+		b, err := scanBudget(s.queryRow(ctx, tx, `UPDATE runs SET
 			tokens_reserved = tokens_reserved + ?1, spend_reserved = spend_reserved + ?2,
 			tool_calls_reserved = tool_calls_reserved + ?3, updated_at = ?4
 			WHERE id = ?5
@@ -36,7 +36,7 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 			AND (max_tool_calls = 0 OR tool_calls_used + tool_calls_reserved + ?3 <= max_tool_calls)
 			RETURNING `+budgetColumns, a.Tokens, a.SpendMicroUSD, a.ToolCalls, s.now(), runID))
 		if errors.Is(err, sql.ErrNoRows) {
-			r, gerr := getRun(ctx, tx, runID)
+			r, gerr := getRun(ctx, txQuerier{s, tx}, runID)
 			if gerr != nil {
 				return gerr
 			}

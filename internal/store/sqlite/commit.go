@@ -115,7 +115,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 	}
 	for _, a := range c.NewApprovals {
 		var hash, tool string
-		err := tx.QueryRowContext(ctx, `SELECT args_hash, tool FROM approvals WHERE run_id = ? AND id = ?`, c.RunID, a.ID).Scan(&hash, &tool)
+		err := s.queryRow(ctx, tx, `SELECT args_hash, tool FROM approvals WHERE run_id = ? AND id = ?`, c.RunID, a.ID).Scan(&hash, &tool)
 		switch {
 		case err == nil && hash == a.ArgsHash && tool == a.Tool:
 			continue
@@ -124,7 +124,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, fmt.Errorf("sqlite: commit: approval %q: %w", a.ID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals(run_id, id, session_id, plan_item_id, tool, mode, args,
+		if _, err := s.exec(ctx, tx, `INSERT INTO approvals(run_id, id, session_id, plan_item_id, tool, mode, args,
 			args_hash, status, task_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.RunID, a.ID, sessionID, a.PlanItemID, a.Tool, a.Mode, blob(a.Args), a.ArgsHash, run.ApprovalPending,
 			a.TaskToken, nowN); err != nil {
@@ -132,7 +132,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		}
 	}
 	for _, id := range c.CancelApprovals {
-		res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_at = ? WHERE run_id = ? AND id = ? AND status = ?`,
+		res, err := s.exec(ctx, tx, `UPDATE approvals SET status = ?, decided_at = ? WHERE run_id = ? AND id = ? AND status = ?`,
 			run.ApprovalCancelled, nowN, c.RunID, id, run.ApprovalPending)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: cancel approval %q: %w", id, err)
@@ -144,7 +144,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		}
 	}
 	for _, id := range c.ConsumeInputs {
-		res, err := tx.ExecContext(ctx, `UPDATE inputs SET consumed = 1 WHERE run_id = ? AND id = ? AND consumed = 0`, c.RunID, id)
+		res, err := s.exec(ctx, tx, `UPDATE inputs SET consumed = 1 WHERE run_id = ? AND id = ? AND consumed = 0`, c.RunID, id)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: consume input %q: %w", id, err)
 		}
@@ -171,7 +171,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		seq := cp.Seq
 		if seq == 0 {
 			// The run's last checkpoint's seq + 1 (the harness always says).
-			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(ck), ? << 32) + 1 - (? << 32) FROM checkpoints
+			if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(ck), ? << 32) + 1 - (? << 32) FROM checkpoints
 				WHERE ck > ? << 32 AND ck < (? + 1) << 32`, rk, rk, rk, rk).Scan(&seq); err != nil {
 				return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 			}

@@ -19,14 +19,14 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 	var out run.Run
 	var cancelled []run.Approval
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, tx, runID)
+		r, err := getRun(ctx, txQuerier{s, tx}, runID)
 		if err != nil {
 			return err
 		}
 		if r.Status.Terminal() {
 			return fmt.Errorf("sqlite: cancel %q: %w (%s)", runID, store.ErrTerminal, r.Status)
 		}
-		pending, err := listRows(ctx, tx, runID, "approvals", `SELECT `+approvalColumns+` FROM approvals
+		pending, err := listRows(ctx, txQuerier{s, tx}, runID, "approvals", `SELECT `+approvalColumns+` FROM approvals
 			WHERE run_id = ? AND status = ? ORDER BY rowid`, scanApproval, runID, run.ApprovalPending)
 		if err != nil {
 			return err
@@ -43,7 +43,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		events := []run.Event{{Type: run.EventCancelRequested, Data: data}}
 		for i := range pending {
 			a := &pending[i]
-			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = 'run cancelled',
+			if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = ?, decided_by = ?, reason = 'run cancelled',
 				decided_at = ? WHERE run_id = ? AND id = ?`, run.ApprovalCancelled, by, now.UnixNano(), runID, a.ID); err != nil {
 				return fmt.Errorf("sqlite: cancel approval %q: %w", a.ID, err)
 			}
@@ -54,14 +54,14 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 			}
 			events = append(events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: a.PlanItemID, Data: d})
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1 WHERE id = ?`, runID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE runs SET cancel_requested = 1 WHERE id = ?`, runID); err != nil {
 			return fmt.Errorf("sqlite: cancel %q: %w", runID, err)
 		}
 		if _, err := s.appendTx(ctx, tx, runID, now, events...); err != nil {
 			return err
 		}
 		cancelled = pending
-		out, err = getRun(ctx, tx, runID)
+		out, err = getRun(ctx, txQuerier{s, tx}, runID)
 		return err
 	})
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Store) EnqueueInput(ctx context.Context, runID, text string) (run.Input
 	}
 	in := run.Input{RunID: runID, ID: run.NewID("in"), Text: text}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, tx, runID)
+		r, err := getRun(ctx, txQuerier{s, tx}, runID)
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (s *Store) EnqueueInput(ctx context.Context, runID, text string) (run.Input
 		}
 		now := s.clock()
 		in.ReceivedAt = now.UTC()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO inputs(run_id, id, text, received_at) VALUES (?, ?, ?, ?)`,
+		if _, err := s.exec(ctx, tx, `INSERT INTO inputs(run_id, id, text, received_at) VALUES (?, ?, ?, ?)`,
 			runID, in.ID, text, now.UnixNano()); err != nil {
 			return fmt.Errorf("sqlite: input for %q: %w", runID, err)
 		}
@@ -120,5 +120,5 @@ func (s *Store) ListInputs(ctx context.Context, runID string, pendingOnly bool) 
 	if pendingOnly {
 		q += ` AND consumed = 0`
 	}
-	return listRows(ctx, s.r, runID, "inputs", q+` ORDER BY rowid`, scanInput, runID)
+	return listRows(ctx, s.rq, runID, "inputs", q+` ORDER BY rowid`, scanInput, runID)
 }

@@ -99,7 +99,7 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 	// From afterSeq itself: its hash is the first event's prev_hash. A
 	// checkpoint_written stored by reference (an INTEGER data) reads its
 	// checkpoint row.
-	rows, err := s.r.QueryContext(ctx, `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+	rows, err := s.rq.QueryContext(ctx, `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
 		SELECT e.ek - r.base, e.type, e.time, e.plan_item_id, e.operation_id, e.data, e.hash, c.id, c.size
 		FROM r JOIN events e ON e.ek >= r.base + ? AND e.ek < r.base + 4294967296
 		LEFT JOIN checkpoints c ON typeof(e.data) = 'integer' AND c.ck = r.base + e.data
@@ -153,7 +153,7 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 	}
 	if len(out) == 0 {
-		if err := runExists(ctx, s.r, runID); err != nil {
+		if err := runExists(ctx, s.rq, runID); err != nil {
 			return nil, err
 		}
 	}

@@ -139,6 +139,7 @@ func (s *Store) commitLoop() {
 		}
 		start := time.Now()
 		s.runBatch(batch)
+		s.prepareMissed() // between transactions: w's connection is free
 		s.gc.busy.Add(int64(time.Since(start)))
 		clear(batch)
 	}

@@ -19,7 +19,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	}
 	var out run.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, tx, runID)
+		r, err := getRun(ctx, txQuerier{s, tx}, runID)
 		if err != nil {
 			return err
 		}
@@ -30,12 +30,12 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 		if r.Lease.Owner != "" && r.Lease.Owner != owner && now.Before(r.Lease.Expiry) {
 			return fmt.Errorf("sqlite: acquire lease on %q: %w until %s", runID, store.ErrLeaseHeld, r.Lease.Expiry.Format(time.RFC3339Nano))
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_token = lease_token + 1,
+		if _, err := s.exec(ctx, tx, `UPDATE runs SET lease_owner = ?, lease_token = lease_token + 1,
 			lease_expiry = ?, updated_at = ? WHERE id = ?`,
 			owner, now.Add(ttl).UnixNano(), now.UnixNano(), runID); err != nil {
 			return fmt.Errorf("sqlite: acquire lease on %q: %w", runID, err)
 		}
-		out, err = getRun(ctx, tx, runID)
+		out, err = getRun(ctx, txQuerier{s, tx}, runID)
 		return err
 	})
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var cur int64
-		if err := tx.QueryRowContext(ctx, `SELECT lease_token FROM runs WHERE id = ?`, runID).Scan(&cur); err != nil {
+		if err := s.queryRow(ctx, tx, `SELECT lease_token FROM runs WHERE id = ?`, runID).Scan(&cur); err != nil {
 			if err == sql.ErrNoRows {
 				return fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
 			}
@@ -62,7 +62,7 @@ func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) err
 		if cur != token {
 			return fmt.Errorf("sqlite: release lease on %q: %w (token %d, current %d)", runID, store.ErrFenced, token, cur)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expiry = 0, updated_at = ? WHERE id = ?`, s.now(), runID)
+		_, err := s.exec(ctx, tx, `UPDATE runs SET lease_owner = '', lease_expiry = 0, updated_at = ? WHERE id = ?`, s.now(), runID)
 		if err != nil {
 			return fmt.Errorf("sqlite: release lease on %q: %w", runID, err)
 		}

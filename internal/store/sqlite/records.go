@@ -83,10 +83,10 @@ func raw(b []byte) []byte {
 // ListOperations implements store.Operations; oldest first is insertion order.
 func (s *Store) ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error) {
 	if pendingOnly {
-		return listRows(ctx, s.r, runID, "operations", `SELECT `+opColumns+` FROM operations
+		return listRows(ctx, s.rq, runID, "operations", `SELECT `+opColumns+` FROM operations
 			WHERE run_id = ? AND status = ? ORDER BY rowid`, scanOp, runID, run.OpPending)
 	}
-	return listRows(ctx, s.r, runID, "operations", `SELECT `+opColumns+` FROM operations
+	return listRows(ctx, s.rq, runID, "operations", `SELECT `+opColumns+` FROM operations
 		WHERE run_id = ? ORDER BY rowid`, scanOp, runID)
 }
 
@@ -116,7 +116,7 @@ func scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, error) {
 
 // GetCheckpoint implements store.Checkpoints.
 func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error) {
-	return getRow(ctx, s.r, "checkpoint", runID, checkpointID,
+	return getRow(ctx, s.rq, "checkpoint", runID, checkpointID,
 		`SELECT `+cpColumns+` FROM checkpoints c WHERE c.`+byRun+` AND c.id = ?`, scanCheckpoint(runID))
 }
 
@@ -127,7 +127,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string, afterSeq int6
 	if err != nil {
 		return nil, err
 	}
-	return listRows(ctx, s.r, runID, "checkpoints", `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+	return listRows(ctx, s.rq, runID, "checkpoints", `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
 		SELECT `+cpColumns+` FROM r JOIN checkpoints c ON c.ck > r.base + ? AND c.ck < r.base + 4294967296
 		ORDER BY c.ck LIMIT ?`, scanCheckpoint(runID), runID, afterSeq, limit)
 }
@@ -149,6 +149,6 @@ func scanPlanItem(runID string) func(sc scanner) (run.PlanItem, error) {
 
 // ListPlanItems implements store.Checkpoints, in plan order.
 func (s *Store) ListPlanItems(ctx context.Context, runID string) ([]run.PlanItem, error) {
-	return listRows(ctx, s.r, runID, "plan items", `SELECT id, ord, tool, args, args_hash, mode, status,
+	return listRows(ctx, s.rq, runID, "plan items", `SELECT id, ord, tool, args, args_hash, mode, status,
 		call_id, result_ref, result, updated_at FROM plan_items WHERE `+byRun+` ORDER BY ord, id`, scanPlanItem(runID), runID)
 }

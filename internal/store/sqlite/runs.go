@@ -86,7 +86,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 	created := false
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		if r.ClientKey != "" {
-			existing, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE owner = ? AND client_key = ?`, r.Owner, r.ClientKey))
+			existing, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE owner = ? AND client_key = ?`, r.Owner, r.ClientKey))
 			if err == nil {
 				stored = existing
 				return nil
@@ -96,7 +96,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 			}
 		}
 		var one int
-		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, r.ID).Scan(&one); {
+		switch err := s.queryRow(ctx, tx, `SELECT 1 FROM runs WHERE id = ?`, r.ID).Scan(&one); {
 		case err == nil:
 			return fmt.Errorf("sqlite: create run: %w: run %q exists", store.ErrConflict, r.ID)
 		case !errors.Is(err, sql.ErrNoRows):
@@ -105,9 +105,9 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		now := s.clock().UTC()
 		r.CreatedAt, r.UpdatedAt = now, now
 		var sessOwner string
-		switch err := tx.QueryRowContext(ctx, `SELECT owner FROM sessions WHERE id = ?`, r.SessionID).Scan(&sessOwner); {
+		switch err := s.queryRow(ctx, tx, `SELECT owner FROM sessions WHERE id = ?`, r.SessionID).Scan(&sessOwner); {
 		case errors.Is(err, sql.ErrNoRows):
-			if _, err := tx.ExecContext(ctx, `INSERT INTO sessions(id, owner, created_at) VALUES (?, ?, ?)`,
+			if _, err := s.exec(ctx, tx, `INSERT INTO sessions(id, owner, created_at) VALUES (?, ?, ?)`,
 				r.SessionID, r.Owner, now.UnixNano()); err != nil {
 				return fmt.Errorf("sqlite: create session: %w", err)
 			}
@@ -122,7 +122,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		}
 		first := []run.Event{{Type: run.EventRunCreated, Time: ts(now.UnixNano())}}
 		head := run.Chain(r.ID, "", first)
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs(id, session_id, owner, agent, client_key, request, command,
+		_, err := s.exec(ctx, tx, `INSERT INTO runs(id, session_id, owner, agent, client_key, request, command,
 			status, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline, last_seq, last_hash,
 			parent_run_id, fork_checkpoint_id, trace_parent, created_at, updated_at, rk)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
@@ -134,11 +134,11 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events(ek, type, time, hash) VALUES (((SELECT rk FROM runs WHERE id = ?) << 32) + 1, ?, ?, ?)`,
+		if _, err := s.exec(ctx, tx, `INSERT INTO events(ek, type, time, hash) VALUES (((SELECT rk FROM runs WHERE id = ?) << 32) + 1, ?, ?, ?)`,
 			r.ID, s.types.encode(run.EventRunCreated), now.UnixNano(), eventHash(first[0].Hash)); err != nil {
 			return fmt.Errorf("sqlite: insert run_created: %w", err)
 		}
-		stored, err = getRun(ctx, tx, r.ID)
+		stored, err = getRun(ctx, txQuerier{s, tx}, r.ID)
 		created = true
 		return err
 	})
@@ -153,7 +153,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (run.Run, error) {
 	if err := store.ValidateID("run id", id); err != nil {
 		return run.Run{}, err
 	}
-	return getRun(ctx, s.r, id)
+	return getRun(ctx, s.rq, id)
 }
 
 // ListRuns implements store.Runs. The page token encodes the position
@@ -188,7 +188,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 	}
 	query += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.rq.QueryContext(ctx, query, args...)
 	if err != nil {
 		return store.RunPage{}, fmt.Errorf("sqlite: list runs: %w", err)
 	}

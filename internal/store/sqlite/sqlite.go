@@ -53,6 +53,11 @@ type Store struct {
 	// half of a step's CPU time before.
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// missed are write queries run unprepared, for the committer to
+	// prepare between transactions (stmtcache.go).
+	missed map[string]struct{}
+	// rq is r with each read query prepared once.
+	rq *readCache
 	// signals is RunSignals' query prepared on r: a Step reads it once
 	// an iteration.
 	signals *sql.Stmt
@@ -146,7 +151,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 
-	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}}
+	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}, missed: map[string]struct{}{}}
+	s.rq = newReadCache(r)
 	// The writer must exist (and have switched the file to WAL) before a
 	// reader touches it.
 	if err := w.PingContext(ctx); err != nil {
@@ -191,6 +197,7 @@ func (s *Store) Close() error {
 		delete(s.stmts, q)
 	}
 	s.mu.Unlock()
+	errs = append(errs, s.rq.close()...)
 	return errors.Join(append(errs, s.r.Close(), s.w.Close())...)
 }
 
@@ -225,6 +232,9 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 	st, ok := s.stmts[query]
 	s.mu.Unlock()
 	if !ok {
+		s.mu.Lock()
+		s.noteMissed(query)
+		s.mu.Unlock()
 		return tx.ExecContext(ctx, query, args...)
 	}
 	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
@@ -237,9 +247,27 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 	st, ok := s.stmts[query]
 	s.mu.Unlock()
 	if !ok {
+		s.mu.Lock()
+		s.noteMissed(query)
+		s.mu.Unlock()
 		return tx.QueryRowContext(ctx, query, args...)
 	}
 	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
+// query is exec's counterpart for a query of many rows.
+func (s *Store) query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	ctx = committerCtx(ctx)
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	if !ok {
+		s.noteMissed(query)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return tx.QueryContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 }
 
 func (s *Store) now() int64 { return s.clock().UnixNano() }

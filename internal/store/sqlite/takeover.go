@@ -20,7 +20,7 @@ func (s *Store) ExpireLeases(ctx context.Context, prefix, current string) (int64
 	}
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expiry = 0
+		res, err := s.exec(ctx, tx, `UPDATE runs SET lease_owner = '', lease_expiry = 0
 			WHERE lease_owner <> '' AND lease_owner <> ? AND substr(lease_owner, 1, ?) = ?`, current, len(prefix), prefix)
 		if err != nil {
 			return err
