@@ -20,7 +20,7 @@ comma := ,
 # crashtest out; BUILD_TAGS=keel_no_openai,keel_no_anthropic drops providers.
 build-app:
 	@mkdir -p dist
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda,grpcnotrace$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

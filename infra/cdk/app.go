@@ -29,8 +29,13 @@ const (
 	// lambda.norpc (aws-lambda-go without its net/rpc mode) and
 	// keel_lambda, which leaves out what runs only on a developer's
 	// machine: the SQLite store, `keel dev` and its local state machine,
-	// and crashtest with its test servers.
-	BaseBuildTags = "lambda.norpc,keel_lambda"
+	// and crashtest with its test servers; and grpcnotrace, which keeps
+	// grpc (linked by the OTLP exporters) from importing
+	// golang.org/x/net/trace, whose HTTP handlers reach html/template and
+	// so reflect's MethodByName: with that reachable the linker keeps every
+	// exported method of every type (all of each AWS client's operations),
+	// nearly half the binary.
+	BaseBuildTags = "lambda.norpc,keel_lambda,grpcnotrace"
 )
 
 // EnvRole tells the binary which role it plays in this process: one of

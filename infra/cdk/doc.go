@@ -15,7 +15,7 @@
 // At synth time, before any construct is made, BuildApp runs
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-//	    -tags lambda.norpc,keel_lambda[,keel:buildTags] -ldflags "-s -w" -o DIR/bootstrap PKG
+//	    -tags lambda.norpc,keel_lambda,grpcnotrace[,keel:buildTags] -ldflags "-s -w" -o DIR/bootstrap PKG
 //
 // in that module root, where DIR is dist/app/<name>-<hash> at the
 // repository root (one per keel:app) and PKG the package relative to the
