@@ -12,14 +12,18 @@
 // `replace github.com/keelrun/keel => ../..`): the build runs in the
 // nearest directory at or above the package that holds a go.mod.
 //
-// At synth time, before any construct is made, BuildApp runs
+// At synth time, before any construct is made, BuildApp runs for each
+// ROLE (api, step, approval, finalize, schedule, sweep and task)
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-//	    -tags lambda.norpc,keel_lambda,grpcnotrace[,keel:buildTags] -ldflags "-s -w" -o DIR/bootstrap PKG
+//	    -tags lambda.norpc,keel_lambda,grpcnotrace,keel_role_ROLE[,keel:buildTags] -ldflags "-s -w" -o DIR/ROLE/bootstrap PKG
 //
 // in that module root, where DIR is dist/app/<name>-<hash> at the
 // repository root (one per keel:app) and PKG the package relative to the
-// module root, and writes the task's Dockerfile beside the binary. The
+// module root, and writes the task's Dockerfile beside the task's
+// binary. The role tag narrows each bootstrap to what its role links (no
+// command line, no model SDK in a role that calls no model); each function
+// deploys its own, the task image is built from DIR/task. The
 // build is reproducible: unchanged sources give the same bytes, hence the
 // same asset hashes, and the Go build cache keeps a repeated synth cheap.
 // A keel:app that is missing, is not a directory or belongs to no module
