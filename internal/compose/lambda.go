@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-
 )
 
 // ServeLambda builds the Lambda role d.Config.Role names and serves it on
