@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,19 +12,18 @@ import (
 // roleBase are the tags of a deployed role bootstrap (infra/cdk).
 const roleBase = "lambda.norpc,keel_lambda,grpcnotrace"
 
-// TestRoleBuildsLeaveOut checks what each role's bootstrap does not link,
-// against the build without a role tag that links it all (so each check
-// can fail): no command line (the client, keel init's text/template, the
-// viewer), no model SDK where the role calls no model, no Step Functions
-// client where the role answers only through its return value, and —
+// TestRoleBuildsLeaveOut checks what each role's bootstrap does not
+// import, against the build without a role tag (so each check can fail):
+// no model SDK where the role calls no model, no SQLite or keel dev, and —
 // with grpcnotrace — no golang.org/x/net/trace, whose handlers reach
-// html/template and with it reflect's MethodByName, which makes the
-// linker keep every exported method of every client (all of S3's).
+// html/template and with it reflect's MethodByName, which makes the linker
+// keep every exported method of every type (all of S3's operations). What
+// a role tag leaves out by reachability rather than by import (the command
+// line) is checked on a built binary by TestRoleBuildLinks.
 func TestRoleBuildsLeaveOut(t *testing.T) {
 	sdks := []string{"github.com/anthropics/anthropic-sdk-go/v2", "github.com/openai/openai-go/v3", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
-	cli := []string{"text/template", k + "internal/client", k + "internal/viewer"}
 	all := deps(t, roleBase)
-	for _, p := range append(slices.Clone(sdks), cli...) {
+	for _, p := range sdks {
 		if !slices.Contains(all, p) {
 			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
 		}
@@ -43,7 +45,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 	} {
 		t.Run(tc.role, func(t *testing.T) {
 			got := deps(t, roleBase+",keel_role_"+tc.role)
-			for _, p := range append(slices.Clone(cli), "golang.org/x/net/trace", "modernc.org/sqlite", k+"internal/devserver") {
+			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver"} {
 				if slices.Contains(got, p) {
 					t.Errorf("keel_role_%s links %s", tc.role, p)
 				}
@@ -60,6 +62,42 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRoleBuildLinks builds the step role's bootstrap (this machine's
+// architecture, with symbols) and checks what the role constant compiled
+// out, though its packages are still imported: the command line (its
+// dispatch, the API client, keel init's templates) and the Step Functions
+// client's operations (step answers through its return value), and that
+// x/net/trace's absence let the linker drop the S3 operations Keel never
+// calls.
+func TestRoleBuildLinks(t *testing.T) {
+	if imp := deps(t, roleBase+",keel_role_step"); !slices.Contains(imp, "text/template") || !slices.Contains(imp, k+"internal/client") {
+		t.Fatalf("keel_role_step no longer imports the CLI's packages: check the symbols below against another build")
+	}
+	bin := filepath.Join(t.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", roleBase+",keel_role_step", "-o", bin, "./cmd/keel")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := exec.Command("go", "tool", "nm", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := string(out)
+	for _, want := range []string{k + "internal/compose.NewStep", "service/s3.(*Client).PutObject"} {
+		if !strings.Contains(syms, want) {
+			t.Errorf("the step bootstrap lacks %s", want)
+		}
+	}
+	for _, absent := range []string{k + "internal/cli.execute", k + "internal/client.", "text/template.(*state).evalField",
+		k + "internal/compose.NewAPI", "service/sfn.(*Client).StartExecution", "service/s3.(*Client).PutBucketLifecycleConfiguration"} {
+		if strings.Contains(syms, absent) {
+			t.Errorf("the step bootstrap links %s", absent)
+		}
 	}
 }
 
