@@ -211,7 +211,7 @@ deploy: $(CDK_CLI)
 # test-cdk: synthesizes the stack in-process (fake account and region, no
 # credentials, no network, no Docker) and asserts on the template.
 test-cdk:
-	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 15m .
+	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 30m .
 
 
 # crash: Keel's crash suite (internal/crash). Every hit of every fault point,
