@@ -4,7 +4,8 @@
 // # The app it deploys
 //
 // Keel is a library: a program calls keel.Main with its agents, and that
-// one binary serves every role. The context key keel:app names the program
+// one program serves every role (built once per role with the role's tag,
+// which narrows each bootstrap to what its role links). The context key keel:app names the program
 // to deploy, a Go main package directory relative to the repository root
 // (keel:assetRoot): default ./cmd/keel, the stock app with Keel's research
 // agent; `make synth APP=./examples/triage` deploys another. The package
@@ -55,11 +56,11 @@
 //     recovery, retained on stack deletion) and the artifact bucket (public
 //     access blocked, TLS only, SSE-S3, retained).
 //   - NewFunctions: the six Lambda functions (api, step, approval,
-//     finalize, schedule, sweep), provided.al2023 on arm64, one shared code asset
-//     (the app's bootstrap), each with its KEEL_ROLE.
+//     finalize, schedule, sweep), provided.al2023 on arm64, each with its
+//     own role's bootstrap as its code asset and its KEEL_ROLE.
 //   - NewSpillTask: the VPC, security group, ECS cluster and the arm64
 //     Fargate task definition (container "keel", KEEL_ROLE=task, the image
-//     built from the same bootstrap) that RunOnFargate starts.
+//     built from the task's bootstrap) that RunOnFargate starts.
 //   - NewRunStateMachine: the Standard state machine from
 //     stepfunctions/run.asl.json, loaded with DefinitionBody_FromFile, its
 //     placeholders filled by CloudFormation through DefinitionSubstitutions.
