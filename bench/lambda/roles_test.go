@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,23 @@ func TestRoleBuildLinks(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	// What the narrowed binary answers outside its role.
+	for _, tc := range []struct {
+		name, role string
+		code       int
+		says       string
+	}{
+		{name: "no KEEL_ROLE: no command line", code: 2, says: "this binary serves only the step role (built with -tags keel_role_step)"},
+		{name: "another role", role: "api", code: 1, says: "KEEL_ROLE=api: this binary serves only the step role"},
+	} {
+		cmd := exec.Command(bin, "runs")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "KEEL_ROLE=" + tc.role, "AWS_LAMBDA_RUNTIME_API=127.0.0.1:9"}
+		msg, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != tc.code || !strings.Contains(string(msg), tc.says) {
+			t.Errorf("%s: %v, %s; want exit %d saying %q", tc.name, err, msg, tc.code, tc.says)
+		}
 	}
 	out, err := exec.Command("go", "tool", "nm", bin).Output()
 	if err != nil {

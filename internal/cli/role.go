@@ -16,6 +16,12 @@ import (
 func (c *cli) serveRole(ctx context.Context, role string) int {
 	cfg, err := config.FromEnv(c.getenv)
 	log := cfg.Logger(c.stderr)
+	if !roles.Serves(role) {
+		// Before the configuration's own checks: they would name what this
+		// role needs, not that the binary is the wrong one.
+		log.Error("keel: "+role+" failed", "err", fmt.Errorf("KEEL_ROLE=%s: this binary serves only the %s role (built with -tags keel_role_%s)", role, roles.Built, roles.Built))
+		return exitFailure
+	}
 	if err == nil {
 		err = c.role(ctx, cfg.Defaults())
 	}
