@@ -17,10 +17,12 @@ comma := ,
 # AWS — a static linux/arm64 binary of APP (default ./cmd/keel) in
 # dist/bootstrap. `make synth` builds it by itself; this is for a look.
 # The tags are the CDK app's: keel_lambda leaves SQLite, keel dev and
-# crashtest out; BUILD_TAGS=keel_no_openai,keel_no_anthropic drops providers.
+# crashtest out; BUILD_TAGS=keel_no_openai,keel_no_anthropic drops providers;
+# ROLE=api (step, approval, finalize, schedule, sweep, task) builds that
+# role's bootstrap, as the CDK app does for each function.
 build-app:
 	@mkdir -p dist
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda,grpcnotrace$(if $(ROLE),$(comma)keel_role_$(ROLE))$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -90,11 +92,13 @@ bench-peers:
 	@$(MAKE) --no-print-directory $(LANGGRAPH_PKG) || echo "bench-peers: LangGraph.js did not install; its rows will say so"
 	$(GO) run ./bench/peers -n $(PEERS_N) -temporal $(BIN)/temporal -json bench/results/peers.json
 
-# bench-lambda: each build's linux/arm64 bootstrap size and the time from
-# process start to the first answered invocation under the AWS Lambda
-# Runtime Interface Emulator; writes bench/results/lambda.json.
+# bench-lambda: each role's linux/arm64 bootstrap size (and the former
+# one-binary builds, for comparison) and the time from exec to the first
+# answered invocation, on a Runtime API of its own and under the AWS Lambda
+# Runtime Interface Emulator (its own start and overhead shown apart);
+# writes bench/results/lambda.json. ONLY=api measures one build.
 bench-lambda: $(BIN)/aws-lambda-rie
-	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -json bench/results/lambda.json
+	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -only "$(ONLY)" -json bench/results/lambda.json
 
 # test-asl: check stepfunctions/run.asl.json with the npm asl-validator (an
 # independent schema check), pinned by stepfunctions/package-lock.json.
@@ -214,7 +218,7 @@ deploy: $(CDK_CLI)
 # test-cdk: synthesizes the stack in-process (fake account and region, no
 # credentials, no network, no Docker) and asserts on the template.
 test-cdk:
-	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 15m .
+	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 30m .
 
 
 # crash: Keel's crash suite (internal/crash). Every hit of every fault point,

@@ -72,6 +72,14 @@ func TestLambdaBuildLeavesOut(t *testing.T) {
 	}
 }
 
+// goCmd runs go in the repository root for linux/arm64.
+func goCmd(args ...string) ([]byte, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	return cmd.CombinedOutput()
+}
+
 // TestLambdaBuildCompiles builds the smallest tag set: the stand-ins of
 // what it leaves out must compile.
 func TestLambdaBuildCompiles(t *testing.T) {

@@ -1,75 +1,118 @@
-// Command lambda measures the deployed binary: for each set of build tags,
-// the size of the linux/arm64 bootstrap (-trimpath -ldflags "-s -w", as
-// the CDK app builds it) and the time from process start to the first
-// answered invocation under the AWS Lambda Runtime Interface Emulator
-// (aws-lambda-rie, on this machine's architecture): the api role answering
-// an API Gateway (payload 2.0) GET /healthz, which needs no AWS service.
+// Command lambda measures the deployed bootstraps: for each build (a set
+// of tags, as the CDK app builds them) the size of the linux/arm64
+// bootstrap (-trimpath -ldflags "-s -w") and, on this machine's
+// architecture, its cold start — one answered invocation of its role,
+// needing no AWS service:
 //
 //	go run ./bench/lambda -rie bin/aws-lambda-rie      (make bench-lambda)
 //
-// RIE starts the bootstrap when the first invocation arrives, so the time
-// measured is exec, Go runtime and Keel initialisation (configuration, AWS
-// clients, the agents) and the one request. Each figure is the median of
-// -n cold starts, each in a fresh RIE.
+// Start is measured two ways, each the median of -n cold starts:
+//
+//   - own: the bootstrap exec'd here on a Lambda Runtime API served by
+//     this program (runtimeapi.go): exec → its first GET
+//     /invocation/next (Go runtime and Keel's init), and exec → its
+//     answer. No emulator in between.
+//   - rie: a fresh AWS Lambda Runtime Interface Emulator per start;
+//     first its own start (exec → listening: not the bootstrap's), then
+//     the invocation sent → answered, which includes RIE starting the
+//     bootstrap (RIE execs it on the first invoke) and relaying both ways.
+//     "RIE overhead" is that median less own's exec → answer.
+//
+// The events: api answers an API Gateway (payload 2.0) GET /healthz; the
+// other Lambda roles get an empty event and answer with their validation
+// error (the handler ran; nothing was contacted). The task role (the
+// Fargate image) is measured for size only.
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 )
 
-// variant is one set of build tags.
+// variant is one build.
 type variant struct {
 	Name string `json:"name"`
 	Tags string `json:"tags"`
+	Role string `json:"role"` // the role started; "" for size only
 }
+
+// base are the tags of every deployed bootstrap (infra/cdk BaseBuildTags).
+const base = "lambda.norpc,keel_lambda,grpcnotrace"
 
 var variants = []variant{
-	{"default (every part)", "lambda.norpc"},
-	{"keel_lambda, every provider", "lambda.norpc,keel_lambda"},
-	{"keel_lambda, anthropic only", "lambda.norpc,keel_lambda,keel_no_openai,keel_no_bedrock"},
-	{"keel_lambda, openai only", "lambda.norpc,keel_lambda,keel_no_anthropic,keel_no_bedrock"},
-	{"keel_lambda, bedrock only", "lambda.norpc,keel_lambda,keel_no_anthropic,keel_no_openai"},
-	{"keel_lambda, no provider", "lambda.norpc,keel_lambda,keel_no_anthropic,keel_no_openai,keel_no_bedrock"},
+	// Before: the one binary every function ran.
+	{"default (every role, no tags)", "lambda.norpc", "api"},
+	{"keel_lambda (every role, the former CDK build)", "lambda.norpc,keel_lambda", "api"},
+	// After: one bootstrap per role.
+	{"api", base + ",keel_role_api", "api"},
+	{"step (every provider)", base + ",keel_role_step", "step"},
+	{"step, anthropic only", base + ",keel_role_step,keel_no_openai,keel_no_bedrock", "step"},
+	{"step, bedrock only", base + ",keel_role_step,keel_no_anthropic,keel_no_openai", "step"},
+	{"step, no provider", base + ",keel_role_step,keel_no_anthropic,keel_no_openai,keel_no_bedrock", "step"},
+	{"approval", base + ",keel_role_approval", "approval"},
+	{"finalize", base + ",keel_role_finalize", "finalize"},
+	{"schedule", base + ",keel_role_schedule", "schedule"},
+	{"sweep", base + ",keel_role_sweep", "sweep"},
+	{"task (Fargate image, every provider)", base + ",keel_role_task", ""},
 }
 
-// Result is one variant's figures.
+// events are what each role is invoked with.
+var events = map[string]string{
+	"api": `{"version":"2.0","routeKey":"$default","rawPath":"/healthz","rawQueryString":"","headers":{},` +
+		`"requestContext":{"http":{"method":"GET","path":"/healthz","protocol":"HTTP/1.1","sourceIp":"127.0.0.1"},"requestId":"bench","stage":"$default"},"isBase64Encoded":false}`,
+	"step": `{}`, "approval": `{}`, "finalize": `{}`, "schedule": `{}`, "sweep": `{}`,
+}
+
+// wantError is the error each non-api role answers its empty event with.
+var wantError = map[string]string{
+	"step": "run_id is empty", "approval": "run_id, approval_id and task_token are required",
+	"finalize": "run_id is empty", "schedule": "schedule_name", "sweep": "runs",
+}
+
+// Result is one variant's figures (milliseconds).
 type Result struct {
 	variant
-	ARM64Bytes int64     `json:"arm64_bytes"`
-	StartMS    []float64 `json:"start_ms"`
-	MedianMS   float64   `json:"median_ms"`
-	Error      string    `json:"error,omitempty"`
+	ARM64Bytes  int64     `json:"arm64_bytes"`
+	OwnToNextMS []float64 `json:"own_exec_to_next_ms,omitempty"`
+	OwnMS       []float64 `json:"own_exec_to_answer_ms,omitempty"`
+	OwnCPUMS    []float64 `json:"own_cpu_to_answer_ms,omitempty"`
+	RIEStartMS  []float64 `json:"rie_own_start_ms,omitempty"`
+	RIEMS       []float64 `json:"rie_invoke_to_answer_ms,omitempty"`
+	Median      struct {
+		OwnToNext, Own, OwnCPU, RIEStart, RIE, RIEOverhead float64
+	} `json:"median_ms"`
+	Error string `json:"error,omitempty"`
 }
 
 func main() {
 	rie := flag.String("rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary")
-	n := flag.Int("n", 5, "cold starts per variant")
+	n := flag.Int("n", 5, "cold starts per variant and way")
 	app := flag.String("app", "./cmd/keel", "the main package")
+	only := flag.String("only", "", "measure only the variants whose name contains this")
 	out := flag.String("json", "bench/results/lambda.json", "write the results here as JSON (empty: do not)")
 	flag.Parse()
-	if err := run(context.Background(), *rie, *app, *n, *out); err != nil {
+	if *n < 1 {
+		fmt.Fprintln(os.Stderr, "bench-lambda: -n must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *rie, *app, *only, *n, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-lambda:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, rie, app string, n int, out string) error {
+func run(ctx context.Context, rie, app, only string, n int, out string) error {
 	rie, err := filepath.Abs(rie)
 	if err != nil {
 		return err
@@ -84,9 +127,11 @@ func run(ctx context.Context, rie, app string, n int, out string) error {
 	defer os.RemoveAll(dir)
 	var results []Result
 	for i, v := range variants {
+		if only != "" && !strings.Contains(v.Name, only) {
+			continue
+		}
 		res := Result{variant: v}
 		arm := filepath.Join(dir, fmt.Sprintf("arm64-%d", i), "bootstrap")
-		host := filepath.Join(dir, fmt.Sprintf("host-%d", i), "bootstrap")
 		if err := build(ctx, app, v.Tags, "arm64", arm); err != nil {
 			return err
 		}
@@ -95,50 +140,100 @@ func run(ctx context.Context, rie, app string, n int, out string) error {
 			return err
 		}
 		res.ARM64Bytes = fi.Size()
-		if err := build(ctx, app, v.Tags, runtime.GOARCH, host); err != nil {
-			return err
-		}
-		for range n {
-			ms, err := coldStart(ctx, rie, host)
-			if err != nil {
-				res.Error = err.Error()
-				break
+		if v.Role != "" {
+			host := filepath.Join(dir, fmt.Sprintf("host-%d", i), "bootstrap")
+			if err := build(ctx, app, v.Tags, runtime.GOARCH, host); err != nil {
+				return err
 			}
-			res.StartMS = append(res.StartMS, ms)
+			if err := measure(ctx, rie, host, n, &res); err != nil {
+				res.Error = err.Error()
+			}
 		}
-		if len(res.StartMS) > 0 {
-			s := slices.Clone(res.StartMS)
-			slices.Sort(s)
-			res.MedianMS = s[len(s)/2]
-		}
-		fmt.Fprintf(os.Stderr, "bench-lambda: %s: %.1f MB, %v ms %s\n", v.Name, float64(res.ARM64Bytes)/1e6, res.StartMS, res.Error)
+		fmt.Fprintf(os.Stderr, "bench-lambda: %s: %.1f MB, own %v ms, rie %v ms %s\n", v.Name, float64(res.ARM64Bytes)/1e6, res.OwnMS, res.RIEMS, res.Error)
 		results = append(results, res)
 	}
-	print(os.Stdout, results)
+	print(os.Stdout, results, n)
 	if out == "" {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "goarch_start": runtime.GOARCH, "results": results}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "goarch_start": runtime.GOARCH,
+		"cold_starts": n, "results": results}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
-func print(w io.Writer, results []Result) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "build\ttags\tarm64 bootstrap\tstart → first answer (median)\truns\n")
-	for _, r := range results {
-		start := fmt.Sprintf("%.1f ms", r.MedianMS)
-		if r.Error != "" {
-			start = "error: " + r.Error
+// measure runs n cold starts each way, alternating, so that a burst of
+// load on the machine falls on both.
+func measure(ctx context.Context, rie, bootstrap string, n int, res *Result) error {
+	env := roleEnv(res.Role)
+	for range n {
+		o, err := runOwn(ctx, bootstrap, env, events[res.Role], 30*time.Second)
+		if err != nil {
+			return fmt.Errorf("own runtime API: %w", err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f MB\t%s\t%d\n", r.Name, r.Tags, float64(r.ARM64Bytes)/1e6, start, len(r.StartMS))
+		if err := checkAnswer(res.Role, o.Errored, o.Body); err != nil {
+			return fmt.Errorf("own runtime API: %w", err)
+		}
+		res.OwnToNextMS = append(res.OwnToNextMS, ms(o.ToNext))
+		res.OwnMS = append(res.OwnMS, ms(o.ToAnswer))
+		res.OwnCPUMS = append(res.OwnCPUMS, ms(o.CPU))
+		r, err := coldStart(ctx, rie, bootstrap, res.Role, env)
+		if err != nil {
+			return fmt.Errorf("rie: %w", err)
+		}
+		res.RIEStartMS = append(res.RIEStartMS, ms(r.listening))
+		res.RIEMS = append(res.RIEMS, ms(r.answered))
+	}
+	m := &res.Median
+	m.OwnToNext, m.Own, m.OwnCPU, m.RIEStart, m.RIE = median(res.OwnToNextMS), median(res.OwnMS), median(res.OwnCPUMS), median(res.RIEStartMS), median(res.RIEMS)
+	m.RIEOverhead = m.RIE - m.Own
+	return nil
+}
+
+// roleEnv is what a role needs to start: the endpoint is a closed loopback
+// port (nothing is contacted; the sweep's one listing fails at once with
+// one attempt) and the credentials are placeholders.
+func roleEnv(role string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "LOG_LEVEL=error",
+		"KEEL_ROLE=" + role, "KEEL_STORE=dynamo:keel", "KEEL_ARTIFACTS=s3:keel-artifacts",
+		"KEEL_STATE_MACHINE_ARN=arn:aws:states:us-east-1:123456789012:stateMachine:keel",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench", "AWS_ENDPOINT_URL=http://127.0.0.1:9",
+		"AWS_MAX_ATTEMPTS=1", "AWS_LAMBDA_FUNCTION_NAME=keel-" + role, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512"}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func print(w io.Writer, results []Result, n int) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "build\tarm64 bootstrap\town: exec→/next\town: exec→answer (min)\town: CPU to answer\tRIE: invoke→answer (min)\tRIE overhead\tRIE own start\ttags\n")
+	for _, r := range results {
+		cols := "\t\t\t\t\t"
+		switch {
+		case r.Error != "":
+			cols = "error: " + strings.SplitN(r.Error, "\n", 2)[0] + "\t\t\t\t\t"
+		case r.Role != "":
+			m := r.Median
+			cols = fmt.Sprintf("%.1f ms\t%.1f ms (%.1f)\t%.1f ms\t%.1f ms (%.1f)\t%.1f ms\t%.1f ms",
+				m.OwnToNext, m.Own, slices.Min(r.OwnMS), m.OwnCPU, m.RIE, slices.Min(r.RIEMS), m.RIEOverhead, m.RIEStart)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f MB\t%s\t%s\n", r.Name, float64(r.ARM64Bytes)/1e6, cols, r.Tags)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "(medians of %d cold starts each way, minimum in brackets; MB = 10^6 bytes)\n", n)
 }
 
 func build(ctx context.Context, app, tags, arch, out string) error {
@@ -149,82 +244,4 @@ func build(ctx context.Context, app, tags, arch, out string) error {
 		return fmt.Errorf("go build -tags %s (%s): %w", tags, arch, err)
 	}
 	return nil
-}
-
-// healthz is an API Gateway HTTP API (payload 2.0) event for GET /healthz.
-const healthz = `{"version":"2.0","routeKey":"$default","rawPath":"/healthz","rawQueryString":"","headers":{},` +
-	`"requestContext":{"http":{"method":"GET","path":"/healthz","protocol":"HTTP/1.1","sourceIp":"127.0.0.1"},"requestId":"bench","stage":"$default"},"isBase64Encoded":false}`
-
-// coldStart starts a fresh RIE on loopback ports with the bootstrap as the
-// api role and returns the milliseconds from sending the first invocation
-// (which makes RIE start the bootstrap) to its answer.
-func coldStart(ctx context.Context, rie, bootstrap string) (float64, error) {
-	rieAddr, apiAddr, err := freeAddr(), freeAddr(), error(nil)
-	cmd := exec.CommandContext(ctx, rie, "--runtime-interface-emulator-address", rieAddr, "--runtime-api-address", apiAddr, bootstrap)
-	cmd.Dir = filepath.Dir(bootstrap)
-	// Only what the api role needs: nothing is contacted to answer
-	// /healthz, so the endpoint is a closed loopback port and the
-	// credentials are placeholders.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "LOG_LEVEL=error",
-		"KEEL_ROLE=api", "KEEL_STORE=dynamo:keel", "KEEL_ARTIFACTS=s3:keel-artifacts",
-		"KEEL_STATE_MACHINE_ARN=arn:aws:states:us-east-1:123456789012:stateMachine:keel",
-		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench", "AWS_ENDPOINT_URL=http://127.0.0.1:9",
-		"AWS_LAMBDA_FUNCTION_NAME=keel-api", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512"}
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err = cmd.Start(); err != nil {
-		return 0, err
-	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // RIE and the bootstrap it started
-		_ = cmd.Wait()
-	}()
-	if err := waitListen(rieAddr, 10*time.Second); err != nil {
-		return 0, fmt.Errorf("%w\n%s", err, logs.String())
-	}
-	hc := &http.Client{Timeout: 30 * time.Second}
-	start := time.Now()
-	resp, err := hc.Post("http://"+rieAddr+"/2015-03-31/functions/function/invocations", "application/json", strings.NewReader(healthz))
-	if err != nil {
-		return 0, fmt.Errorf("invoke: %w\n%s", err, logs.String())
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	took := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	var ans struct {
-		StatusCode int    `json:"statusCode"`
-		Body       string `json:"body"`
-	}
-	if err := json.Unmarshal(body, &ans); err != nil || ans.StatusCode != 200 || !strings.Contains(ans.Body, `"ok"`) {
-		return 0, fmt.Errorf("not the healthz answer: %s\n%s", body, logs.String())
-	}
-	return float64(took.Microseconds()) / 1000, nil
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitListen(addr string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("RIE did not listen on %s: %w", addr, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

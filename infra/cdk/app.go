@@ -14,10 +14,12 @@ import (
 	"strings"
 )
 
-// The one binary every role runs. BuildApp compiles keel:app into
-// AppDir/Bootstrap and writes AppDir/Dockerfile beside it: the directory
-// is both the Lambda code asset (the Dockerfile excluded) and the Docker
-// build context of the Fargate task image.
+// One bootstrap per role, all from the one main package. BuildApp
+// compiles keel:app once per role with that role's tag (keel_role_<role>,
+// which narrows the binary to what the role links; see internal/roles)
+// into AppDir/<role>/bootstrap: each function's directory is its code
+// asset; the task's, with the Dockerfile beside its bootstrap, is the
+// Docker build context of the Fargate task image.
 const (
 	// Bootstrap is the binary's file name: what provided.al2023 runs.
 	Bootstrap = "bootstrap"
@@ -29,8 +31,13 @@ const (
 	// lambda.norpc (aws-lambda-go without its net/rpc mode) and
 	// keel_lambda, which leaves out what runs only on a developer's
 	// machine: the SQLite store, `keel dev` and its local state machine,
-	// and crashtest with its test servers.
-	BaseBuildTags = "lambda.norpc,keel_lambda"
+	// and crashtest with its test servers; and grpcnotrace, which keeps
+	// grpc (linked by the OTLP exporters) from importing
+	// golang.org/x/net/trace, whose HTTP handlers reach html/template and
+	// so reflect's MethodByName: with that reachable the linker keeps every
+	// exported method of every type (all of each AWS client's operations),
+	// nearly half the binary.
+	BaseBuildTags = "lambda.norpc,keel_lambda,grpcnotrace"
 )
 
 // EnvRole tells the binary which role it plays in this process: one of
@@ -127,11 +134,19 @@ func moduleRoot(dir string) (string, error) {
 	}
 }
 
-// buildArgs is the go build command line for app, run in app.Module with
-// GOOS=linux GOARCH=arm64 CGO_ENABLED=0. -trimpath and -buildvcs=false
-// keep the binary a function of the sources alone (no checkout paths, no
-// commit stamp), so rebuilding unchanged sources gives the same bytes.
-func buildArgs(app App, out string) ([]string, error) {
+// RoleTag is the go build tag that narrows the binary to role.
+func RoleTag(role string) string { return "keel_role_" + role }
+
+// RoleDir is the directory of role's bootstrap under appDir (AppDir): a
+// function's code asset, or (RoleTask) the task image's build context.
+func RoleDir(appDir, role string) string { return filepath.Join(appDir, role) }
+
+// buildArgs is the go build command line for role's bootstrap of app, run
+// in app.Module with GOOS=linux GOARCH=arm64 CGO_ENABLED=0. -trimpath and
+// -buildvcs=false keep the binary a function of the sources alone (no
+// checkout paths, no commit stamp), so rebuilding unchanged sources gives
+// the same bytes.
+func buildArgs(app App, role, out string) ([]string, error) {
 	dir, err := filepath.Abs(app.Dir)
 	if err != nil {
 		return nil, err
@@ -144,16 +159,17 @@ func buildArgs(app App, out string) ([]string, error) {
 	if rel == "." {
 		pkg = "."
 	}
-	tags := strings.Join(append([]string{BaseBuildTags}, app.BuildTags...), ",")
+	tags := strings.Join(append([]string{BaseBuildTags, RoleTag(role)}, app.BuildTags...), ",")
 	return []string{"build", "-trimpath", "-buildvcs=false", "-tags", tags, "-ldflags", "-s -w", "-o", out, pkg}, nil
 }
 
-// BuildApp compiles keel:app for linux/arm64 into AppDir/bootstrap and
-// writes the task's Dockerfile beside it. It runs go from PATH in the
-// app's module root, with the caller's environment otherwise (GOFLAGS,
-// GOPROXY, GOCACHE...): the Go build cache makes a rebuild of unchanged
-// sources cheap. On failure the error names keel:app and carries go's
-// output.
+// BuildApp compiles keel:app for linux/arm64, once per role, into
+// RoleDir(AppDir, role)/bootstrap, and writes the task's Dockerfile beside
+// the task's bootstrap. It runs go from PATH
+// in the app's module root, with the caller's environment otherwise
+// (GOFLAGS, GOPROXY, GOCACHE...): the Go build cache compiles each package
+// once for all roles, so each further role costs a link. On failure the
+// error names keel:app and the role, and carries go's output.
 func BuildApp(ctx context.Context, p KeelStackProps) error {
 	app, err := p.ResolveApp()
 	if err != nil {
@@ -163,20 +179,22 @@ func BuildApp(ctx context.Context, p KeelStackProps) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	for _, role := range append(FunctionNames(), RoleTask) {
+		if err := os.MkdirAll(RoleDir(dir, role), 0o755); err != nil {
+			return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+		}
+		args, err := buildArgs(app, role, filepath.Join(RoleDir(dir, role), Bootstrap))
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+		}
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = app.Module
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %q, role %s: go %s (in %s) failed: %w\n%s", CtxApp, app.Package, role, strings.Join(args, " "), app.Module, err, strings.TrimSpace(string(out)))
+		}
 	}
-	args, err := buildArgs(app, filepath.Join(dir, Bootstrap))
-	if err != nil {
-		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
-	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = app.Module
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %q: go %s (in %s) failed: %w\n%s", CtxApp, app.Package, strings.Join(args, " "), app.Module, err, strings.TrimSpace(string(out)))
-	}
-	if err := os.WriteFile(filepath.Join(dir, TaskDockerfile), taskDockerfile, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(RoleDir(dir, RoleTask), TaskDockerfile), taskDockerfile, 0o644); err != nil {
 		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
 	}
 	return nil

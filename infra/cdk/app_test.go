@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-// TestDeployedApp builds real apps (a linux/arm64 go build each) and
-// checks the template deploys exactly that binary everywhere: one code
-// asset for the five functions, each with its KEEL_ROLE, and the task
-// image built from the same bytes with KEEL_ROLE=task.
+// TestDeployedApp builds real apps (a linux/arm64 go build per role each)
+// and checks the template deploys exactly those binaries: each function
+// its own role's bootstrap, with its KEEL_ROLE, and the task image built
+// from the task's bootstrap with KEEL_ROLE=task.
 func TestDeployedApp(t *testing.T) {
 	cases := []struct {
 		name string
@@ -29,43 +29,33 @@ func TestDeployedApp(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			props := buildApp(t, KeelStackProps{AssetRoot: repoRoot, App: tc.app})
-			bin, err := os.ReadFile(filepath.Join(props.AppDir(), Bootstrap))
-			if err != nil {
-				t.Fatal(err)
+			bins := map[string][]byte{}
+			for _, role := range append(FunctionNames(), RoleTask) {
+				path := filepath.Join(RoleDir(props.AppDir(), role), Bootstrap)
+				bin, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkLinuxARM64Static(t, path)
+				bins[role] = bin
 			}
-			checkLinuxARM64Static(t, filepath.Join(props.AppDir(), Bootstrap))
 			s := synth(t, props)
-			checkOneBinary(t, s, bin)
+			checkRoleBinaries(t, s, bins)
 		})
 	}
 }
 
-// checkOneBinary asserts that every function and the task run bin, each
-// with its role.
-func checkOneBinary(t *testing.T, s synthesized, bin []byte) {
+// checkRoleBinaries asserts that every function runs its role's bootstrap
+// (bins[role]) with its role, and the task image is bins[RoleTask].
+func checkRoleBinaries(t *testing.T, s synthesized, bins map[string][]byte) {
 	t.Helper()
 	stack := s.Stack.Stack
 	lambdas := s.resources("AWS::Lambda::Function")
 	if len(lambdas) != len(FunctionNames()) {
 		t.Fatalf("%d functions, want %d", len(lambdas), len(FunctionNames()))
 	}
+	seen := map[string]string{}
 	keys := s.codeKeys(t)
-	var distinct []string
-	for _, k := range keys {
-		if !slices.Contains(distinct, k) {
-			distinct = append(distinct, k)
-		}
-	}
-	if len(distinct) != 1 {
-		t.Fatalf("functions deploy %d code assets, want one: %v", len(distinct), keys)
-	}
-	staged, err := os.ReadFile(filepath.Join(s.stagedAsset(strings.TrimSuffix(distinct[0], ".zip")), Bootstrap))
-	if err != nil {
-		t.Fatalf("staged code: %v", err)
-	}
-	if !bytes.Equal(staged, bin) {
-		t.Errorf("the code asset is not the built binary (%d bytes, built %d)", len(staged), len(bin))
-	}
 	for name, fn := range s.Stack.Functions.ByName() {
 		r := lambdas[logicalID(stack, fn)]
 		p := r.Props()
@@ -74,6 +64,22 @@ func checkOneBinary(t *testing.T, s synthesized, bin []byte) {
 		}
 		if got := envOf(r)[EnvRole]; got != name {
 			t.Errorf("%s: %s = %v, want %s", name, EnvRole, got, name)
+		}
+		key := keys[logicalID(stack, fn)]
+		if other, dup := seen[key]; dup {
+			t.Errorf("%s and %s deploy one code asset", name, other)
+		}
+		seen[key] = name
+		staged := s.stagedAsset(strings.TrimSuffix(key, ".zip"))
+		got, err := os.ReadFile(filepath.Join(staged, Bootstrap))
+		if err != nil {
+			t.Fatalf("%s: staged code: %v", name, err)
+		}
+		if !bytes.Equal(got, bins[name]) {
+			t.Errorf("%s: the code asset is not its role's bootstrap (%d bytes, built %d)", name, len(got), len(bins[name]))
+		}
+		if entries, _ := os.ReadDir(staged); len(entries) != 1 {
+			t.Errorf("%s: the code asset holds %d entries, want only %s", name, len(entries), Bootstrap)
 		}
 	}
 
@@ -100,8 +106,8 @@ func checkOneBinary(t *testing.T, s synthesized, bin []byte) {
 		if err != nil {
 			t.Fatalf("image build context: %v", err)
 		}
-		if !bytes.Equal(got, bin) {
-			t.Errorf("the image is not built from the functions' binary")
+		if !bytes.Equal(got, bins[RoleTask]) {
+			t.Errorf("the image is not built from the task's bootstrap")
 		}
 		if df, err := os.ReadFile(filepath.Join(ctxDir, TaskDockerfile)); err != nil || !bytes.Equal(df, taskDockerfile) {
 			t.Errorf("image Dockerfile: %v %q", err, df)
@@ -136,9 +142,13 @@ func checkLinuxARM64Static(t *testing.T, path string) {
 func TestRebuildSameAssets(t *testing.T) {
 	hashes := func() (code string, image string) {
 		s := synth(t, buildApp(t, KeelStackProps{AssetRoot: repoRoot, App: "./infra/cdk/testdata/extapp"}))
+		// One code asset per role: compare them all, in a fixed order.
+		var keys []string
 		for _, k := range s.codeKeys(t) {
-			code = k
+			keys = append(keys, k)
 		}
+		slices.Sort(keys)
+		code = strings.Join(keys, ",")
 		for h := range s.dockerImages(t) {
 			image = h
 		}
@@ -207,18 +217,18 @@ func TestResolveApp(t *testing.T) {
 			if want := filepath.Join(root, tc.module); app.Module != want {
 				t.Errorf("module root %s, want %s", app.Module, want)
 			}
-			args, err := buildArgs(app, "/out/bootstrap")
+			args, err := buildArgs(app, "step", "/out/bootstrap")
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc,keel_lambda", "-ldflags", "-s -w", "-o", "/out/bootstrap", tc.pkg}
+			want := []string{"build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc,keel_lambda,grpcnotrace,keel_role_step", "-ldflags", "-s -w", "-o", "/out/bootstrap", tc.pkg}
 			if !slices.Equal(args, want) {
 				t.Errorf("go %v, want go %v", args, want)
 			}
 			// keel:buildTags add to the base tags (a build that leaves
 			// out the providers it does not use).
 			app.BuildTags = []string{"keel_no_openai", "keel_no_anthropic"}
-			if args, _ = buildArgs(app, "/out/bootstrap"); args[4] != "lambda.norpc,keel_lambda,keel_no_openai,keel_no_anthropic" {
+			if args, _ = buildArgs(app, "api", "/out/bootstrap"); args[4] != "lambda.norpc,keel_lambda,grpcnotrace,keel_role_api,keel_no_openai,keel_no_anthropic" {
 				t.Errorf("-tags %s with keel:buildTags", args[4])
 			}
 		})

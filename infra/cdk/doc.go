@@ -4,7 +4,8 @@
 // # The app it deploys
 //
 // Keel is a library: a program calls keel.Main with its agents, and that
-// one binary serves every role. The context key keel:app names the program
+// one program serves every role (built once per role with the role's tag,
+// which narrows each bootstrap to what its role links). The context key keel:app names the program
 // to deploy, a Go main package directory relative to the repository root
 // (keel:assetRoot): default ./cmd/keel, the stock app with Keel's research
 // agent; `make synth APP=./examples/triage` deploys another. The package
@@ -12,14 +13,18 @@
 // `replace github.com/keelrun/keel => ../..`): the build runs in the
 // nearest directory at or above the package that holds a go.mod.
 //
-// At synth time, before any construct is made, BuildApp runs
+// At synth time, before any construct is made, BuildApp runs for each
+// ROLE (api, step, approval, finalize, schedule, sweep and task)
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -buildvcs=false \
-//	    -tags lambda.norpc,keel_lambda[,keel:buildTags] -ldflags "-s -w" -o DIR/bootstrap PKG
+//	    -tags lambda.norpc,keel_lambda,grpcnotrace,keel_role_ROLE[,keel:buildTags] -ldflags "-s -w" -o DIR/ROLE/bootstrap PKG
 //
 // in that module root, where DIR is dist/app/<name>-<hash> at the
 // repository root (one per keel:app) and PKG the package relative to the
-// module root, and writes the task's Dockerfile beside the binary. The
+// module root, and writes the task's Dockerfile beside the task's
+// binary. The role tag narrows each bootstrap to what its role links (no
+// command line, no model SDK in a role that calls no model); each function
+// deploys its own, the task image is built from DIR/task. The
 // build is reproducible: unchanged sources give the same bytes, hence the
 // same asset hashes, and the Go build cache keeps a repeated synth cheap.
 // A keel:app that is missing, is not a directory or belongs to no module
@@ -51,11 +56,11 @@
 //     recovery, retained on stack deletion) and the artifact bucket (public
 //     access blocked, TLS only, SSE-S3, retained).
 //   - NewFunctions: the six Lambda functions (api, step, approval,
-//     finalize, schedule, sweep), provided.al2023 on arm64, one shared code asset
-//     (the app's bootstrap), each with its KEEL_ROLE.
+//     finalize, schedule, sweep), provided.al2023 on arm64, each with its
+//     own role's bootstrap as its code asset and its KEEL_ROLE.
 //   - NewSpillTask: the VPC, security group, ECS cluster and the arm64
 //     Fargate task definition (container "keel", KEEL_ROLE=task, the image
-//     built from the same bootstrap) that RunOnFargate starts.
+//     built from the task's bootstrap) that RunOnFargate starts.
 //   - NewRunStateMachine: the Standard state machine from
 //     stepfunctions/run.asl.json, loaded with DefinitionBody_FromFile, its
 //     placeholders filled by CloudFormation through DefinitionSubstitutions.

@@ -62,8 +62,8 @@ func FunctionNames() []string {
 
 // FunctionsProps configures NewFunctions.
 type FunctionsProps struct {
-	// CodeDir holds the app's bootstrap (BuildApp); everything else in it
-	// but the task Dockerfile goes into the code asset too.
+	// CodeDir is BuildApp's AppDir: each function's code asset is its
+	// role's directory under it (RoleDir), its bootstrap and nothing else.
 	CodeDir     string
 	Table       awsdynamodb.ITable
 	Bucket      awss3.IBucket
@@ -79,16 +79,16 @@ type Functions struct {
 	API, Step, Approval, Finalize, Schedule, Sweep awslambda.Function
 }
 
-// NewFunctions creates the five functions, each with its own log group and
-// role, and grants each exactly the data access its role needs. They share
-// one code asset, the one binary, and differ by KEEL_ROLE.
+// NewFunctions creates the functions, each with its own log group and
+// role, and grants each exactly the data access its role needs. Each
+// deploys its own role's bootstrap (built from the one main package with
+// its role tag) and is told its role by KEEL_ROLE.
 func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *Functions {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	out := &Functions{Construct: c}
-	code := awslambda.Code_FromAsset(jsii.String(props.CodeDir), &awss3assets.AssetOptions{
-		Exclude: jsii.Strings(TaskDockerfile),
-	})
 	for _, s := range functionSpecs() {
+		// Each function deploys its own role's bootstrap (BuildApp).
+		code := awslambda.Code_FromAsset(jsii.String(RoleDir(props.CodeDir, s.Name)), &awss3assets.AssetOptions{})
 		env := map[string]*string{
 			EnvRole:   jsii.String(s.Name),
 			EnvTable:  props.Table.TableName(),

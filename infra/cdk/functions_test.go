@@ -71,25 +71,25 @@ func TestFunctions(t *testing.T) {
 		})
 	}
 
-	t.Run("one code asset: the binary, without the Dockerfile", func(t *testing.T) {
-		keys := map[string]bool{}
-		for _, key := range s.codeKeys(t) {
-			keys[key] = true
-		}
-		if len(keys) != 1 {
-			t.Fatalf("the functions deploy %d code assets, want one shared: %v", len(keys), keys)
-		}
-		for key := range keys {
+	t.Run("each function deploys its role's bootstrap, alone", func(t *testing.T) {
+		keys := s.codeKeys(t)
+		seen := map[string]bool{}
+		for name, fn := range fns.ByName() {
+			key := keys[logicalID(stack, fn)]
+			if seen[key] {
+				t.Errorf("%s shares its code asset", name)
+			}
+			seen[key] = true
 			staged := s.stagedAsset(strings.TrimSuffix(key, ".zip"))
 			boot, err := os.ReadFile(filepath.Join(staged, Bootstrap))
 			if err != nil {
 				t.Fatalf("staged code: %v", err)
 			}
-			if string(boot) != placeholderBootstrap {
-				t.Errorf("functions deploy %q, want the app's bootstrap", boot)
+			if string(boot) != placeholderBootstrap(name) {
+				t.Errorf("%s deploys %q, want its role's bootstrap", name, boot)
 			}
-			if _, err := os.Stat(filepath.Join(staged, TaskDockerfile)); err == nil {
-				t.Errorf("the code asset holds the task Dockerfile")
+			if entries, _ := os.ReadDir(staged); len(entries) != 1 {
+				t.Errorf("%s: the code asset holds %d entries, want only %s", name, len(entries), Bootstrap)
 			}
 		}
 	})

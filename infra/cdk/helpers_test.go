@@ -36,17 +36,22 @@ func fakeAssetRoot(t *testing.T) string {
 	return root
 }
 
-// placeholderBootstrap is what fakeAppDir stages instead of a binary:
-// synthesis stages and hashes the code, never runs it.
-const placeholderBootstrap = "#!/bin/sh\n# placeholder keel app\n"
+// placeholderBootstrap is what fakeAppDir stages instead of role's
+// binary: synthesis stages and hashes the code, never runs it. Each role's
+// differs, as the real ones do.
+func placeholderBootstrap(role string) string {
+	return "#!/bin/sh\n# placeholder keel app, role " + role + "\n"
+}
 
-// fakeAppDir is an AppDir as BuildApp leaves it, with a placeholder
-// binary: for the tests of constructs that only stage it.
+// fakeAppDir is an AppDir as BuildApp leaves it, with placeholder
+// binaries: for the tests of constructs that only stage them.
 func fakeAppDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, Bootstrap), placeholderBootstrap)
-	writeFile(t, filepath.Join(dir, TaskDockerfile), string(taskDockerfile))
+	for _, role := range append(FunctionNames(), RoleTask) {
+		writeFile(t, filepath.Join(RoleDir(dir, role), Bootstrap), placeholderBootstrap(role))
+	}
+	writeFile(t, filepath.Join(RoleDir(dir, RoleTask), TaskDockerfile), string(taskDockerfile))
 	return dir
 }
 

@@ -75,8 +75,9 @@ func TestApp(t *testing.T) {
 		}
 		// The app built the stock app (the fake root's cmd/keel, a real
 		// program) into its default directory, and deploys it.
-		bin := filepath.Join(KeelStackProps{AssetRoot: root}.AppDir(), Bootstrap)
-		checkLinuxARM64Static(t, bin)
+		for _, role := range append(FunctionNames(), RoleTask) {
+			checkLinuxARM64Static(t, filepath.Join(RoleDir(KeelStackProps{AssetRoot: root}.AppDir(), role), Bootstrap))
+		}
 		if keys := s.codeKeys(t); len(keys) != len(FunctionNames()) {
 			t.Errorf("%d functions with code, want %d", len(keys), len(FunctionNames()))
 		}

@@ -32,7 +32,7 @@ func TestSpillTask(t *testing.T) {
 			s := synthConstruct(t, func(stack awscdk.Stack, appDir string) {
 				storage := NewStorage(stack, "Storage")
 				p := tc.props
-				p.ImageDir = appDir
+				p.ImageDir = RoleDir(appDir, RoleTask)
 				p.CPU, p.MemoryMiB = 1024, 2048
 				if p.NATGateways == 0 {
 					p.NATGateways = 1
@@ -109,7 +109,7 @@ func TestSpillTask(t *testing.T) {
 					t.Errorf("image source = %+v", src)
 				}
 				staged := filepath.Join(s.OutDir, src.Directory)
-				for name, want := range map[string]string{TaskDockerfile: string(taskDockerfile), Bootstrap: placeholderBootstrap} {
+				for name, want := range map[string]string{TaskDockerfile: string(taskDockerfile), Bootstrap: placeholderBootstrap(RoleTask)} {
 					got, err := os.ReadFile(filepath.Join(staged, name))
 					if err != nil {
 						t.Errorf("staged build context: %v", err)

@@ -23,12 +23,13 @@ type KeelStackProps struct {
 	// App is the Keel program to deploy (keel:app): the directory of a Go
 	// main package calling keel.Main, relative to AssetRoot unless
 	// absolute, possibly in a module of its own. Default DefaultApp
-	// (./cmd/keel). BuildApp compiles it once for linux/arm64; all five
-	// functions run that binary as one shared code asset and the Fargate
-	// image is that binary on distroless, each with its KEEL_ROLE.
+	// (./cmd/keel). BuildApp compiles it for linux/arm64 once per role
+	// with that role's tag: each function deploys its role's bootstrap and
+	// the Fargate image is the task's on distroless, each with its
+	// KEEL_ROLE.
 	App string
-	// BuildDir, when set, is where BuildApp writes the binary and the task
-	// Dockerfile (see AppDir for the default). Tests point it at a
+	// BuildDir, when set, is where BuildApp writes the bootstraps and the
+	// task Dockerfile (see AppDir for the default). Tests point it at a
 	// temporary directory.
 	BuildDir string
 	// BuildTags are go build tags added to BaseBuildTags (keel:buildTags,
@@ -127,7 +128,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		Environment: props.Environment,
 	})
 	spill := NewSpillTask(stack, "Spill", SpillTaskProps{
-		ImageDir:          props.AppDir(),
+		ImageDir:          RoleDir(props.AppDir(), RoleTask),
 		Image:             props.TaskImage,
 		CPU:               props.TaskCPU,
 		MemoryMiB:         props.TaskMemoryMiB,

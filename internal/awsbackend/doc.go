@@ -8,9 +8,10 @@
 // Contracts:
 //
 //   - Nothing here loads configuration: the caller (a main package) calls
-//     config.LoadDefaultConfig and passes the result, so the same code talks
-//     to AWS, to LocalStack, or to a test server through BaseEndpoint
-//     (AWS_ENDPOINT_URL).
+//     config.LoadDefaultConfig, or for a Lambda function EnvConfig (the
+//     function's environment only: region, credentials, endpoints), and
+//     passes the result, so the same code talks to AWS, to LocalStack, or
+//     to a test server through BaseEndpoint (AWS_ENDPOINT_URL).
 //   - Backends makes no request until a store is opened, and opening makes
 //     none either: the table and the bucket must exist (dynamo.CreateTable,
 //     the CDK stack, or LocalStack's init hook create them).

@@ -27,6 +27,7 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/roles"
 )
 
 // Exit codes.
@@ -56,6 +57,10 @@ func Main(ctx context.Context, in IO, app compose.App) int {
 	c := &cli{stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, app: app}
 	if role := strings.TrimSpace(in.Getenv("KEEL_ROLE")); role != "" {
 		return c.serveRole(ctx, role)
+	}
+	if roles.Narrowed {
+		// A constant: a role build links no command.
+		return c.noCommandLine()
 	}
 	return execute(ctx, in.Args, c)
 }

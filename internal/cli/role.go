@@ -16,6 +16,12 @@ import (
 func (c *cli) serveRole(ctx context.Context, role string) int {
 	cfg, err := config.FromEnv(c.getenv)
 	log := cfg.Logger(c.stderr)
+	if !roles.Serves(role) {
+		// Before the configuration's own checks: they would name what this
+		// role needs, not that the binary is the wrong one.
+		log.Error("keel: "+role+" failed", "err", fmt.Errorf("KEEL_ROLE=%s: this binary serves only the %s role (built with -tags keel_role_%s)", role, roles.Built, roles.Built))
+		return exitFailure
+	}
 	if err == nil {
 		err = c.role(ctx, cfg.Defaults())
 	}
@@ -26,23 +32,37 @@ func (c *cli) serveRole(ctx context.Context, role string) int {
 	return exitOK
 }
 
+// noCommandLine is a role build's answer to anything but KEEL_ROLE: it
+// has no commands (see roles.Built).
+func (c *cli) noCommandLine() int {
+	fmt.Fprintf(c.stderr, "keel: this binary serves only the %[1]s role (built with -tags keel_role_%[1]s): set KEEL_ROLE=%[1]s, or build without a keel_role_* tag for the command line\n", roles.Built)
+	return exitUsage
+}
+
 func (c *cli) role(ctx context.Context, cfg config.Config) error {
 	log := cfg.Logger(c.stderr)
-	if cfg.Role == config.RoleTask {
+	if !roles.Serves(cfg.Role) {
+		return fmt.Errorf("KEEL_ROLE=%s: this binary serves only the %s role (built with -tags keel_role_%s)", cfg.Role, roles.Built, roles.Built)
+	}
+	if roles.Serves(config.RoleTask) && cfg.Role == config.RoleTask {
 		return c.runTask(ctx, cfg)
 	}
 	if c.getenv("AWS_LAMBDA_RUNTIME_API") == "" {
 		return fmt.Errorf("KEEL_ROLE=%s is a Lambda role, but AWS_LAMBDA_RUNTIME_API is not set (not running under Lambda)", cfg.Role)
 	}
-	awsCfg, err := compose.LoadAWSConfig(ctx)
+	// A function's credentials, region and endpoints are in its
+	// environment: no shared-config files, SSO or IMDS to consult.
+	awsCfg, err := awsbackend.EnvConfig(c.getenv)
 	if err != nil {
 		return err
 	}
-	sfn, err := awsbackend.SFN(awsCfg)
-	if err != nil {
-		return err
+	d := compose.Deps{Config: cfg, App: c.app, Backends: compose.AWSBackends(cfg, awsCfg, log), Logger: log}
+	if compose.NeedsSFN(cfg.Role) {
+		if d.SFN, err = awsbackend.SFN(awsCfg); err != nil {
+			return err
+		}
 	}
-	return compose.ServeLambda(ctx, compose.Deps{Config: cfg, App: c.app, Backends: compose.AWSBackends(cfg, awsCfg, log), SFN: sfn, Logger: log})
+	return compose.ServeLambda(ctx, d)
 }
 
 // runTask is the long-running task: on Fargate (KEEL_ROLE=task) it

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/awsbackend"
@@ -49,14 +48,14 @@ func (b Backends) logger() *slog.Logger {
 
 // AWSBackends returns Backends on an injected AWS configuration: the
 // DynamoDB store, S3 artifacts, and the providers (Bedrock on awsCfg, API
-// keys from the settings or from Secrets Manager).
+// keys from the settings or from Secrets Manager) — for a role that calls
+// models (step, task, or no role); the other roles get models that refuse
+// every call, so they read no API key and build no provider client
+// (models.go).
 func AWSBackends(cfg config.Config, awsCfg aws.Config, log *slog.Logger) Backends {
 	b := awsbackend.Backends(awsCfg, awsbackend.Options{S3PathStyle: cfg.S3PathStyle, Logger: log})
 	out := Backends{AWSStore: b.Store, AWSArtifacts: b.Artifacts, Logger: log}
-	secrets := secretsmanager.NewFromConfig(awsCfg)
-	out.NewModel = func(ctx context.Context, spec string) (model.Model, error) {
-		return provider.New(ctx, spec, cfg.Models, provider.Deps{AWS: &awsCfg, Secrets: secrets, Logger: log})
-	}
+	out.NewModel = awsModels(cfg, awsCfg, log)
 	return out
 }
 

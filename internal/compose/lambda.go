@@ -4,66 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/keelrun/keel/internal/config"
 )
 
 // ServeLambda builds the Lambda role d.Config.Role names and serves it on
 // the Lambda Runtime API. It returns only when the role cannot be built;
 // lambda.Start itself never returns.
 func ServeLambda(ctx context.Context, d Deps) error {
-	var handler any
-	var fl flusher
-	switch d.Config.Role {
-	case config.RoleAPI:
-		fn, err := NewAPI(ctx, d)
-		if err != nil {
-			return err
-		}
-		handler = fn.Handle
-		fl = fn
-	case config.RoleStep:
-		fn, err := NewStep(ctx, d)
-		if err != nil {
-			return err
-		}
-		handler = fn.Handle
-		fl = fn
-	case config.RoleApproval:
-		fn, err := NewApproval(ctx, d)
-		if err != nil {
-			return err
-		}
-		handler = fn.Handle
-		fl = fn
-	case config.RoleFinalize:
-		fn, err := NewFinalize(ctx, d)
-		if err != nil {
-			return err
-		}
-		handler = fn.Handle
-		fl = fn
-	case config.RoleSchedule:
-		fn, err := NewSchedule(ctx, d)
-		if err != nil {
-			return err
-		}
-		handler = fn.Handle
-		fl = fn
-	case config.RoleSweep:
-		fn, err := NewSweep(ctx, d)
-		if err != nil {
-			return err
-		}
-		handler = fn.Handle
-		fl = fn
-	default:
-		return fmt.Errorf("KEEL_ROLE %q is not a Lambda role", d.Config.Role)
+	handler, fl, err := lambdaRole(ctx, d)
+	if err != nil {
+		return err
 	}
 	inner := lambda.NewHandlerWithOptions(handler, lambda.WithContext(ctx))
 	lambda.StartWithOptions(flushing{h: inner, fl: fl, log: d.logger()}, lambda.WithContext(ctx))
