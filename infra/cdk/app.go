@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 )
 
 // One bootstrap per role, all from the one main package. BuildApp
@@ -179,23 +181,45 @@ func BuildApp(ctx context.Context, p KeelStackProps) error {
 	if err != nil {
 		return err
 	}
-	for _, role := range append(FunctionNames(), RoleTask) {
-		if err := os.MkdirAll(RoleDir(dir, role), 0o755); err != nil {
-			return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
-		}
-		args, err := buildArgs(app, role, filepath.Join(RoleDir(dir, role), Bootstrap))
-		if err != nil {
-			return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
-		}
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = app.Module
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s %q, role %s: go %s (in %s) failed: %w\n%s", CtxApp, app.Package, role, strings.Join(args, " "), app.Module, err, strings.TrimSpace(string(out)))
-		}
+	// The role builds differ only in their tags; a link is mostly one
+	// core's work, so they run side by side, as many as there are cores.
+	roles := append(FunctionNames(), RoleTask)
+	errs := make([]error, len(roles))
+	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
+	var wg sync.WaitGroup
+	for i, role := range roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = buildRole(ctx, app, dir, role)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(RoleDir(dir, RoleTask), TaskDockerfile), taskDockerfile, 0o644); err != nil {
 		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	}
+	return nil
+}
+
+// buildRole builds role's bootstrap of app under dir.
+func buildRole(ctx context.Context, app App, dir, role string) error {
+	if err := os.MkdirAll(RoleDir(dir, role), 0o755); err != nil {
+		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	}
+	args, err := buildArgs(app, role, filepath.Join(RoleDir(dir, role), Bootstrap))
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", CtxApp, app.Package, err)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = app.Module
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %q, role %s: go %s (in %s) failed: %w\n%s", CtxApp, app.Package, role, strings.Join(args, " "), app.Module, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
