@@ -74,7 +74,7 @@ func (l *LocalStackTarget) Package(ctx context.Context, t *Template, logical str
 	}
 	arch := t.Architecture(logical)
 	if arch != l.Arch {
-		if dir, err = l.rebuilt(ctx, l.Arch); err != nil {
+		if dir, err = l.rebuilt(ctx, l.Arch, t.Role(logical)); err != nil {
 			return nil, "", err
 		}
 		key = strings.TrimSuffix(key, ".zip") + "-" + l.Arch + ".zip"
@@ -86,24 +86,26 @@ func (l *LocalStackTarget) Package(ctx context.Context, t *Template, logical str
 	return map[string]any{"S3Bucket": bucket, "S3Key": key}, arch, nil
 }
 
-// rebuilt builds the bootstrap once per architecture.
-func (l *LocalStackTarget) rebuilt(ctx context.Context, arch string) (string, error) {
+// rebuilt builds role's bootstrap once per architecture, as the CDK app
+// builds it (one bootstrap per role).
+func (l *LocalStackTarget) rebuilt(ctx context.Context, arch, role string) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if dir, ok := l.built[arch]; ok {
+	key := arch + "/" + role
+	if dir, ok := l.built[key]; ok {
 		return dir, nil
 	}
-	dir := filepath.Join(l.Dir, "bootstrap-"+arch)
+	dir := filepath.Join(l.Dir, "bootstrap-"+arch+"-"+role)
 	if l.Logf != nil {
-		l.Logf("localstack: the template's functions are arm64, the Docker engine is %s: building ./cmd/keel for it with -tags %s", arch, CDKBuildTags)
+		l.Logf("localstack: the template's functions are arm64, the Docker engine is %s: building ./cmd/keel for it with -tags %s", arch, RoleBuildTags(role))
 	}
-	if err := BuildBootstrap(ctx, l.Root, arch, dir); err != nil {
+	if err := BuildBootstrap(ctx, l.Root, arch, role, dir); err != nil {
 		return "", err
 	}
 	if l.built == nil {
 		l.built = map[string]string{}
 	}
-	l.built[arch] = dir
+	l.built[key] = dir
 	return dir, nil
 }
 

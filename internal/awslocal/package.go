@@ -16,8 +16,18 @@ import (
 
 // CDKBuildTags are the go build tags of every binary the CDK app deploys
 // (infra/cdk BaseBuildTags; a test reads infra/cdk/app.go so the two stay
-// the same): aws-lambda-go without net/rpc, and keel_lambda.
-const CDKBuildTags = "lambda.norpc,keel_lambda"
+// the same): aws-lambda-go without net/rpc, keel_lambda, and grpc without
+// x/net/trace. Each function's bootstrap adds its role's tag (RoleBuildTags).
+const CDKBuildTags = "lambda.norpc,keel_lambda,grpcnotrace"
+
+// RoleBuildTags are the tags of role's bootstrap, as infra/cdk builds it
+// (BaseBuildTags, then RoleTag(role)); role "" is the every-role build.
+func RoleBuildTags(role string) string {
+	if role == "" {
+		return CDKBuildTags
+	}
+	return CDKBuildTags + ",keel_role_" + role
+}
 
 // zipEpoch is the modification time of every file of a package, so the
 // same files give the same bytes.
@@ -128,12 +138,12 @@ func LambdaArch(machine string) (string, error) {
 // BootstrapBuild is the go build of ./cmd/keel as the CDK app builds it
 // for a Lambda architecture: GOOS=linux, CGO off, the CDK build tags,
 // -trimpath -s -w. It returns the command to run in the module root.
-func BootstrapBuild(ctx context.Context, root, lambdaArch, out string) (*exec.Cmd, error) {
+func BootstrapBuild(ctx context.Context, root, lambdaArch, role, out string) (*exec.Cmd, error) {
 	goarch, err := GoArch(lambdaArch)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", CDKBuildTags,
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", RoleBuildTags(role),
 		"-ldflags", "-s -w", "-o", out, "./cmd/keel")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
@@ -141,11 +151,11 @@ func BootstrapBuild(ctx context.Context, root, lambdaArch, out string) (*exec.Cm
 }
 
 // BuildBootstrap runs BootstrapBuild into dir/bootstrap.
-func BuildBootstrap(ctx context.Context, root, lambdaArch, dir string) error {
+func BuildBootstrap(ctx context.Context, root, lambdaArch, role, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cmd, err := BootstrapBuild(ctx, root, lambdaArch, filepath.Join(dir, "bootstrap"))
+	cmd, err := BootstrapBuild(ctx, root, lambdaArch, role, filepath.Join(dir, "bootstrap"))
 	if err != nil {
 		return err
 	}

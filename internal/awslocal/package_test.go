@@ -175,6 +175,10 @@ func TestCDKBuildTags(t *testing.T) {
 	if string(m[1]) != CDKBuildTags {
 		t.Fatalf("infra/cdk BaseBuildTags %q, CDKBuildTags %q", m[1], CDKBuildTags)
 	}
+	r := regexp.MustCompile(`func RoleTag\(role string\) string \{ return "([a-z_]+)" \+ role \}`).FindSubmatch(src)
+	if r == nil || RoleBuildTags("x") != CDKBuildTags+","+string(r[1])+"x" {
+		t.Fatalf("infra/cdk RoleTag is not %q + role", "keel_role_")
+	}
 }
 
 // TestBootstrapCommand: the rebuild for an engine of another
@@ -182,11 +186,11 @@ func TestCDKBuildTags(t *testing.T) {
 // GOARCH.
 func TestBootstrapCommand(t *testing.T) {
 	for _, tc := range []struct{ arch, goarch string }{{"x86_64", "amd64"}, {"arm64", "arm64"}} {
-		cmd, err := BootstrapBuild(context.Background(), "/src", tc.arch, "/out/bootstrap")
+		cmd, err := BootstrapBuild(context.Background(), "/src", tc.arch, "step", "/out/bootstrap")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "go build -trimpath -buildvcs=false -tags " + CDKBuildTags + " -ldflags -s -w -o /out/bootstrap ./cmd/keel"
+		want := "go build -trimpath -buildvcs=false -tags " + CDKBuildTags + ",keel_role_step -ldflags -s -w -o /out/bootstrap ./cmd/keel"
 		if got := strings.Join(cmd.Args, " "); got != want || cmd.Dir != "/src" {
 			t.Errorf("%s: %q in %s, want %q", tc.arch, got, cmd.Dir, want)
 		}
@@ -197,7 +201,7 @@ func TestBootstrapCommand(t *testing.T) {
 			}
 		}
 	}
-	if _, err := BootstrapBuild(context.Background(), "/src", "mips", "/out/bootstrap"); err == nil {
+	if _, err := BootstrapBuild(context.Background(), "/src", "mips", "step", "/out/bootstrap"); err == nil {
 		t.Error("built for an unknown architecture")
 	}
 }
@@ -205,7 +209,7 @@ func TestBootstrapCommand(t *testing.T) {
 // checkBootstrap reads a package back: one executable bootstrap, a
 // static linux ELF for machine whose build info shows the CDK's tags and
 // no cgo.
-func checkBootstrap(t *testing.T, pkg []byte, goarch string, machine elf.Machine) {
+func checkBootstrap(t *testing.T, pkg []byte, goarch, role string, machine elf.Machine) {
 	t.Helper()
 	files := unzip(t, pkg)
 	boot, ok := files["bootstrap"]
@@ -235,7 +239,7 @@ func checkBootstrap(t *testing.T, pkg []byte, goarch string, machine elf.Machine
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
 	}
-	for k, want := range map[string]string{"GOOS": "linux", "GOARCH": goarch, "CGO_ENABLED": "0", "-tags": CDKBuildTags, "-trimpath": "true"} {
+	for k, want := range map[string]string{"GOOS": "linux", "GOARCH": goarch, "CGO_ENABLED": "0", "-tags": RoleBuildTags(role), "-trimpath": "true"} {
 		if settings[k] != want {
 			t.Errorf("build setting %s = %q, want %q", k, settings[k], want)
 		}
@@ -263,14 +267,14 @@ func TestBootstrapRebuild(t *testing.T) {
 	}
 	machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch]
 	dir := t.TempDir()
-	if err := BuildBootstrap(context.Background(), repoRoot(t), arch, dir); err != nil {
+	if err := BuildBootstrap(context.Background(), repoRoot(t), arch, "api", dir); err != nil {
 		t.Fatal(err)
 	}
 	b, err := FunctionZip(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBootstrap(t, b, goarch, machine)
+	checkBootstrap(t, b, goarch, "api", machine)
 	fmt.Printf("lambda packages: ./cmd/keel rebuilt for %s: %.1f MB zipped\n", arch, float64(len(b))/1e6)
 }
 
@@ -293,7 +297,7 @@ func TestLambdaPackages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if seen[asset] { // functions of one app share its asset
+		if seen[asset] { // one asset per role; identical ones are shared
 			continue
 		}
 		seen[asset] = true
@@ -301,7 +305,7 @@ func TestLambdaPackages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkBootstrap(t, b, "arm64", elf.EM_AARCH64)
+		checkBootstrap(t, b, "arm64", tmpl.Role(id), elf.EM_AARCH64)
 		fmt.Printf("lambda packages: %s: the code asset %s, %.1f MB zipped\n", id, filepath.Base(asset), float64(len(b))/1e6)
 	}
 }

@@ -106,6 +106,14 @@ func (t *Template) Architecture(logical string) string {
 	return "x86_64"
 }
 
+// Role is a function's KEEL_ROLE as the template sets it ("" when none).
+func (t *Template) Role(logical string) string {
+	env, _ := t.Resources[logical].Properties["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	role, _ := vars["KEEL_ROLE"].(string)
+	return role
+}
+
 // functionEnv is a function's configured environment: the template's
 // variables, then the deployment's options, then what the target adds.
 // A function without KEEL_ROLE is an error: the one binary would not know
