@@ -92,7 +92,14 @@ func (a Agent) def() (compose.AgentDef, error) {
 		return fail(errors.New("limits must not be negative"))
 	}
 	if a.MaxOutputTokens < 0 {
-		return fail(errors.New("max output tokens must not be negative"))
+		return fail(errors.New("MaxOutputTokens must not be negative"))
+	}
+	if a.ContextTokens < 0 {
+		return fail(errors.New("ContextTokens must not be negative"))
+	}
+	if a.ContextTokens > 0 && a.ContextTokens <= a.MaxOutputTokens {
+		// The window holds the answer's ceiling as well as the transcript.
+		return fail(fmt.Errorf("ContextTokens %d must exceed MaxOutputTokens %d", a.ContextTokens, a.MaxOutputTokens))
 	}
 	names := map[string]bool{}
 	for i, t := range a.Tools {

@@ -149,22 +149,6 @@ func specs(r *tool.Registry) []model.ToolSpec {
 	return out
 }
 
-// estimateTokens is a conservative guess for the reservation: about four
-// characters a token in, plus the answer's ceiling out.
-func estimateTokens(req model.Request) int64 {
-	n := len(req.System)
-	for _, m := range req.Messages {
-		n += len(m.Text)
-		for _, tc := range m.ToolCalls {
-			n += len(tc.Args)
-		}
-		for _, tr := range m.ToolResults {
-			n += len(tr.Content)
-		}
-	}
-	return int64(n/4) + int64(req.MaxTokens)
-}
-
 func jsonObj(kv ...any) json.RawMessage {
 	m := make(map[string]any, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {

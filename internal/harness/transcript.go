@@ -33,7 +33,7 @@ import (
 // for trim), which is what makes the view incremental: update folds
 // msgs[v.n:] in.
 type transcriptView struct {
-	// budget is how many characters (as estimateTokens counts them) the
+	// budget is how many characters (as msgChars counts them) the
 	// first message and the tail may hold together; 0: no bound.
 	budget int
 
@@ -61,7 +61,7 @@ const defaultContextTokens = 100_000
 
 // windowChars is the character budget of agent's context window: its
 // tokens less the answer's ceiling and the system prompt, at the four
-// characters a token estimateTokens assumes.
+// characters a token the reservation estimate assumes.
 func windowChars(a Agent) int {
 	tokens := a.ContextTokens
 	if tokens <= 0 {
@@ -177,7 +177,8 @@ func (v *transcriptView) request(msgs []model.Message) []model.Message {
 	return append(append(out, v.coal[0]), v.coal[v.coalCut:]...)
 }
 
-// estimate is estimateTokens for a request of the window.
+// estimate is the reservation estimate of a request of the window:
+// about four characters a token in, plus the answer's ceiling out.
 func (v *transcriptView) estimate(system string, maxTokens int) int64 {
 	return int64((len(system)+v.headChars+v.tailChars)/4) + int64(maxTokens)
 }

@@ -230,3 +230,13 @@ func TestTranscriptHeldIsBoundedByWindow(t *testing.T) {
 		t.Fatalf("omitted %d answers: the window did not move", v.omittedAsst)
 	}
 }
+
+// estimateTokens is the reservation estimate of a whole request, counted
+// afresh: the oracle the incremental view's estimate must equal.
+func estimateTokens(req model.Request) int64 {
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += msgChars(m)
+	}
+	return int64(n/4) + int64(req.MaxTokens)
+}
