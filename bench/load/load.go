@@ -95,6 +95,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.N < 1 {
 		return Result{}, errors.New("-n: want at least 1 run")
 	}
+	if cfg.MaxBatch < 0 {
+		return Result{}, errors.New("-max-batch: want 0 (the store's default) or more")
+	}
 	if cfg.Clients < 1 {
 		cfg.Clients = 32
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/run"
@@ -24,4 +25,19 @@ func TestLoadSmoke(t *testing.T) {
 		t.Fatalf("%d transactions for %d writes, %d bytes per run", res.Transactions, res.Writes, res.BytesPerRun)
 	}
 	t.Logf("%.1f runs/s, approval→completed p99 %.0f ms, %.3f fsyncs per step commit", res.RunsPerSecond, res.ApprovalP99Ms, res.FsyncsPerStep)
+}
+
+// Bad configuration is refused naming the flag, before any server starts.
+func TestLoadRejects(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		flag string
+	}{
+		{Config{N: 0}, "-n:"},
+		{Config{N: 1, MaxBatch: -1}, "-max-batch:"},
+	} {
+		if _, err := Run(t.Context(), tc.cfg); err == nil || !strings.HasPrefix(err.Error(), tc.flag) {
+			t.Errorf("%+v: error %v, want one naming %s", tc.cfg, err, tc.flag)
+		}
+	}
 }
