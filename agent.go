@@ -41,7 +41,8 @@ type Agent struct {
 	// four characters each): a model call is sent the task and the most
 	// recent part of the transcript that fits, and a worker keeps no more
 	// than that of a run in memory; the store keeps the whole transcript.
-	// Zero means 100,000.
+	// Zero means 100,000; a value set must exceed MaxOutputTokens, since
+	// the window holds the answer too. Main refuses a negative one.
 	ContextTokens int
 }
 
