@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			srv.Close()
 		}
 	}()
-	c, err := client.New(srv.URL, srv.Token, nil)
+	c, err := client.New(srv.URL, srv.Token, loadHTTPClient(cfg))
 	if err != nil {
 		return Result{}, err
 	}
@@ -241,6 +242,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.BytesPerRun = size / int64(cfg.N)
 	return res, nil
+}
+
+// loadHTTPClient keeps a connection per concurrent caller: with
+// http.DefaultClient's two idle connections per host, the 32 creators and
+// the approvers dialled a new TCP connection for most requests, and the
+// dialling and accepting was CPU taken from the server under test.
+func loadHTTPClient(cfg Config) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 2*cfg.Clients + 16
+	t.MaxIdleConnsPerHost = t.MaxIdleConns
+	return &http.Client{Transport: t}
 }
 
 // approve sweeps the runs awaiting approval and approves each one's
