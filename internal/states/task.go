@@ -80,15 +80,24 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 		next := x.cur
 		next.RetryAt = 0
 		next.Task = tc
-		if token == "" {
+		switch {
+		case token == "" && !x.pendingOutcome:
 			// Without a token the attempt's start need not be durable
 			// before the call: after a crash it is made again, as it is
 			// when the process dies during the call.
-			if err := e.advance(x, next, events); err != nil {
+			if err := e.advance(x, next, events, false); err != nil {
 				return err
 			}
-		} else if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
-			return err
+		case token == "":
+			// An earlier task's outcome waits in pending: it is made
+			// durable before this call.
+			if err := e.commit(x, next, events, nil); err != nil {
+				return err
+			}
+		default:
+			if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
+				return err
+			}
 		}
 	}
 	tc := x.cur.Task
