@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,6 +29,7 @@ type checkpointer struct {
 	since atomic.Int64  // committed writes since the last checkpoint
 	kick  chan struct{} // buffered 1: a checkpoint is due
 	stop  chan struct{}
+	once  sync.Once // Close may be called more than once
 	done  chan struct{}
 	runs  atomic.Int64 // checkpoints run, for tests and stats
 }
@@ -81,6 +83,6 @@ func (s *Store) stopCheckpointer() {
 	if s.ck == nil {
 		return
 	}
-	close(s.ck.stop)
+	s.ck.once.Do(func() { close(s.ck.stop) })
 	<-s.ck.done
 }
