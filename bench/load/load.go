@@ -37,6 +37,9 @@ type Config struct {
 	// MaxBatch bounds the writes of one group transaction (0: the store's
 	// default).
 	MaxBatch int
+	// MaxInvocations bounds the Lambda handlers running at once (0: keel
+	// dev's default; see devserver.Config).
+	MaxInvocations int
 }
 
 // Result is what a load run measured.
@@ -99,6 +102,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.MaxBatch < 0 {
 		return Result{}, errors.New("-max-batch: want 0 (the store's default) or more")
 	}
+	if cfg.MaxInvocations < 0 {
+		return Result{}, errors.New("-max-invocations: want 0 (keel dev's default) or more")
+	}
 	if cfg.Clients < 1 {
 		cfg.Clients = 32
 	}
@@ -129,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	ts := &timedStore{Store: rt.Store}
 	rt.Store = ts
 	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget,
-		HTTP: devserver.HTTPLimits{MaxConns: cfg.N + cfg.Clients + 64}})
+		HTTP: devserver.HTTPLimits{MaxConns: cfg.N + cfg.Clients + 64}, MaxInvocations: cfg.MaxInvocations})
 	if err != nil {
 		return Result{}, err
 	}

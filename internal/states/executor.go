@@ -42,6 +42,10 @@ type Config struct {
 	// Region and Account go into ARNs; they default to us-east-1 and
 	// 000000000000.
 	Region, Account string
+	// MaxInvocations bounds the Lambda invocations running at once; a
+	// free slot goes to the execution that started first (slots.go).
+	// 0: unbounded.
+	MaxInvocations int
 }
 
 // Executor runs state machine executions durably. See the package
@@ -55,6 +59,7 @@ type Executor struct {
 	log     *slog.Logger
 	region  string
 	account string
+	slots   *slots // nil: unbounded
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,6 +99,12 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if e.lambdas == nil {
 		e.lambdas = map[string]LambdaFunc{}
+	}
+	if cfg.MaxInvocations < 0 {
+		return nil, errors.New("states: Config.MaxInvocations must be 0 (unbounded) or more")
+	}
+	if cfg.MaxInvocations > 0 {
+		e.slots = newSlots(cfg.MaxInvocations)
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e, nil
