@@ -40,11 +40,11 @@
 // Every durable transition is one SQLite transaction (tables prefixed
 // sfn_) that appends the history events and moves the execution's cursor.
 // Transitions that running again from the persisted cursor would take the
-// same way (out of Pass and Choice, into a tokenless task attempt) and a
-// task's outcome followed only by pure states wait in memory for the next
-// one, which is always made before the next invocation, token, wait or
-// retry: a crash in between invokes the task again, as a crash during its
-// call does. Start
+// same way (out of Pass and Choice, into a tokenless task attempt, out of
+// a task whose token's row holds its outcome) and a task's outcome
+// followed only by pure states wait in memory for the next one, which is
+// always made before the next invocation, token, wait or retry: a crash in
+// between invokes the task again, as a crash during its call does. Start
 // resumes every RUNNING execution: a Wait keeps its absolute end time, a
 // task token stays valid (its outcome and heartbeats are stored with it),
 // a retry keeps its absolute due time, and a task that was in flight when

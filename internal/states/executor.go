@@ -379,6 +379,14 @@ func (e *Executor) failExecution(x *execRun, pre []newEvent, name, cause string)
 // transition leaves st with output and enters next (or ends the execution
 // when next is "").
 func (e *Executor) transition(x *execRun, st *State, output any, next string, pre []newEvent) error {
+	return e.transitionFrom(x, st, output, next, pre, false)
+}
+
+// transitionFrom is transition; stored says that st's outcome is already
+// durable elsewhere — a task token's, in its row — so that running again
+// from the persisted cursor finds the same outcome without invoking
+// anything, and the transition may wait in memory like a Choice's.
+func (e *Executor) transitionFrom(x *execRun, st *State, output any, next string, pre []newEvent, stored bool) error {
 	now := e.now()
 	out, err := json.Marshal(output)
 	if err != nil {
@@ -398,7 +406,7 @@ func (e *Executor) transition(x *execRun, st *State, output any, next string, pr
 	events = append(events, enteredEvent(ns, out, now))
 	nc := cursor{State: next, Input: out, EnteredMS: now.UnixMilli()}
 	switch {
-	case st.Type == "Pass" || st.Type == "Choice":
+	case st.Type == "Pass" || st.Type == "Choice" || stored:
 		return e.advance(x, nc, events, false)
 	case st.Type == "Task" && pureState(ns):
 		return e.advance(x, nc, events, true)

@@ -110,7 +110,7 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 			return e.taskFailed(x, st, raw, serr, nil)
 		}
 		if !st.Resource.waitsForToken() {
-			return e.taskSucceeded(x, st, raw, result)
+			return e.taskSucceeded(x, st, raw, result, false)
 		}
 		out, _ := json.Marshal(result)
 		next := x.cur
@@ -131,7 +131,8 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 	if serr != nil {
 		return e.taskFailed(x, st, raw, serr, nil)
 	}
-	return e.taskSucceeded(x, st, raw, result)
+	// The outcome came from the token's row, where it is durable already.
+	return e.taskSucceeded(x, st, raw, result, true)
 }
 
 // invoke calls the task's integration, racing it against the task timeout.
@@ -225,7 +226,9 @@ func (e *Executor) awaitToken(x *execRun, st *State, tc *taskCursor) (any, *Stat
 	}
 }
 
-func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any) error {
+// taskSucceeded records a task's success and moves on; stored says the
+// result is durable already (a token's, see transitionFrom).
+func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any, stored bool) error {
 	typ, res := st.Resource.resourceNames()
 	out, _ := json.Marshal(result)
 	events := []newEvent{{Type: "TaskSucceeded", TS: e.now(), Details: map[string]any{"taskSucceededEventDetails": map[string]any{
@@ -237,7 +240,7 @@ func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any) error {
 		}
 		return e.taskFailed(x, st, raw, serr, events)
 	}
-	return e.transition(x, st, output, nextOf(st), events)
+	return e.transitionFrom(x, st, output, nextOf(st), events, stored)
 }
 
 // taskFailed records a failed attempt and retries, catches or fails the
