@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -29,7 +28,6 @@ type checkpointer struct {
 	since atomic.Int64  // committed writes since the last checkpoint
 	kick  chan struct{} // buffered 1: a checkpoint is due
 	stop  chan struct{}
-	once  sync.Once // Close may be called more than once
 	done  chan struct{}
 	runs  atomic.Int64 // checkpoints run, for tests and stats
 }
@@ -83,6 +81,6 @@ func (s *Store) stopCheckpointer() {
 	if s.ck == nil {
 		return
 	}
-	s.ck.once.Do(func() { close(s.ck.stop) })
+	close(s.ck.stop)
 	<-s.ck.done
 }
