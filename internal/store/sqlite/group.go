@@ -227,7 +227,6 @@ func (s *Store) runBatch(batch []*writeReq) {
 		answer()
 		return
 	}
-	s.committed(ok)
 	if fn, okFn := s.onEvents.Load().(func(string)); okFn && fn != nil {
 		for i, r := range batch {
 			if results[i] != nil {

@@ -70,7 +70,6 @@ type Store struct {
 	touched  []string
 
 	gc *committer // every write goes through it (group.go)
-	ck *checkpointer
 
 	types eventTypes // the event_types table, read once in Open
 }
@@ -131,8 +130,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// transaction's COMMIT: durability is the WAL's, not this journal's.
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	wq.Add("_pragma", "foreign_keys(ON)")
-	// The WAL is checkpointed beside the writer (checkpoint.go).
-	wq.Add("_pragma", "wal_autocheckpoint(0)")
 	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -162,7 +159,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s.startCheckpointer()
 	s.startCommitter(opts.MaxBatch)
 	if err := s.migrate(ctx); err != nil {
 		_ = s.Close()
@@ -190,7 +186,6 @@ func (s *Store) DB() *sql.DB { return s.w }
 // Close closes both handles. Everything committed is already durable.
 func (s *Store) Close() error {
 	s.stopCommitter() // the writes queued before Close still commit
-	s.stopCheckpointer()
 	s.mu.Lock()
 	var errs []error
 	if s.signals != nil {
