@@ -3,6 +3,7 @@ package states
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -48,17 +49,18 @@ func TestSlotsOldestFirst(t *testing.T) {
 			got := make(chan int, len(tc.starts))
 			errs := make(chan error, len(tc.starts))
 			queued := 0
+			var wg sync.WaitGroup
 			for i, m := range tc.starts {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				go func() {
+				wg.Go(func() {
 					if err := s.acquire(ctx, base.Add(time.Duration(m)*time.Minute)); err != nil {
 						errs <- err
 						return
 					}
 					got <- m
 					s.release()
-				}()
+				})
 				queued++
 				waitQueued(t, s, queued)
 				if i == tc.cancel {
@@ -76,6 +78,7 @@ func TestSlotsOldestFirst(t *testing.T) {
 					t.Fatalf("slot %d went to start %d, want %d", i, m, w)
 				}
 			}
+			wg.Wait() // the last holder has released its slot
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.free != 1 || len(s.waiting) != 0 {
