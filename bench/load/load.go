@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,9 @@ type Config struct {
 	// MaxBatch bounds the writes of one group transaction (0: the store's
 	// default).
 	MaxBatch int
+	// MaxInvocations bounds the Lambda handlers running at once (0: keel
+	// dev's default; see devserver.Config).
+	MaxInvocations int
 }
 
 // Result is what a load run measured.
@@ -98,6 +102,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.MaxBatch < 0 {
 		return Result{}, errors.New("-max-batch: want 0 (the store's default) or more")
 	}
+	if cfg.MaxInvocations < 0 {
+		return Result{}, errors.New("-max-invocations: want 0 (keel dev's default) or more")
+	}
 	if cfg.Clients < 1 {
 		cfg.Clients = 32
 	}
@@ -128,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	ts := &timedStore{Store: rt.Store}
 	rt.Store = ts
 	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget,
-		HTTP: devserver.HTTPLimits{MaxConns: cfg.N + cfg.Clients + 64}})
+		HTTP: devserver.HTTPLimits{MaxConns: cfg.N + cfg.Clients + 64}, MaxInvocations: cfg.MaxInvocations})
 	if err != nil {
 		return Result{}, err
 	}
@@ -138,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			srv.Close()
 		}
 	}()
-	c, err := client.New(srv.URL, srv.Token, nil)
+	c, err := client.New(srv.URL, srv.Token, loadHTTPClient(cfg))
 	if err != nil {
 		return Result{}, err
 	}
@@ -241,6 +248,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.BytesPerRun = size / int64(cfg.N)
 	return res, nil
+}
+
+// loadHTTPClient keeps a connection per concurrent caller: with
+// http.DefaultClient's two idle connections per host, the 32 creators and
+// the approvers dialled a new TCP connection for most requests, and the
+// dialling and accepting was CPU taken from the server under test.
+func loadHTTPClient(cfg Config) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 2*cfg.Clients + 16
+	t.MaxIdleConnsPerHost = t.MaxIdleConns
+	return &http.Client{Transport: t}
 }
 
 // approve sweeps the runs awaiting approval and approves each one's

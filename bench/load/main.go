@@ -29,6 +29,7 @@ func main() {
 	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
 	noGroup := flag.Bool("no-group", false, "one transaction (and fsync) per write: the store without group commit, for comparison")
 	maxBatch := flag.Int("max-batch", 0, "writes per group transaction at most (default: the store's)")
+	maxInv := flag.Int("max-invocations", 0, "Lambda handlers running at once (default: keel dev's)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	jsonOut := flag.String("json", "", "also write the result as JSON to this file")
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof (CPU, mutex, block, goroutine profiles) on this loopback address during the run, e.g. 127.0.0.1:6060")
@@ -68,7 +69,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := Run(ctx, Config{N: *n, Clients: *clients, Dir: d, NoGroup: *noGroup, MaxBatch: *maxBatch})
+	res, err := Run(ctx, Config{N: *n, Clients: *clients, Dir: d, NoGroup: *noGroup, MaxBatch: *maxBatch, MaxInvocations: *maxInv})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)

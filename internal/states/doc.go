@@ -37,8 +37,14 @@
 //
 // # Durability
 //
-// Every transition is one SQLite transaction (tables prefixed sfn_) that
-// appends the history events and moves the execution's cursor. Start
+// Every durable transition is one SQLite transaction (tables prefixed
+// sfn_) that appends the history events and moves the execution's cursor.
+// Transitions that running again from the persisted cursor would take the
+// same way (out of Pass and Choice, into a tokenless task attempt, out of
+// a task whose token's row holds its outcome) and a task's outcome
+// followed only by pure states wait in memory for the next one, which is
+// always made before the next invocation, token, wait or retry: a crash in
+// between invokes the task again, as a crash during its call does. Start
 // resumes every RUNNING execution: a Wait keeps its absolute end time, a
 // task token stays valid (its outcome and heartbeats are stored with it),
 // a retry keeps its absolute due time, and a task that was in flight when
@@ -57,6 +63,11 @@
 // return it; a different input, or a name whose execution has closed, is
 // ExecutionAlreadyExists. A token of a closed task is TaskTimedOut, an
 // unknown one TaskDoesNotExist, a malformed one InvalidToken.
+//
+// Config.MaxInvocations bounds the Lambda handlers running at once, a free
+// slot going to the execution that started first (the wait counts against
+// the task's timeout); a handler must then not wait for another
+// execution's handler.
 //
 // One Executor drives a database's executions at a time: a second process
 // on the same file would run them twice.

@@ -42,6 +42,10 @@ type Config struct {
 	// Region and Account go into ARNs; they default to us-east-1 and
 	// 000000000000.
 	Region, Account string
+	// MaxInvocations bounds the Lambda invocations running at once; a
+	// free slot goes to the execution that started first (slots.go).
+	// 0: unbounded.
+	MaxInvocations int
 }
 
 // Executor runs state machine executions durably. See the package
@@ -55,6 +59,7 @@ type Executor struct {
 	log     *slog.Logger
 	region  string
 	account string
+	slots   *slots // nil: unbounded
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,6 +99,12 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if e.lambdas == nil {
 		e.lambdas = map[string]LambdaFunc{}
+	}
+	if cfg.MaxInvocations < 0 {
+		return nil, errors.New("states: Config.MaxInvocations must be 0 (unbounded) or more")
+	}
+	if cfg.MaxInvocations > 0 {
+		e.slots = newSlots(cfg.MaxInvocations)
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e, nil
@@ -185,6 +196,9 @@ type execRun struct {
 	// pending holds the events of transitions taken in memory only (see
 	// advance): the next durable commit writes them first.
 	pending []newEvent
+	// pendingOutcome: pending holds a task's outcome, which must be
+	// durable before the next invocation (advance).
+	pendingOutcome bool
 }
 
 // cursor is where an execution stands; it is persisted at every transition.
@@ -293,7 +307,7 @@ func (e *Executor) commit(x *execRun, next cursor, events []newEvent, tok *token
 	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Cursor: b, Events: x.withPending(events), NewToken: tok}); err != nil {
 		return err
 	}
-	x.pending = nil
+	x.pending, x.pendingOutcome = nil, false
 	x.cur = next
 	return nil
 }
@@ -303,17 +317,21 @@ func (e *Executor) commit(x *execRun, next cursor, events []newEvent, tok *token
 // persisted cursor. Only a transition that the persisted cursor
 // determines may be taken so — out of a Pass or a Choice state, or into
 // an attempt of a task without a token — since running it again from
-// there takes it again the same way; a task's result, a token, a wait's
-// end and a retry are always committed before anything follows them.
-// One commit then carries what were up to five of them, under load the
-// single writer's biggest saving.
-func (e *Executor) advance(x *execRun, next cursor, events []newEvent) error {
+// there takes it again the same way. A task's outcome may wait too
+// (outcome), but only while pure states follow it (Pass, Choice, Succeed,
+// Fail): running again from the persisted cursor would invoke the task
+// again, as a crash during the call does, so it is committed before
+// anything that leaves the executor — the next invocation, a token, a
+// wait, a retry. One commit then carries what were up to seven of them,
+// under load the single writer's biggest saving.
+func (e *Executor) advance(x *execRun, next cursor, events []newEvent, outcome bool) error {
 	if len(x.pending)+len(events) > maxPending {
 		// A loop of Pass and Choice states commits as it goes, so that
 		// it is seen, and meets the history limit.
 		return e.commit(x, next, events, nil)
 	}
 	x.pending = append(x.pending, events...)
+	x.pendingOutcome = x.pendingOutcome || outcome
 	x.cur = next
 	return nil
 }
@@ -332,7 +350,7 @@ func (e *Executor) finish(x *execRun, events []newEvent, f *finalState) error {
 	if err := e.store.commit(x.ctx, x.rec.ARN, e.now(), commitReq{Events: x.withPending(events), Final: f}); err != nil {
 		return err
 	}
-	x.pending = nil
+	x.pending, x.pendingOutcome = nil, false
 	return errFinished
 }
 
@@ -361,6 +379,14 @@ func (e *Executor) failExecution(x *execRun, pre []newEvent, name, cause string)
 // transition leaves st with output and enters next (or ends the execution
 // when next is "").
 func (e *Executor) transition(x *execRun, st *State, output any, next string, pre []newEvent) error {
+	return e.transitionFrom(x, st, output, next, pre, false)
+}
+
+// transitionFrom is transition; stored says that st's outcome is already
+// durable elsewhere — a task token's, in its row — so that running again
+// from the persisted cursor finds the same outcome without invoking
+// anything, and the transition may wait in memory like a Choice's.
+func (e *Executor) transitionFrom(x *execRun, st *State, output any, next string, pre []newEvent, stored bool) error {
 	now := e.now()
 	out, err := json.Marshal(output)
 	if err != nil {
@@ -379,10 +405,23 @@ func (e *Executor) transition(x *execRun, st *State, output any, next string, pr
 	ns := x.m.States[next]
 	events = append(events, enteredEvent(ns, out, now))
 	nc := cursor{State: next, Input: out, EnteredMS: now.UnixMilli()}
-	if st.Type == "Pass" || st.Type == "Choice" {
-		return e.advance(x, nc, events)
+	switch {
+	case st.Type == "Pass" || st.Type == "Choice" || stored:
+		return e.advance(x, nc, events, false)
+	case st.Type == "Task" && pureState(ns):
+		return e.advance(x, nc, events, true)
 	}
 	return e.commit(x, nc, events, nil)
+}
+
+// pureState reports whether st runs without leaving the executor: no
+// invocation, token, timer or retry of its own.
+func pureState(st *State) bool {
+	switch st.Type {
+	case "Pass", "Choice", "Succeed", "Fail":
+		return true
+	}
+	return false
 }
 
 func nextOf(st *State) string {

@@ -136,11 +136,11 @@ type historyEvent struct {
 }
 
 func (s *Store) history(ctx context.Context, arn string, offset, limit int, reverse bool) ([]historyEvent, error) {
-	order := "ASC"
+	q := qHistoryAsc
 	if reverse {
-		order = "DESC"
+		q = qHistoryDesc
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, type, ts_ms, details FROM sfn_history WHERE execution_arn = ? ORDER BY id `+order+` LIMIT ? OFFSET ?`, arn, limit, offset)
+	rows, err := s.rd.QueryContext(ctx, q, arn, limit, offset)
 	if err != nil {
 		return nil, err
 	}

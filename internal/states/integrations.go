@@ -28,6 +28,12 @@ type TaskRunner interface {
 func (e *Executor) callIntegration(ctx context.Context, x *execRun, res Integration, params json.RawMessage) (any, *StateError) {
 	switch res {
 	case LambdaInvoke, LambdaInvokeWithToken:
+		// The wait for a slot counts against the task's timeout, as a
+		// throttled invocation's does on AWS.
+		if err := e.slots.acquire(ctx, x.rec.Start); err != nil {
+			return nil, &StateError{Name: ErrRuntime, Cause: "no invocation slot: " + err.Error()}
+		}
+		defer e.slots.release()
 		return e.invokeLambda(ctx, params)
 	case ECSRunTask, ECSRunTaskWithToken:
 		if e.tasks == nil {

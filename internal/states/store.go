@@ -37,6 +37,8 @@ type Store struct {
 	// other runs (NewStoreWith).
 	w     Writer
 	stmts map[string]*sql.Stmt // prepared on db for w's transactions
+	// rd runs the reads: on db, or on w's read pool when it has one.
+	rd reader
 }
 
 // Writer runs fn in a write transaction that is committed and durable
@@ -76,7 +78,7 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 // NewStore uses an existing database handle (its owner sets the pragmas)
 // and applies the sfn_ migrations. Close does not close a shared handle.
 func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
-	s := &Store{db: db}
+	s := &Store{db: db, rd: reader{db: db}}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -84,11 +86,20 @@ func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 }
 
 // NewStoreWith is NewStore whose writes run through w, which must write
-// to db's file (the run store's group commit on the same database).
+// to db's file (the run store's group commit on the same database). When
+// w also has a read pool on that file (a ReadDB() *sql.DB method, as
+// *sqlite.Store has), the reads go there (reads.go).
 func NewStoreWith(ctx context.Context, db *sql.DB, w Writer) (*Store, error) {
-	s := &Store{db: db, w: w, stmts: map[string]*sql.Stmt{}}
+	s := &Store{db: db, w: w, stmts: map[string]*sql.Stmt{}, rd: reader{db: db}}
+	if rp, ok := w.(readPool); ok && rp.ReadDB() != nil {
+		s.rd.db = rp.ReadDB()
+	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
+	}
+	if err := s.rd.prepare(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("states: prepare: %w", err)
 	}
 	for _, q := range preparedQueries() {
 		st, err := db.PrepareContext(ctx, q)
@@ -103,6 +114,7 @@ func NewStoreWith(ctx context.Context, db *sql.DB, w Writer) (*Store, error) {
 
 // Close closes the database if OpenStore opened it.
 func (s *Store) Close() error {
+	s.rd.close()
 	for q, st := range s.stmts {
 		_ = st.Close()
 		delete(s.stmts, q)
@@ -225,7 +237,7 @@ func (s *Store) putDefinition(ctx context.Context, arn, name, hash string, def [
 
 func (s *Store) definition(ctx context.Context, hash string) ([]byte, error) {
 	var def string
-	err := s.db.QueryRowContext(ctx, `SELECT definition FROM sfn_definitions WHERE hash = ?`, hash).Scan(&def)
+	err := s.rd.QueryRowContext(ctx, qDefinition, hash).Scan(&def)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNoRow
 	}
@@ -234,7 +246,7 @@ func (s *Store) definition(ctx context.Context, hash string) ([]byte, error) {
 
 func (s *Store) machineHash(ctx context.Context, arn string) (string, error) {
 	var h string
-	err := s.db.QueryRowContext(ctx, `SELECT def_hash FROM sfn_state_machines WHERE arn = ?`, arn).Scan(&h)
+	err := s.rd.QueryRowContext(ctx, qMachineHash, arn).Scan(&h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", errNoRow
 	}
@@ -317,11 +329,11 @@ func scanExec(r rowScanner) (execRecord, error) {
 }
 
 func (s *Store) execution(ctx context.Context, arn string) (execRecord, error) {
-	return scanExec(s.db.QueryRowContext(ctx, execSelect+` WHERE arn = ?`, arn))
+	return scanExec(s.rd.QueryRowContext(ctx, qExecByARN, arn))
 }
 
 func (s *Store) runningExecutions(ctx context.Context) ([]execRecord, error) {
-	rows, err := s.db.QueryContext(ctx, execSelect+` WHERE status = ? ORDER BY start_ms`, StatusRunning)
+	rows, err := s.rd.QueryContext(ctx, qRunning, StatusRunning)
 	if err != nil {
 		return nil, err
 	}

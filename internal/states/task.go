@@ -80,15 +80,24 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 		next := x.cur
 		next.RetryAt = 0
 		next.Task = tc
-		if token == "" {
+		switch {
+		case token == "" && !x.pendingOutcome:
 			// Without a token the attempt's start need not be durable
 			// before the call: after a crash it is made again, as it is
 			// when the process dies during the call.
-			if err := e.advance(x, next, events); err != nil {
+			if err := e.advance(x, next, events, false); err != nil {
 				return err
 			}
-		} else if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
-			return err
+		case token == "":
+			// An earlier task's outcome waits in pending: it is made
+			// durable before this call.
+			if err := e.commit(x, next, events, nil); err != nil {
+				return err
+			}
+		default:
+			if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
+				return err
+			}
 		}
 	}
 	tc := x.cur.Task
@@ -101,7 +110,7 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 			return e.taskFailed(x, st, raw, serr, nil)
 		}
 		if !st.Resource.waitsForToken() {
-			return e.taskSucceeded(x, st, raw, result)
+			return e.taskSucceeded(x, st, raw, result, false)
 		}
 		out, _ := json.Marshal(result)
 		next := x.cur
@@ -122,7 +131,8 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 	if serr != nil {
 		return e.taskFailed(x, st, raw, serr, nil)
 	}
-	return e.taskSucceeded(x, st, raw, result)
+	// The outcome came from the token's row, where it is durable already.
+	return e.taskSucceeded(x, st, raw, result, true)
 }
 
 // invoke calls the task's integration, racing it against the task timeout.
@@ -216,7 +226,9 @@ func (e *Executor) awaitToken(x *execRun, st *State, tc *taskCursor) (any, *Stat
 	}
 }
 
-func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any) error {
+// taskSucceeded records a task's success and moves on; stored says the
+// result is durable already (a token's, see transitionFrom).
+func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any, stored bool) error {
 	typ, res := st.Resource.resourceNames()
 	out, _ := json.Marshal(result)
 	events := []newEvent{{Type: "TaskSucceeded", TS: e.now(), Details: map[string]any{"taskSucceededEventDetails": map[string]any{
@@ -228,7 +240,7 @@ func (e *Executor) taskSucceeded(x *execRun, st *State, raw, result any) error {
 		}
 		return e.taskFailed(x, st, raw, serr, events)
 	}
-	return e.transition(x, st, output, nextOf(st), events)
+	return e.transitionFrom(x, st, output, nextOf(st), events, stored)
 }
 
 // taskFailed records a failed attempt and retries, catches or fails the

@@ -10,7 +10,7 @@ import (
 func (s *Store) token(ctx context.Context, token string) (tokenRow, error) {
 	var t tokenRow
 	var hb int64
-	err := s.db.QueryRowContext(ctx, `SELECT token, execution_arn, state, status, output, error, cause, heartbeat_ms FROM sfn_tokens WHERE token = ?`, token).
+	err := s.rd.QueryRowContext(ctx, qToken, token).
 		Scan(&t.Token, &t.ExecutionARN, &t.State, &t.Status, &t.Output, &t.Error, &t.Cause, &hb)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, errNoRow

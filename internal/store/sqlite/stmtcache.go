@@ -118,3 +118,10 @@ func (q txQuerier) QueryRowContext(ctx context.Context, query string, args ...an
 func (q txQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return q.s.query(ctx, q.tx, query, args...)
 }
+
+// ReadDB returns the read handle: a pool of read-only connections on the
+// same file, each statement a WAL snapshot of what has committed. For the
+// components keeping their own tables in the file (the local Step
+// Functions executor), so that their reads never wait for the write
+// connection, which the group transaction holds for a whole batch.
+func (s *Store) ReadDB() *sql.DB { return s.r }
