@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -157,8 +158,8 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 	}
 	for _, pi := range c.PlanItems {
 		if _, err := s.exec(ctx, tx, qPlanUpsert,
-			rk, pi.ID, pi.Order, pi.Tool, blob(pi.Args), hashBlob(run.ArgsHashPrefix, pi.ArgsHash), pi.Mode, pi.Status,
-			pi.CallID, pi.ResultRef, blob(pi.Result), nowN); err != nil {
+			rk, idKey(itemPrefix, pi.ID), pi.Order, pi.Tool, s.packed(pi.Args), argsHashCol(pi), enumCode(modeCodes, pi.Mode),
+			enumCode(statusCodes, pi.Status), pi.CallID, pi.ResultRef, s.packed(pi.Result), nowN); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
 		}
 	}
@@ -180,8 +181,9 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
 		ck := rk<<32 | seq
+		parent := idKey(cpPrefix, cp.Parent)
 		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			ck, rk, cp.ID, cp.Parent, ck, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, hashBlob("", cp.StateHash), cp.Size,
+			ck, rk, idKey(cpPrefix, cp.ID), parent, ck, parent, cp.Step, s.packed(cp.State), cp.StateRef, stateHashCol(cp), cp.Size,
 			cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
@@ -284,11 +286,41 @@ func blob(b []byte) any {
 	return b
 }
 
+// packed is what a payload column stores for b (codec.pack), NULL for none.
+func (s *Store) packed(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return s.pc.pack(b)
+}
+
+// stateHashCol is what a checkpoint's state_hash column stores: NULL when
+// the state is inline (ValidateCommit made the hash that state's, and
+// reading derives it), else the hash.
+func stateHashCol(cp *run.Checkpoint) any {
+	if len(cp.State) > 0 {
+		return nil
+	}
+	return hashBlob("", cp.StateHash)
+}
+
+// argsHashCol is what a plan item's args_hash column stores: NULL when it
+// is ArgsHash of the args (reading derives it), else the hash (a legacy
+// form, or one given for args not kept).
+func argsHashCol(pi run.PlanItem) any {
+	if len(pi.Args) > 0 && strings.HasPrefix(pi.ArgsHash, run.ArgsHashPrefix) {
+		if h, err := run.ArgsHash(pi.Args); err == nil && h == pi.ArgsHash {
+			return nil
+		}
+	}
+	return hashBlob(run.ArgsHashPrefix, pi.ArgsHash)
+}
+
 // checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
 // does not have.
 func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, id).Scan(&one)
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, idKey(cpPrefix, id)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
 	}

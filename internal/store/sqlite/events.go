@@ -61,8 +61,8 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, 
 		args = args[:0]
 		for i, e := range chunk {
 			seq := last + int64(at+i) + 1
-			args = append(args, rk<<32|seq, s.types.encode(e.Type), e.Time.UnixNano(), e.PlanItemID, e.OperationID,
-				eventData(e, cp), eventHash(e.Hash))
+			args = append(args, rk<<32|seq, s.types.encode(e.Type), e.Time.UnixNano(), idKey(itemPrefix, e.PlanItemID), e.OperationID,
+				s.eventData(e, cp), eventHash(e.Hash))
 			seqs[at+i] = seq
 		}
 		if _, err := s.exec(ctx, tx, eventInserts[len(chunk)-1], args...); err != nil {
@@ -113,12 +113,12 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 	for rows.Next() {
 		e := run.Event{RunID: runID}
 		var t int64
-		var typ, data, hash any
-		var cpID sql.NullString
+		var typ, pid, data, hash, cpID any
 		var cpSize sql.NullInt64
-		if err := rows.Scan(&e.Seq, &typ, &t, &e.PlanItemID, &e.OperationID, &data, &hash, &cpID, &cpSize); err != nil {
+		if err := rows.Scan(&e.Seq, &typ, &t, &pid, &e.OperationID, &data, &hash, &cpID, &cpSize); err != nil {
 			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 		}
+		e.PlanItemID = idText(itemPrefix, pid)
 		e.PrevHash, e.Hash = prev, hashText("", hash)
 		prev = e.Hash
 		if e.Seq == afterSeq {
@@ -130,14 +130,14 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 		e.Time = ts(t)
 		switch d := data.(type) {
 		case []byte:
-			if len(d) > 0 {
-				e.Data = d
+			if e.Data, err = s.pc.unpack(d); err != nil {
+				return nil, fmt.Errorf("sqlite: read event %d of %q: %w", e.Seq, runID, err)
 			}
 		case string:
 			e.Data = []byte(d)
 		case int64:
-			if cpID.Valid {
-				e.Data = checkpointEventData(cpID.String, d, cpSize.Int64)
+			if cpID != nil {
+				e.Data = checkpointEventData(idText(cpPrefix, cpID), d, cpSize.Int64)
 			} else {
 				// The checkpoint row is gone: what is left is its seq, which
 				// no longer hashes to the event's hash.

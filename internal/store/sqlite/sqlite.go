@@ -72,6 +72,7 @@ type Store struct {
 	gc *committer // every write goes through it (group.go)
 
 	types eventTypes // the event_types table, read once in Open
+	pc    *codec     // packs and unpacks payloads (payload.go)
 }
 
 // OnEvents sets fn to be called, after each transaction that appended
@@ -151,7 +152,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 
-	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}, missed: map[string]struct{}{}}
+	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}, missed: map[string]struct{}{},
+		pc: newCodec()}
 	s.rq = newReadCache(r)
 	// The writer must exist (and have switched the file to WAL) before a
 	// reader touches it.
