@@ -97,10 +97,11 @@ func hashText(prefix string, v any) string {
 	return ""
 }
 
-// eventHash is hashBlob for an event's hash; NULL for none.
+// eventHash is hashBlob for an event's stored hash; an empty BLOB for none
+// (before the chain, 0002): NULL is a hash derived on read (0006).
 func eventHash(h string) any {
 	if h == "" {
-		return nil
+		return []byte{}
 	}
 	return hashBlob("", h)
 }

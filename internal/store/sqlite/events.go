@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -62,7 +63,13 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, 
 		for i, e := range chunk {
 			seq := last + int64(at+i) + 1
 			args = append(args, rk<<32|seq, s.types.encode(e.Type), e.Time.UnixNano(), idKey(itemPrefix, e.PlanItemID), e.OperationID,
-				s.eventData(e, cp), eventHash(e.Hash))
+				s.eventData(e, cp), nil)
+			if at+i == len(chained)-1 {
+				// Only the commit's last event keeps its hash: the others'
+				// follow from it and are derived on read (ReadEvents); an edit
+				// of any of them still breaks this one.
+				args[len(args)-1] = eventHash(e.Hash)
+			}
 			seqs[at+i] = seq
 		}
 		if _, err := s.exec(ctx, tx, eventInserts[len(chunk)-1], args...); err != nil {
@@ -91,19 +98,32 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []run.Eve
 
 // ReadEvents implements store.Events. A limit of 0 means
 // store.MaxEventsPerPage; larger limits are capped to it.
+//
+// Only the last event of each commit stores its hash (0006); the others'
+// are derived here, from the one before, as the commit computed them. So
+// the read starts at the last stored hash at or before afterSeq (the
+// first event's prev_hash is afterSeq's hash).
 func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error) {
 	limit, err := store.ValidatePage(runID, afterSeq, limit)
 	if err != nil {
 		return nil, err
 	}
-	// From afterSeq itself: its hash is the first event's prev_hash. A
-	// checkpoint_written stored by reference (an INTEGER data) reads its
+	from := int64(0)
+	if afterSeq > 0 {
+		err := s.rq.QueryRowContext(ctx, `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
+			SELECT e.ek - r.base FROM r JOIN events e ON e.ek > r.base AND e.ek <= r.base + ? AND e.hash IS NOT NULL
+			ORDER BY e.ek DESC LIMIT 1`, runID, afterSeq).Scan(&from)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
+		}
+	}
+	// A checkpoint_written stored by reference (an INTEGER data) reads its
 	// checkpoint row.
 	rows, err := s.rq.QueryContext(ctx, `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
 		SELECT e.ek - r.base, e.type, e.time, e.plan_item_id, e.operation_id, e.data, e.hash, c.id, c.size
 		FROM r JOIN events e ON e.ek >= r.base + ? AND e.ek < r.base + 4294967296
 		LEFT JOIN checkpoints c ON typeof(e.data) = 'integer' AND c.ck = r.base + e.data
-		ORDER BY e.ek LIMIT ?`, runID, afterSeq, limit+1)
+		ORDER BY e.ek LIMIT ?`, runID, from, int64(limit)+1+afterSeq-from)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 	}
@@ -118,31 +138,22 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 		if err := rows.Scan(&e.Seq, &typ, &t, &pid, &e.OperationID, &data, &hash, &cpID, &cpSize); err != nil {
 			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 		}
-		e.PlanItemID = idText(itemPrefix, pid)
-		e.PrevHash, e.Hash = prev, hashText("", hash)
-		prev = e.Hash
-		if e.Seq == afterSeq {
-			continue
+		e.PrevHash = prev
+		if hash != nil && e.Seq <= afterSeq {
+			prev = hashText("", hash)
+			continue // only its hash is needed
 		}
-		if e.Type, err = s.types.decode(typ); err != nil {
+		if err := s.decodeEvent(&e, typ, t, pid, data, cpID, cpSize); err != nil {
 			return nil, fmt.Errorf("sqlite: read event %d of %q: %w", e.Seq, runID, err)
 		}
-		e.Time = ts(t)
-		switch d := data.(type) {
-		case []byte:
-			if e.Data, err = s.pc.unpack(d); err != nil {
-				return nil, fmt.Errorf("sqlite: read event %d of %q: %w", e.Seq, runID, err)
-			}
-		case string:
-			e.Data = []byte(d)
-		case int64:
-			if cpID != nil {
-				e.Data = checkpointEventData(idText(cpPrefix, cpID), d, cpSize.Int64)
-			} else {
-				// The checkpoint row is gone: what is left is its seq, which
-				// no longer hashes to the event's hash.
-				e.Data = []byte(strconv.FormatInt(d, 10))
-			}
+		if hash != nil {
+			e.Hash = hashText("", hash) // an empty BLOB: written before the chain (0002)
+		} else {
+			e.Hash = run.EventHash(e)
+		}
+		prev = e.Hash
+		if e.Seq <= afterSeq {
+			continue
 		}
 		out = append(out, e)
 		if len(out) == limit {
@@ -158,4 +169,31 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 		}
 	}
 	return out, nil
+}
+
+// decodeEvent sets e's fields from its row's columns.
+func (s *Store) decodeEvent(e *run.Event, typ any, t int64, pid, data, cpID any, cpSize sql.NullInt64) error {
+	var err error
+	e.PlanItemID = idText(itemPrefix, pid)
+	if e.Type, err = s.types.decode(typ); err != nil {
+		return err
+	}
+	e.Time = ts(t)
+	switch d := data.(type) {
+	case []byte:
+		if e.Data, err = s.pc.unpack(d); err != nil {
+			return err
+		}
+	case string:
+		e.Data = []byte(d)
+	case int64:
+		if cpID != nil {
+			e.Data = checkpointEventData(idText(cpPrefix, cpID), d, cpSize.Int64)
+		} else {
+			// The checkpoint row is gone: what is left is its seq, which
+			// no longer hashes to the event's hash.
+			e.Data = []byte(strconv.FormatInt(d, 10))
+		}
+	}
+	return nil
 }

@@ -19,6 +19,11 @@
 -- * Plan item modes and statuses are small integer codes (encoding.go); a
 --   value without a code is stored by name, as every older row is.
 --
+-- * Only the last event of each commit stores its hash; the others' are
+--   derived on read from the one before (an edit of any still breaks the
+--   stored one). NULL now means "derived", so the events written before
+--   the chain (0002), which had NULL, get an empty BLOB.
+--
 -- Columns without a declared type keep whatever type is stored.
 CREATE TABLE checkpoints_v6 (
     ck                INTEGER PRIMARY KEY,
@@ -73,3 +78,5 @@ INSERT INTO plan_items_v6(rk, id, ord, tool, args, args_hash, mode, status, call
     FROM plan_items;
 DROP TABLE plan_items;
 ALTER TABLE plan_items_v6 RENAME TO plan_items;
+
+UPDATE events SET hash = x'' WHERE hash IS NULL;
