@@ -12,6 +12,9 @@ import (
 	"github.com/keelrun/keel/internal/store"
 )
 
+// qEventTime reads an event's stored time by its key.
+const qEventTime = `SELECT time FROM events WHERE ek = ?`
+
 // eventsPerInsert is the most events one INSERT statement writes;
 // eventInserts[n-1] writes n, each prepared once (hotQueries).
 const eventsPerInsert = 8
@@ -54,6 +57,15 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, 
 		chained[i] = e
 	}
 	head := run.Chain(runID, prev, chained)
+	// An event without a stored hash stores its time as the difference
+	// from the event before it (a few bytes, not 8): reading derives both
+	// in order. The run's last event keeps its hash, so its time is whole.
+	prevTime := int64(0)
+	if len(chained) > 1 && last > 0 {
+		if err := s.queryRow(ctx, tx, qEventTime, rk<<32|last).Scan(&prevTime); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, "", fmt.Errorf("sqlite: append events to %q: %w", runID, err)
+		}
+	}
 	// A few rows per statement: one statement for a step's events costs
 	// less than one each.
 	args := make([]any, 0, 7*eventsPerInsert)
@@ -62,14 +74,16 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, 
 		args = args[:0]
 		for i, e := range chunk {
 			seq := last + int64(at+i) + 1
-			args = append(args, rk<<32|seq, s.types.encode(e.Type), e.Time.UnixNano(), idKey(itemPrefix, e.PlanItemID), e.OperationID,
+			t := e.Time.UnixNano()
+			args = append(args, rk<<32|seq, s.types.encode(e.Type), t-prevTime, idKey(itemPrefix, e.PlanItemID), e.OperationID,
 				s.eventData(e, cp), nil)
 			if at+i == len(chained)-1 {
-				// Only the commit's last event keeps its hash: the others'
-				// follow from it and are derived on read (ReadEvents); an edit
-				// of any of them still breaks this one.
-				args[len(args)-1] = eventHash(e.Hash)
+				// Only the commit's last event keeps its hash (and its whole
+				// time): the others' follow from it and are derived on read
+				// (ReadEvents); an edit of any of them still breaks this one.
+				args[len(args)-5], args[len(args)-1] = t, eventHash(e.Hash)
 			}
+			prevTime = t
 			seqs[at+i] = seq
 		}
 		if _, err := s.exec(ctx, tx, eventInserts[len(chunk)-1], args...); err != nil {
@@ -129,7 +143,7 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 	}
 	defer rows.Close()
 	var out []run.Event
-	prev := ""
+	prev, prevTime := "", int64(0)
 	for rows.Next() {
 		e := run.Event{RunID: runID}
 		var t int64
@@ -139,9 +153,13 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 			return nil, fmt.Errorf("sqlite: read events of %q: %w", runID, err)
 		}
 		e.PrevHash = prev
+		if hash == nil {
+			t += prevTime // stored as the difference from the event before
+		}
+		prevTime = t
 		if hash != nil && e.Seq <= afterSeq {
 			prev = hashText("", hash)
-			continue // only its hash is needed
+			continue // only its hash and time are needed
 		}
 		if err := s.decodeEvent(&e, typ, t, pid, data, cpID, cpSize); err != nil {
 			return nil, fmt.Errorf("sqlite: read event %d of %q: %w", e.Seq, runID, err)

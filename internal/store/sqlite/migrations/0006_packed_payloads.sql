@@ -22,7 +22,9 @@
 -- * Only the last event of each commit stores its hash; the others' are
 --   derived on read from the one before (an edit of any still breaks the
 --   stored one). NULL now means "derived", so the events written before
---   the chain (0002), which had NULL, get an empty BLOB.
+--   the chain (0002), which had NULL, get an empty BLOB. Such an event's
+--   time is the difference from the event before it (a few bytes);
+--   reading derives it in order too.
 --
 -- Columns without a declared type keep whatever type is stored.
 CREATE TABLE checkpoints_v6 (
