@@ -61,8 +61,8 @@ func TestDerivedHashesPage(t *testing.T) {
 }
 
 // TestPayloadForms: payloads come back byte for byte whether they are
-// stored deflated, raw, or escaped (raw bytes that start with a tag byte),
-// and the deflated form is what a Keel-shaped payload gets.
+// stored tokenized, deflated, raw, or escaped (raw bytes that start with a
+// tag byte), and a Keel-shaped payload is stored packed.
 func TestPayloadForms(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
@@ -76,14 +76,17 @@ func TestPayloadForms(t *testing.T) {
 	cases := []struct {
 		name  string
 		state []byte
-		form  string // the stored form's first byte: deflate, escaped, raw
+		form  string // the stored form's first byte: tokens, deflate, escaped, raw
 	}{
-		{"KeelShaped", keelShaped, "deflate"},
+		{"KeelShaped", keelShaped, "tokens"},
+		{"LargeKeelShaped", bytes.Repeat(keelShaped, 4), "deflate"},
 		{"Short", []byte(`{}`), "raw"},
-		{"Incompressible", []byte("\x02\x9f\x13\xe7\x51\xc2\x88\x0d\x41\x77\xfe\x3a\x6b\x90\x14\x2e\xd5\x63\xb8\x07\xaf\x3c\x59\xe1\x4a"), "raw"},
+		{"Incompressible", []byte("\x03\x9f\x13\xe7\x51\xc2\x88\x0d\x41\x77\xfe\x3a\x6b\x90\x14\x2e\xd5\x63\xb8\x07\xaf\x3c\x59\xe1\x4a"), "raw"},
+		{"HoldsACodeByte", []byte("{\"role\":\"assistant\",\"text\":\"\x05\"}"), "raw"},
 		{"StartsWithDeflateTag", append([]byte{0x01}, "abc"...), "escaped"},
+		{"StartsWithTokensTag", append([]byte{0x02}, "abc"...), "escaped"},
 		{"StartsWithRawTag", append([]byte{0x00}, "abc"...), "escaped"},
-		{"LongBinaryWithTag", append([]byte{0x01}, bytes.Repeat([]byte("xyz"), 40)...), "deflate"},
+		{"LongBinaryWithTag", append([]byte{0x01}, bytes.Repeat([]byte("xyz"), 200)...), "deflate"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +101,7 @@ func TestPayloadForms(t *testing.T) {
 			}
 			var first []byte
 			must(t, s.DB().QueryRowContext(ctx, `SELECT substr(state, 1, 1) FROM checkpoints WHERE ck & 4294967295 = ?`, i+1).Scan(&first))
-			form := map[byte]string{0x00: "escaped", 0x01: "deflate"}[first[0]]
+			form := map[byte]string{0x00: "escaped", 0x01: "deflate", 0x02: "tokens"}[first[0]]
 			if form == "" {
 				form = "raw"
 			}

@@ -1,21 +1,22 @@
 package sqlite
 
 // Payload compression (migration 0006). Event data, checkpoint state and
-// plan item args and results are small JSON documents written by Keel, most
-// of whose bytes are Keel's own field names and enum values. Deflate with a
-// preset dictionary of those names makes such a document a third of its
-// size. A stored payload is one of:
+// plan item args and results are mostly small JSON documents written by
+// Keel, most of whose bytes are Keel's own field names. A stored payload is
+// one of:
 //
-//	0x01 DEFLATE   the raw deflate stream of the payload, with payloadDict
-//	               as its preset dictionary
+//	0x02 TOKENS    a payload under deflateMin bytes with Keel's phrases as
+//	               one byte each (tokens.go)
+//	0x01 DEFLATE   the raw deflate stream of a larger payload, with
+//	               payloadDict as its preset dictionary
 //	0x00 BYTES     the payload itself, after a leading 0x00 (written for a
-//	               payload that itself starts with 0x00 or 0x01)
+//	               payload that itself starts with 0x00, 0x01 or 0x02)
 //	BYTES          anything else: the payload as it is (every row written
-//	               before 0006, and a payload compression would not shrink)
+//	               before 0006, and a payload neither form would shrink)
 //
-// JSON never starts with 0x00 or 0x01, so rows written before 0006 and
-// plain JSON written by hand read back as they are; 0006 escapes the
-// non-JSON checkpoint states that did start with one of them.
+// JSON never starts with any of the tag bytes, so rows written before 0006
+// and plain JSON written by hand read back as they are; 0006 escapes the
+// non-JSON checkpoint states and plan results that did start with one.
 
 import (
 	"bytes"
@@ -28,11 +29,17 @@ import (
 const (
 	tagRaw     = 0x00
 	tagDeflate = 0x01
+	tagTokens  = 0x02
 )
 
-// minPack is the shortest payload worth compressing: below it the stream's
-// own framing eats the gain.
-const minPack = 24
+// minPack is the shortest payload worth packing: below it no phrase fits
+// often enough to pay for the tag byte. deflateMin is where deflate takes
+// over from tokens: each deflate stream first clears its hash tables
+// (640 KB), tens of microseconds that only a larger payload repays.
+const (
+	minPack    = 24
+	deflateMin = 512
+)
 
 // maxUnpacked bounds what one stored payload may inflate to: the largest
 // payload package store accepts (a checkpoint's inline state) with room to
@@ -76,12 +83,13 @@ const payloadDict = `"reason":"error":"attempt":"attempts":"kind":"endpoint":"re
 // readers: a new writer allocates its whole window (hundreds of KB).
 type codec struct {
 	dict    []byte
+	tok     *tokens
 	writers sync.Pool // *flate.Writer
 	readers sync.Pool // io.ReadCloser that is a flate.Resetter
 }
 
 func newCodec() *codec {
-	c := &codec{dict: []byte(payloadDict)}
+	c := &codec{dict: []byte(payloadDict), tok: newTokens()}
 	c.writers.New = func() any {
 		// Level 2 is the fastest that uses the dictionary (BestSpeed ignores
 		// one); for payloads this small higher levels find no more.
@@ -95,12 +103,13 @@ func newCodec() *codec {
 }
 
 // pack is what a payload column stores for b: nil for none, else the
-// smaller of its compressed and raw forms.
+// smallest of its packed and raw forms.
 func (c *codec) pack(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	if len(b) >= minPack {
+	switch {
+	case len(b) >= deflateMin:
 		var buf bytes.Buffer
 		buf.Grow(len(b)/2 + 8)
 		buf.WriteByte(tagDeflate)
@@ -108,13 +117,17 @@ func (c *codec) pack(b []byte) []byte {
 		w.Reset(&buf)
 		_, werr := w.Write(b)
 		cerr := w.Close()
-		w.Reset(io.Discard) // drop buf
-		c.writers.Put(w)
+		c.writers.Put(w) // it holds buf until its next Reset: harmless
 		if werr == nil && cerr == nil && buf.Len() < len(b) {
 			return buf.Bytes()
 		}
+	case len(b) >= minPack:
+		out, ok := c.tok.encode(append(make([]byte, 0, len(b)), tagTokens), b)
+		if ok && len(out) < len(b) {
+			return out
+		}
 	}
-	if b[0] == tagRaw || b[0] == tagDeflate {
+	if b[0] == tagRaw || b[0] == tagDeflate || b[0] == tagTokens {
 		return append([]byte{tagRaw}, b...)
 	}
 	return b
@@ -128,6 +141,8 @@ func (c *codec) unpack(v []byte) ([]byte, error) {
 	switch v[0] {
 	case tagRaw:
 		return v[1:], nil
+	case tagTokens:
+		return c.tok.decode(v[1:])
 	case tagDeflate:
 	default:
 		return v, nil

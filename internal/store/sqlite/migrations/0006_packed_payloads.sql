@@ -3,10 +3,11 @@
 -- (encoding.go, payload.go):
 --
 -- * Payloads (event data, checkpoint state, plan item args and results)
---   may be stored deflated with Keel's preset dictionary, after a 0x01
---   byte; a payload that itself starts with 0x00 or 0x01 is stored after a
---   0x00 byte. JSON never starts with either, so rows written before stay
---   as they are, except the checkpoint states and plan results (not
+--   may be stored packed (payload.go): Keel's phrases as one byte each
+--   after a 0x02 byte, or deflated with Keel's preset dictionary after a
+--   0x01; a payload that itself starts with 0x00, 0x01 or 0x02 is stored
+--   after a 0x00 byte. JSON never starts with any, so rows written before
+--   stay as they are, except the checkpoint states and plan results (not
 --   necessarily JSON) that did start with one: escaped here.
 -- * Checkpoint and plan item ids of run.NewID's form ("cp_" / "item_" and
 --   28 hex digits) are stored as their 14 bytes, here for every existing
@@ -47,7 +48,7 @@ INSERT INTO checkpoints_v6(ck, rk, id, parent, step, state, state_ref, state_has
            CASE WHEN length(parent) = 31 AND substr(parent, 1, 3) = 'cp_' AND substr(parent, 4) = lower(substr(parent, 4))
                      AND unhex(substr(parent, 4)) IS NOT NULL THEN unhex(substr(parent, 4)) ELSE parent END,
            step,
-           CASE WHEN substr(CAST(state AS BLOB), 1, 1) IN (x'00', x'01') THEN x'00' || CAST(state AS BLOB) ELSE state END,
+           CASE WHEN substr(CAST(state AS BLOB), 1, 1) IN (x'00', x'01', x'02') THEN x'00' || CAST(state AS BLOB) ELSE state END,
            state_ref, state_hash, size, workspace_version, created_at
     FROM checkpoints ORDER BY ck;
 DROP INDEX checkpoints_id;
@@ -75,7 +76,7 @@ INSERT INTO plan_items_v6(rk, id, ord, tool, args, args_hash, mode, status, call
            CASE WHEN length(id) = 33 AND substr(id, 1, 5) = 'item_' AND substr(id, 6) = lower(substr(id, 6))
                      AND unhex(substr(id, 6)) IS NOT NULL THEN unhex(substr(id, 6)) ELSE id END,
            ord, tool, args, args_hash, mode, status, call_id, result_ref,
-           CASE WHEN substr(CAST(result AS BLOB), 1, 1) IN (x'00', x'01') THEN x'00' || CAST(result AS BLOB) ELSE result END,
+           CASE WHEN substr(CAST(result AS BLOB), 1, 1) IN (x'00', x'01', x'02') THEN x'00' || CAST(result AS BLOB) ELSE result END,
            updated_at
     FROM plan_items;
 DROP TABLE plan_items;
