@@ -59,9 +59,10 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		lastHash   string
 		sessionID  string
 		cancel     int
+		lastTime   int64
 	)
 	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel)
+		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel, &lastTime)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
 	}
@@ -196,7 +197,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 			return nil, err
 		}
 	}
-	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, c.Events, c.Checkpoint, now)
+	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, lastTime, c.Events, c.Checkpoint, now)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,12 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
-	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested FROM runs WHERE id = ?`
+	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested, ` +
+		lastEventTime + ` FROM runs WHERE id = ?`
+	// lastEventTime is the stored time of the run's last event (whole: it
+	// stores its hash), 0 when it has none: the base of the next commit's
+	// time differences (insertEvents).
+	lastEventTime = `COALESCE((SELECT e.time FROM events e WHERE e.ek = (runs.rk << 32) + runs.last_seq), 0)`
 	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
 	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)

@@ -12,9 +12,6 @@ import (
 	"github.com/keelrun/keel/internal/store"
 )
 
-// qEventTime reads an event's stored time by its key.
-const qEventTime = `SELECT time FROM events WHERE ek = ?`
-
 // eventsPerInsert is the most events one INSERT statement writes;
 // eventInserts[n-1] writes n, each prepared once (hotQueries).
 const eventsPerInsert = 8
@@ -34,13 +31,14 @@ var eventInserts = func() []string {
 	return out
 }()
 
-// insertEvents writes events after seq last, whose hash is prev, to the run
-// runID keyed rk, and returns their seqs and the new head of the chain. cp
+// insertEvents writes events after seq last, whose hash is prev and
+// stored time lastTime, to the run runID keyed rk, and returns their seqs
+// and the new head of the chain. cp
 // is the checkpoint the same transaction writes (nil when none): its
 // checkpoint_written event is stored by reference (eventData). The caller
 // holds the write lock and updates runs.last_seq and runs.last_hash; the
 // primary key (rk << 32 | seq) would refuse a duplicate even if it did not.
-func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, last int64, prev string, events []run.Event, cp *run.Checkpoint, now time.Time) ([]int64, string, error) {
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, last int64, prev string, lastTime int64, events []run.Event, cp *run.Checkpoint, now time.Time) ([]int64, string, error) {
 	if len(events) > 0 {
 		s.touch(runID)
 	}
@@ -60,12 +58,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, runID string, rk, 
 	// An event without a stored hash stores its time as the difference
 	// from the event before it (a few bytes, not 8): reading derives both
 	// in order. The run's last event keeps its hash, so its time is whole.
-	prevTime := int64(0)
-	if len(chained) > 1 && last > 0 {
-		if err := s.queryRow(ctx, tx, qEventTime, rk<<32|last).Scan(&prevTime); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, "", fmt.Errorf("sqlite: append events to %q: %w", runID, err)
-		}
-	}
+	prevTime := lastTime
 	// A few rows per statement: one statement for a step's events costs
 	// less than one each.
 	args := make([]any, 0, 7*eventsPerInsert)
