@@ -247,8 +247,8 @@ const (
 	// stores its hash), 0 when it has none: the base of the next commit's
 	// time differences (insertEvents).
 	lastEventTime = `COALESCE((SELECT e.time FROM events e WHERE e.ek = (runs.rk << 32) + runs.last_seq), 0)`
-	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
-	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
+	qOpHash       = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
+	qOpInsert     = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
