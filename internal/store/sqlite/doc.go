@@ -54,8 +54,9 @@
 // statuses are codes. Only a commit's last event stores its hash (and its
 // whole time): the others' hashes and times follow from the event before
 // and are derived on read, so an edit of any still breaks the stored hash
-// at the end of its commit, where the audit names it. New files get 1 KiB
-// pages (Options.PageSize).
+// at the end of its commit, where the audit names it. Options.PageSize
+// sets a new file's page size (default SQLite's 4 KiB; pagesize.go says
+// when a smaller one pays).
 //
 // Choices where package store is silent:
 //   - CreateRun stores Limits as given (0 = no limit); applying

@@ -33,8 +33,8 @@ type Options struct {
 	// group commit: for measuring the difference.
 	MaxBatch int
 	// PageSize is the page size of a file Open creates (a power of two
-	// from 512 to 65536); default 1024 (pagesize.go). An existing file
-	// keeps its own.
+	// from 512 to 65536); default 4096 (pagesize.go says when a smaller
+	// one pays). An existing file keeps its own.
 	PageSize int
 }
 
