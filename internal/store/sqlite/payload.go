@@ -32,12 +32,13 @@ const (
 	tagTokens  = 0x02
 )
 
-// minPack is the shortest payload worth packing: below it no phrase fits
-// often enough to pay for the tag byte. deflateMin is where deflate takes
+// minPack is the shortest payload worth packing: the shortest phrase with
+// what it closes (`{"content":"` and `"}`) is 14 bytes, and a payload that
+// does not shrink is stored raw anyway. deflateMin is where deflate takes
 // over from tokens: each deflate stream first clears its hash tables
 // (640 KB), tens of microseconds that only a larger payload repays.
 const (
-	minPack    = 24
+	minPack    = 8
 	deflateMin = 512
 )
 
