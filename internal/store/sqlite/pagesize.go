@@ -13,8 +13,8 @@ import (
 // SQLite's own default. A smaller page makes a store of small rows smaller
 // (each of the schema's 27 tables and indexes costs one page even empty,
 // and a plain step's commit writes a few leaf pages, each a WAL frame of
-// its fsync): with 1 KiB, BenchmarkStepVsFloor's file is 0.47 MB, 1.92×
-// the floor's, against 0.55 MB. But a row larger than about a quarter page
+// its fsync): with 1 KiB, BenchmarkStepVsFloor's file was 0.47 MB, 1.92×
+// the floor's, against 0.54 MB at 4 KiB. But a row larger than about a quarter page
 // of an index b-tree (a WITHOUT ROWID plan item with its args and result)
 // and the local Step Functions executor's history rows in the same file
 // then spill into mostly empty overflow pages: `bench/load -n 200` wrote
