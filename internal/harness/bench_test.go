@@ -15,9 +15,10 @@ import (
 )
 
 // floorSteps is the performance floor Keel is measured against: Go + SQLite, one append transaction of
-// two messages per step, synchronous=FULL. It returns the time per step and
-// the database's size afterwards (the WAL folded in).
-func floorSteps(b *testing.B, dir string, n int) (time.Duration, int64) {
+// two messages per step, synchronous=FULL. It returns the time per step,
+// the database's size afterwards (the WAL folded in), and its size with
+// the table created and nothing in it.
+func floorSteps(b *testing.B, dir string, n int) (time.Duration, int64, int64) {
 	path := filepath.Join(dir, "floor.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -27,6 +28,7 @@ func floorSteps(b *testing.B, dir string, n int) (time.Duration, int64) {
 	if _, err := db.Exec(`CREATE TABLE messages (thread TEXT, seq INTEGER, body BLOB, PRIMARY KEY (thread, seq))`); err != nil {
 		b.Fatal(err)
 	}
+	empty := fileSize(b, db, path)
 	body := []byte(`{"role":"assistant","tool_calls":[{"id":"call_1","name":"echo","args":{"text":"hello"}}]}`)
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -44,6 +46,12 @@ func floorSteps(b *testing.B, dir string, n int) (time.Duration, int64) {
 		}
 	}
 	per := time.Since(start) / time.Duration(n)
+	return per, fileSize(b, db, path), empty
+}
+
+// fileSize is the size of the database file at path with its WAL folded
+// in.
+func fileSize(b *testing.B, db *sql.DB, path string) int64 {
 	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		b.Fatal(err)
 	}
@@ -51,13 +59,15 @@ func floorSteps(b *testing.B, dir string, n int) (time.Duration, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return per, fi.Size()
+	return fi.Size()
 }
 
 // BenchmarkStepVsFloor runs N harness iterations (instant scripted model →
 // instant read-only tool → durable checkpoint) and the floor in the same
 // process, and reports both, their ratio (target ≤ 2×), both stores' sizes
-// and the ratio of those.
+// and the ratio of those (target ≤ 2×), and the same for the bytes of the
+// run alone: each file's size less its size freshly made, before the run
+// (Keel's migrated schema, the floor's one table).
 //
 //	go test -run '^$' -bench StepVsFloor -benchtime 1x ./internal/harness
 func BenchmarkStepVsFloor(b *testing.B) {
@@ -66,17 +76,17 @@ func BenchmarkStepVsFloor(b *testing.B) {
 		// Alternate the two and keep each one's best round: the machine is
 		// shared, and the best round is the one least disturbed.
 		var floor, keel time.Duration
-		var size, floorSize int64
+		var size, floorSize, empty, floorEmpty int64
 		for round := 0; round < rounds; round++ {
-			f, fsz := floorSteps(b, b.TempDir(), n)
-			k, sz := keelSteps(b, n)
+			f, fsz, fempty := floorSteps(b, b.TempDir(), n)
+			k, sz, kempty := keelSteps(b, n)
 			if floor == 0 || f < floor {
 				floor = f
 			}
 			if keel == 0 || k < keel {
 				keel = k
 			}
-			size, floorSize = sz, fsz
+			size, floorSize, empty, floorEmpty = sz, fsz, kempty, fempty
 		}
 		b.ReportMetric(float64(floor.Microseconds())/1000, "floor-ms/step")
 		b.ReportMetric(float64(keel.Microseconds())/1000, "keel-ms/step")
@@ -84,13 +94,18 @@ func BenchmarkStepVsFloor(b *testing.B) {
 		b.ReportMetric(float64(size)/1e6, "store-MB")
 		b.ReportMetric(float64(floorSize)/1e6, "floor-store-MB")
 		b.ReportMetric(float64(size)/float64(floorSize), "store-ratio")
+		b.ReportMetric(float64(size-empty)/1e6, "run-MB")
+		b.ReportMetric(float64(floorSize-floorEmpty)/1e6, "floor-run-MB")
+		b.ReportMetric(float64(size-empty)/float64(floorSize-floorEmpty), "run-ratio")
 	}
 }
 
 // keelSteps runs n harness iterations in one Step and returns the time per
-// iteration and the store's size afterwards.
-func keelSteps(b *testing.B, n int) (time.Duration, int64) {
+// iteration, the store's size afterwards, and its size freshly migrated.
+func keelSteps(b *testing.B, n int) (time.Duration, int64, int64) {
 	e := newEnv(b)
+	path := filepath.Join(e.dir, "keel.db")
+	empty := fileSize(b, e.store.DB(), path)
 	ec := &echo{}
 	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}]}`, n)
 	h := e.harness(nil, e.agent("a", script, ec), func(o *harness.Options) { o.Clock = time.Now })
@@ -109,15 +124,9 @@ func keelSteps(b *testing.B, n int) (time.Duration, int64) {
 	if ec.calls.Load() != int64(n) {
 		b.Fatalf("tool ran %d times", ec.calls.Load())
 	}
-	if _, err := e.store.DB().Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		b.Fatal(err)
-	}
-	fi, err := os.Stat(filepath.Join(e.dir, "keel.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	size := fileSize(b, e.store.DB(), path)
 	reportTables(b, e.store.DB(), n)
-	return per, fi.Size()
+	return per, size, empty
 }
 
 // reportTables reports the bytes per step of the tables a plain step

@@ -829,7 +829,8 @@ func TestLegacyHashApprovalStillDecides(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{`UPDATE plan_items SET args_hash = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND id = ?`, []any{legacy, r.ID, ap.PlanItemID}},
+		// The id is stored as the 14 bytes of its digits (migration 0006).
+		{`UPDATE plan_items SET args_hash = ? WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND id = unhex(substr(?, 6))`, []any{legacy, r.ID, ap.PlanItemID}},
 		{`UPDATE approvals SET args_hash = ?, id = ? WHERE run_id = ? AND id = ?`, []any{legacy, oldID, r.ID, ap.ID}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {

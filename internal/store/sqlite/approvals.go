@@ -126,22 +126,22 @@ func (s *Store) HasGrant(ctx context.Context, sessionID, tool string) (bool, err
 }
 
 const (
-	qLastSeq    = `SELECT rk, last_seq, last_hash FROM runs WHERE id = ?`
+	qLastSeq    = `SELECT rk, last_seq, last_hash, ` + lastEventTime + ` FROM runs WHERE id = ?`
 	qSetLastSeq = `UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ? WHERE id = ?`
 )
 
 // appendTx appends events to a run inside a write transaction, keeping
 // last_seq and last_hash in step, and returns their seqs.
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, runID string, now time.Time, events ...run.Event) ([]int64, error) {
-	var rk, last int64
+	var rk, last, lastTime int64
 	var prev string
-	if err := s.queryRow(ctx, tx, qLastSeq, runID).Scan(&rk, &last, &prev); err != nil {
+	if err := s.queryRow(ctx, tx, qLastSeq, runID).Scan(&rk, &last, &prev, &lastTime); err != nil {
 		if err == sql.ErrNoRows {
 			return nil, fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
 		}
 		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}
-	seqs, head, err := s.insertEvents(ctx, tx, runID, rk, last, prev, events, nil, now)
+	seqs, head, err := s.insertEvents(ctx, tx, runID, rk, last, prev, lastTime, events, nil, now)
 	if err != nil {
 		return nil, err
 	}

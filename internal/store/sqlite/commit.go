@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -58,9 +59,10 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		lastHash   string
 		sessionID  string
 		cancel     int
+		lastTime   int64
 	)
 	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel)
+		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel, &lastTime)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
 	}
@@ -157,8 +159,8 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 	}
 	for _, pi := range c.PlanItems {
 		if _, err := s.exec(ctx, tx, qPlanUpsert,
-			rk, pi.ID, pi.Order, pi.Tool, blob(pi.Args), hashBlob(run.ArgsHashPrefix, pi.ArgsHash), pi.Mode, pi.Status,
-			pi.CallID, pi.ResultRef, blob(pi.Result), nowN); err != nil {
+			rk, idKey(itemPrefix, pi.ID), pi.Order, pi.Tool, s.packed(pi.Args), argsHashCol(pi), enumCode(modeCodes, pi.Mode),
+			enumCode(statusCodes, pi.Status), pi.CallID, pi.ResultRef, s.packed(pi.Result), nowN); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
 		}
 	}
@@ -180,8 +182,9 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
 		ck := rk<<32 | seq
+		parent := idKey(cpPrefix, cp.Parent)
 		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			ck, rk, cp.ID, cp.Parent, ck, cp.Parent, cp.Step, blob(cp.State), cp.StateRef, hashBlob("", cp.StateHash), cp.Size,
+			ck, rk, idKey(cpPrefix, cp.ID), parent, ck, parent, cp.Step, s.packed(cp.State), cp.StateRef, stateHashCol(cp), cp.Size,
 			cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
@@ -194,7 +197,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 			return nil, err
 		}
 	}
-	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, c.Events, c.Checkpoint, now)
+	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, lastTime, c.Events, c.Checkpoint, now)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +241,14 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
-	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested FROM runs WHERE id = ?`
-	qOpHash    = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
-	qOpInsert  = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
+	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested, ` +
+		lastEventTime + ` FROM runs WHERE id = ?`
+	// lastEventTime is the stored time of the run's last event (whole: it
+	// stores its hash), 0 when it has none: the base of the next commit's
+	// time differences (insertEvents).
+	lastEventTime = `COALESCE((SELECT e.time FROM events e WHERE e.ek = (runs.rk << 32) + runs.last_seq), 0)`
+	qOpHash       = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
+	qOpInsert     = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
@@ -284,11 +292,40 @@ func blob(b []byte) any {
 	return b
 }
 
+// packed is what a payload column stores for b (codec.pack), NULL for none.
+func (s *Store) packed(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return s.pc.pack(b)
+}
+
+// stateHashCol is what a checkpoint's state_hash column stores: NULL when
+// the state is inline (ValidateCommit made the hash that state's, and
+// reading derives it), else the hash.
+func stateHashCol(cp *run.Checkpoint) any {
+	if len(cp.State) > 0 {
+		return nil
+	}
+	return hashBlob("", cp.StateHash)
+}
+
+// argsHashCol is what a plan item's args_hash column stores: NULL when it
+// is ArgsHash of the args (reading derives it), else the hash (a legacy
+// form, or one given for args not kept). ValidateCommit made or checked
+// it: a "jcs:" hash of stored args is theirs.
+func argsHashCol(pi run.PlanItem) any {
+	if len(pi.Args) > 0 && strings.HasPrefix(pi.ArgsHash, run.ArgsHashPrefix) {
+		return nil
+	}
+	return hashBlob(run.ArgsHashPrefix, pi.ArgsHash)
+}
+
 // checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
 // does not have.
 func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, id).Scan(&one)
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, idKey(cpPrefix, id)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
 	}

@@ -45,6 +45,19 @@
 // checkpoint before it is NULL. Events, checkpoints and plan items carry no
 // foreign key: they are written only in a transaction that read their run.
 //
+// Migration 0006 made them smaller again (payload.go, tokens.go): payloads
+// are packed — small ones with Keel's own phrases as one byte each, large
+// ones deflated with a dictionary of Keel's field names, behind a tag byte
+// JSON never starts with, so older rows read as they are; run.NewID-form
+// checkpoint and plan item ids are 14 bytes; a state hash of inline state
+// and an args hash of stored args are derived on read; plan modes and
+// statuses are codes. Only a commit's last event stores its hash (and its
+// whole time): the others' hashes and times follow from the event before
+// and are derived on read, so an edit of any still breaks the stored hash
+// at the end of its commit, where the audit names it. Options.PageSize
+// sets a new file's page size (default SQLite's 4 KiB; pagesize.go says
+// when a smaller one pays).
+//
 // Choices where package store is silent:
 //   - CreateRun stores Limits as given (0 = no limit); applying
 //     run.DefaultLimits is the caller's policy. An empty input policy is queue.

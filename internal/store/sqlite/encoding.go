@@ -97,10 +97,11 @@ func hashText(prefix string, v any) string {
 	return ""
 }
 
-// eventHash is hashBlob for an event's hash; NULL for none.
+// eventHash is hashBlob for an event's stored hash; an empty BLOB for none
+// (before the chain, 0002): NULL is a hash derived on read (0006).
 func eventHash(h string) any {
 	if h == "" {
-		return nil
+		return []byte{}
 	}
 	return hashBlob("", h)
 }
@@ -121,8 +122,9 @@ func checkpointEventData(id string, seq, size int64) []byte {
 
 // eventData is what an event's data column stores: its checkpoint's seq
 // when the event is that checkpoint's checkpoint_written and says nothing
-// else (cp is the commit's checkpoint, nil when none), else its bytes.
-func eventData(e run.Event, cp *run.Checkpoint) any {
+// else (cp is the commit's checkpoint, nil when none), else its bytes packed
+// (payload.go).
+func (s *Store) eventData(e run.Event, cp *run.Checkpoint) any {
 	if len(e.Data) == 0 {
 		return nil
 	}
@@ -130,7 +132,7 @@ func eventData(e run.Event, cp *run.Checkpoint) any {
 		bytes.Equal(e.Data, checkpointEventData(cp.ID, cp.Seq, cp.Size)) {
 		return cp.Seq
 	}
-	return []byte(e.Data)
+	return s.pc.pack(e.Data)
 }
 
 // plainID: printable ASCII that strconv.Quote and encoding/json write
@@ -158,4 +160,77 @@ func checkKey(rk, seq int64) error {
 		return fmt.Errorf("%w: run key %d, seq %d out of range", store.ErrInvalid, rk, seq)
 	}
 	return nil
+}
+
+// Plan item modes and statuses are stored as these codes (migration
+// 0006); a value missing here is stored by name. Codes are never reused or
+// renumbered: a new value gets the next one. 0 and 1 cost no bytes in a
+// row, so the commonest values have them.
+var (
+	modeCodes   = []run.Mode{run.ModeSafeReadonly, run.ModeConfirmOnce, run.ModeMutating}
+	statusCodes = []run.PlanStatus{run.PlanCompleted, run.PlanPending, run.PlanAwaitingApproval, run.PlanRunning,
+		run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman}
+)
+
+// enumCode is what a mode or status column stores for v: its index in
+// codes, else its name.
+func enumCode[T ~string](codes []T, v T) any {
+	for i, c := range codes {
+		if c == v {
+			return int64(i)
+		}
+	}
+	return string(v)
+}
+
+// enumName reads a mode or status column back: a code, or a name (every
+// row written before 0006).
+func enumName[T ~string](codes []T, v any) (T, error) {
+	switch v := v.(type) {
+	case int64:
+		if v >= 0 && v < int64(len(codes)) {
+			return codes[v], nil
+		}
+		return "", fmt.Errorf("sqlite: unknown code %d", v)
+	case string:
+		return T(v), nil
+	case []byte:
+		return T(v), nil
+	}
+	return "", fmt.Errorf("sqlite: enum of kind %T", v)
+}
+
+// The id prefixes stored as bytes: run.NewID's form is the prefix, then
+// 28 lowercase hex digits (14 bytes).
+const (
+	cpPrefix   = "cp_"
+	itemPrefix = "item_"
+	idDigits   = 28
+)
+
+// idKey is what an id column stores for id: the 14 bytes of its digits
+// when it has run.NewID's form with prefix, else the text. The form is
+// canonical (0006 converted every older row), so a lookup by the same rule
+// finds the row whichever way it was written.
+func idKey(prefix, id string) any {
+	digits, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(digits) != idDigits {
+		return id
+	}
+	b, err := hex.DecodeString(digits)
+	if err != nil || hex.EncodeToString(b) != digits {
+		return id
+	}
+	return b
+}
+
+// idText reads an id column back.
+func idText(prefix string, v any) string {
+	switch v := v.(type) {
+	case []byte:
+		return prefix + hex.EncodeToString(v)
+	case string:
+		return v
+	}
+	return ""
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,3 +209,134 @@ func TestCheckpointEventReference(t *testing.T) {
 		t.Fatalf("checkpoint row edited under its event: problems %v", a.Problems)
 	}
 }
+
+// TestPackedPayloadsMigration writes records the way the store wrote them
+// at schema version 5 (ids as text, payloads as given, modes and statuses
+// by name, every hash stored), opens the file with this binary, and reads
+// every record back as it was; the run then steps on: a plan item written
+// before is updated in place (its id has one stored form), a checkpoint id
+// written before is still a conflict, and the chain holds across.
+func TestPackedPayloadsMigration(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "keel.db")
+	db := dbAtVersion(t, path, 5)
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const runID = "run_v5"
+	cp1, cp2 := "cp_0123456789abcdef0123456789", "cp_Not-The-NewID-Form"
+	item1, item2 := "item_00112233445566778899aabbcc", "item_x"
+	args := []byte(`{"text":"hello, hello, hello, hello"}`)
+	argsHash, err := run.ArgsHash(args)
+	must(t, err)
+	state1 := []byte(`{"messages":[{"role":"user","text":"a question long enough to compress"}]}`)
+	state2 := []byte{0x01, 0xff, 'b', 'i', 'n'} // not JSON, and it starts with the deflate tag
+	result2 := []byte{0x00, 'r', 'a', 'w'}
+	events := []run.Event{
+		{Type: run.EventRunCreated, Time: t0},
+		{Type: run.EventToolCompleted, Time: t0.Add(1), PlanItemID: item1, Data: []byte(`{"duration_us":7,"result_chars":5,"tool":"echo"}`)},
+		{Type: run.EventCheckpointWritten, Time: t0.Add(2), Data: []byte(fmt.Sprintf(`{"bytes":%d,"checkpoint_id":"%s","seq":1}`, len(state1), cp1))},
+	}
+	head := run.Chain(runID, "", events)
+	exec := func(q string, a ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, a...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	hash32 := func(h string) []byte {
+		b, err := hex.DecodeString(strings.TrimPrefix(h, run.ArgsHashPrefix))
+		must(t, err)
+		return b
+	}
+	exec(`INSERT INTO sessions VALUES ('ses_1', 'alice', 0)`)
+	exec(`INSERT INTO runs(id, session_id, owner, status, input_policy, created_at, updated_at, rk, last_seq, last_hash, checkpoint_id)
+		VALUES (?, 'ses_1', 'alice', 'running', 'reject', 1, 1, 7, ?, ?, ?)`, runID, len(events), head, cp2)
+	for i, e := range events {
+		var data any = []byte(e.Data)
+		if e.Type == run.EventCheckpointWritten {
+			data = 1 // by reference, as 0005 stored it
+		}
+		exec(`INSERT INTO events(ek, type, time, plan_item_id, operation_id, data, hash) VALUES ((7 << 32) + ?, ?, ?, ?, '', ?, ?)`,
+			i+1, e.Type, e.Time.UnixNano(), e.PlanItemID, data, hash32(e.Hash))
+	}
+	exec(`INSERT INTO checkpoints(ck, rk, id, parent, step, state, state_ref, state_hash, size, created_at) VALUES
+		((7 << 32) + 1, 7, ?, '', 0, ?, '', ?, ?, 10), ((7 << 32) + 2, 7, ?, NULL, 1, ?, '', ?, ?, 11)`,
+		cp1, state1, hash32(run.HashBytes(state1)), len(state1), cp2, state2, hash32(run.HashBytes(state2)), len(state2))
+	exec(`INSERT INTO plan_items(rk, id, ord, tool, args, args_hash, mode, status, call_id, result, updated_at) VALUES
+		(7, ?, 0, 'echo', ?, ?, 'safe_readonly', 'completed', 'call_1', '{"content":"hello"}', 12),
+		(7, ?, 1, 'echo', ?, ?, 'mutating', 'awaiting_approval', 'call_2', ?, 13)`,
+		item1, args, hash32(argsHash), item2, args, hash32(argsHash), result2)
+	must(t, db.Close())
+
+	s, err := sqlite.Open(ctx, path, sqlite.Options{Clock: func() time.Time { return t0.Add(time.Hour) }})
+	must(t, err)
+	defer s.Close()
+	got, err := s.ReadEvents(ctx, runID, 0, 0)
+	must(t, err)
+	for i := range events {
+		events[i].Seq = int64(i + 1)
+	}
+	if !reflect.DeepEqual(got, events) {
+		t.Fatalf("events after migration:\n got %+v\nwant %+v", got, events)
+	}
+	wantCPs := []run.Checkpoint{
+		{ID: cp1, RunID: runID, Seq: 1, Step: 0, State: state1, StateHash: run.HashBytes(state1), Size: int64(len(state1)), CreatedAt: ts(10)},
+		{ID: cp2, RunID: runID, Seq: 2, Parent: cp1, Step: 1, State: state2, StateHash: run.HashBytes(state2), Size: int64(len(state2)), CreatedAt: ts(11)},
+	}
+	cps, err := s.ListCheckpoints(ctx, runID, 0, 0)
+	must(t, err)
+	if !reflect.DeepEqual(cps, wantCPs) {
+		t.Fatalf("checkpoints after migration:\n got %+v\nwant %+v", cps, wantCPs)
+	}
+	for _, want := range wantCPs {
+		cp, err := s.GetCheckpoint(ctx, runID, want.ID)
+		must(t, err)
+		if !reflect.DeepEqual(cp, want) {
+			t.Fatalf("GetCheckpoint %s: %+v", want.ID, cp)
+		}
+	}
+	wantItems := []run.PlanItem{
+		{ID: item1, RunID: runID, Order: 0, Tool: "echo", Args: args, ArgsHash: argsHash, Mode: run.ModeSafeReadonly,
+			Status: run.PlanCompleted, CallID: "call_1", Result: []byte(`{"content":"hello"}`), UpdatedAt: ts(12)},
+		{ID: item2, RunID: runID, Order: 1, Tool: "echo", Args: args, ArgsHash: argsHash, Mode: run.ModeMutating,
+			Status: run.PlanAwaitingApproval, CallID: "call_2", Result: result2, UpdatedAt: ts(13)},
+	}
+	items, err := s.ListPlanItems(ctx, runID)
+	must(t, err)
+	if !reflect.DeepEqual(items, wantItems) {
+		t.Fatalf("plan items after migration:\n got %+v\nwant %+v", items, wantItems)
+	}
+
+	r, err := s.AcquireLease(ctx, runID, "w1", time.Minute)
+	must(t, err)
+	_, err = s.Commit(ctx, store.Commit{RunID: runID, Token: r.Lease.Token,
+		Checkpoint: &run.Checkpoint{ID: cp1, Seq: 3, State: []byte(`{}`)}})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a new checkpoint with a migrated checkpoint's id: %v, want ErrConflict", err)
+	}
+	done := wantItems[1]
+	done.Status, done.Result = run.PlanCompleted, []byte(`{"content":"published"}`)
+	state3 := []byte(`{"messages":[{"role":"tool","tool_results":[{"call_id":"call_2","content":"published"}]}]}`)
+	_, err = s.Commit(ctx, store.Commit{RunID: runID, Token: r.Lease.Token, PlanItems: []run.PlanItem{done},
+		Checkpoint: &run.Checkpoint{ID: "cp_3", Seq: 3, Parent: cp2, State: state3},
+		Events:     []run.Event{{Type: run.EventToolCompleted, PlanItemID: item2, Data: []byte(`{"result_chars":9,"tool":"echo"}`)}}})
+	must(t, err)
+	items, err = s.ListPlanItems(ctx, runID)
+	must(t, err)
+	done.UpdatedAt = t0.Add(time.Hour)
+	if len(items) != 2 || !reflect.DeepEqual(items[1], done) {
+		t.Fatalf("plan items after an update: %+v", items)
+	}
+	cp3, err := s.GetCheckpoint(ctx, runID, "cp_3")
+	must(t, err)
+	if cp3.Parent != cp2 || !bytes.Equal(cp3.State, state3) || cp3.StateHash != run.HashBytes(state3) {
+		t.Fatalf("new checkpoint: %+v", cp3)
+	}
+	a, err := store.ReadAudit(ctx, s, runID)
+	must(t, err)
+	if len(a.Problems) != 0 || len(a.Events) != 4 || a.Events[3].PrevHash != head || a.Events[3].PlanItemID != item2 {
+		t.Fatalf("after a new commit: problems %v, events %+v", a.Problems, a.Events)
+	}
+}
+
+// ts is how the store reads a time back.
+func ts(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -40,7 +40,9 @@ func listRows[T any](ctx context.Context, q querier, runID, what, query string, 
 	return out, nil
 }
 
-func getRow[T any](ctx context.Context, q querier, what, runID, id, query string, scan func(scanner) (T, error)) (T, error) {
+// getRow reads the row of query (arguments: runID, then key, or id when
+// key is none) with scan.
+func getRow[T any](ctx context.Context, q querier, what, runID, id, query string, scan func(scanner) (T, error), key ...any) (T, error) {
 	var zero T
 	if err := store.ValidateID("run id", runID); err != nil {
 		return zero, err
@@ -48,7 +50,11 @@ func getRow[T any](ctx context.Context, q querier, what, runID, id, query string
 	if err := store.ValidateID(what+" id", id); err != nil {
 		return zero, err
 	}
-	v, err := scan(q.QueryRowContext(ctx, query, runID, id))
+	args := []any{runID, id}
+	if len(key) == 1 {
+		args[1] = key[0]
+	}
+	v, err := scan(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return zero, fmt.Errorf("sqlite: %s %q of run %q: %w", what, id, runID, store.ErrNotFound)
 	}
@@ -99,25 +105,34 @@ const cpColumns = `c.id, c.ck & 4294967295, COALESCE(c.parent, (SELECT p.id FROM
 // argument.
 const byRun = `rk = (SELECT rk FROM runs WHERE id = ?)`
 
-func scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, error) {
+func (s *Store) scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, error) {
 	return func(sc scanner) (run.Checkpoint, error) {
 		cp := run.Checkpoint{RunID: runID}
+		var id, parent, hash any
 		var state []byte
-		var hash any
 		var created int64
-		err := sc.Scan(&cp.ID, &cp.Seq, &cp.Parent, &cp.Step, &state, &cp.StateRef, &hash, &cp.Size,
-			&cp.WorkspaceVersion, &created)
-		cp.State = raw(state)
+		if err := sc.Scan(&id, &cp.Seq, &parent, &cp.Step, &state, &cp.StateRef, &hash, &cp.Size,
+			&cp.WorkspaceVersion, &created); err != nil {
+			return cp, err
+		}
+		cp.ID, cp.Parent = idText(cpPrefix, id), idText(cpPrefix, parent)
+		var err error
+		if cp.State, err = s.pc.unpack(state); err != nil {
+			return cp, fmt.Errorf("checkpoint %q: %w", cp.ID, err)
+		}
 		cp.StateHash = hashText("", hash)
+		if hash == nil && len(cp.State) > 0 {
+			cp.StateHash = run.HashBytes(cp.State) // stored as NULL: derived (0006)
+		}
 		cp.CreatedAt = ts(created)
-		return cp, err
+		return cp, nil
 	}
 }
 
 // GetCheckpoint implements store.Checkpoints.
 func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error) {
 	return getRow(ctx, s.rq, "checkpoint", runID, checkpointID,
-		`SELECT `+cpColumns+` FROM checkpoints c WHERE c.`+byRun+` AND c.id = ?`, scanCheckpoint(runID))
+		`SELECT `+cpColumns+` FROM checkpoints c WHERE c.`+byRun+` AND c.id = ?`, s.scanCheckpoint(runID), idKey(cpPrefix, checkpointID))
 }
 
 // ListCheckpoints implements store.Checkpoints. A limit of 0 means
@@ -129,26 +144,47 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string, afterSeq int6
 	}
 	return listRows(ctx, s.rq, runID, "checkpoints", `WITH r AS (SELECT rk << 32 AS base FROM runs WHERE id = ?)
 		SELECT `+cpColumns+` FROM r JOIN checkpoints c ON c.ck > r.base + ? AND c.ck < r.base + 4294967296
-		ORDER BY c.ck LIMIT ?`, scanCheckpoint(runID), runID, afterSeq, limit)
+		ORDER BY c.ck LIMIT ?`, s.scanCheckpoint(runID), runID, afterSeq, limit)
 }
 
-func scanPlanItem(runID string) func(sc scanner) (run.PlanItem, error) {
+func (s *Store) scanPlanItem(runID string) func(sc scanner) (run.PlanItem, error) {
 	return func(sc scanner) (run.PlanItem, error) {
 		pi := run.PlanItem{RunID: runID}
+		var id, hash, mode, status any
 		var args, result []byte
-		var hash any
 		var updated int64
-		err := sc.Scan(&pi.ID, &pi.Order, &pi.Tool, &args, &hash, &pi.Mode, &pi.Status, &pi.CallID,
-			&pi.ResultRef, &result, &updated)
-		pi.Args, pi.Result = raw(args), raw(result)
+		if err := sc.Scan(&id, &pi.Order, &pi.Tool, &args, &hash, &mode, &status, &pi.CallID,
+			&pi.ResultRef, &result, &updated); err != nil {
+			return pi, err
+		}
+		pi.ID = idText(itemPrefix, id)
+		var err error
+		if pi.Args, err = s.pc.unpack(args); err != nil {
+			return pi, fmt.Errorf("plan item %q: args: %w", pi.ID, err)
+		}
+		if pi.Result, err = s.pc.unpack(result); err != nil {
+			return pi, fmt.Errorf("plan item %q: result: %w", pi.ID, err)
+		}
+		if pi.Mode, err = enumName(modeCodes, mode); err != nil {
+			return pi, fmt.Errorf("plan item %q: mode: %w", pi.ID, err)
+		}
+		if pi.Status, err = enumName(statusCodes, status); err != nil {
+			return pi, fmt.Errorf("plan item %q: status: %w", pi.ID, err)
+		}
 		pi.ArgsHash = hashText(run.ArgsHashPrefix, hash)
+		if hash == nil && len(pi.Args) > 0 {
+			// Stored as NULL: it was ArgsHash of these args (0006).
+			if pi.ArgsHash, err = run.ArgsHash(pi.Args); err != nil {
+				return pi, fmt.Errorf("plan item %q: args hash: %w", pi.ID, err)
+			}
+		}
 		pi.UpdatedAt = ts(updated)
-		return pi, err
+		return pi, nil
 	}
 }
 
 // ListPlanItems implements store.Checkpoints, in plan order.
 func (s *Store) ListPlanItems(ctx context.Context, runID string) ([]run.PlanItem, error) {
 	return listRows(ctx, s.rq, runID, "plan items", `SELECT id, ord, tool, args, args_hash, mode, status,
-		call_id, result_ref, result, updated_at FROM plan_items WHERE `+byRun+` ORDER BY ord, id`, scanPlanItem(runID), runID)
+		call_id, result_ref, result, updated_at FROM plan_items WHERE `+byRun+` ORDER BY ord, id`, s.scanPlanItem(runID), runID)
 }

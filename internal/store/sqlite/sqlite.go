@@ -32,6 +32,10 @@ type Options struct {
 	// (group commit); default 256. 1 gives each write its own, as before
 	// group commit: for measuring the difference.
 	MaxBatch int
+	// PageSize is the page size of a file Open creates (a power of two
+	// from 512 to 65536); default 4096 (pagesize.go says when a smaller
+	// one pays). An existing file keeps its own.
+	PageSize int
 }
 
 // Store is the SQLite implementation of store.Store. It is safe for
@@ -72,6 +76,7 @@ type Store struct {
 	gc *committer // every write goes through it (group.go)
 
 	types eventTypes // the event_types table, read once in Open
+	pc    *codec     // packs and unpacks payloads (payload.go)
 }
 
 // OnEvents sets fn to be called, after each transaction that appended
@@ -113,6 +118,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.BusyTimeout = 10 * time.Second
 	}
 	busy := fmt.Sprint(opts.BusyTimeout.Milliseconds())
+	if opts.PageSize == 0 {
+		opts.PageSize = defaultPageSize
+	}
+	if opts.PageSize < 512 || opts.PageSize > 65536 || opts.PageSize&(opts.PageSize-1) != 0 {
+		return nil, fmt.Errorf("sqlite: open: %w: page size %d is not a power of two from 512 to 65536", store.ErrInvalid, opts.PageSize)
+	}
+	if err := initFile(ctx, path, opts.PageSize); err != nil {
+		return nil, err
+	}
 
 	wq := url.Values{}
 	wq.Set("_txlock", "immediate")
@@ -151,7 +165,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 
-	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}, missed: map[string]struct{}{}}
+	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}, missed: map[string]struct{}{},
+		pc: newCodec()}
 	s.rq = newReadCache(r)
 	// The writer must exist (and have switched the file to WAL) before a
 	// reader touches it.

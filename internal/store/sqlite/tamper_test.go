@@ -19,6 +19,12 @@ type fileTamperer struct{ db *sql.DB }
 // eventKey is the events table's key of a run's seq (migration 0005).
 const eventKey = `((SELECT rk FROM runs WHERE id = ?) << 32) + ?`
 
+// CommitHashesOnly: the store keeps the hash of each commit's last event
+// only (migration 0006).
+func (fileTamperer) CommitHashesOnly() {}
+
+var _ storetest.CommitHashes = fileTamperer{}
+
 func (f fileTamperer) EditEventData(ctx context.Context, runID string, seq int64, data []byte) error {
 	_, err := f.db.ExecContext(ctx, `UPDATE events SET data = ? WHERE ek = `+eventKey, data, runID, seq)
 	return err
