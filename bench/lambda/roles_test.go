@@ -10,6 +10,11 @@ import (
 	"testing"
 )
 
+const (
+	awsConfigPkg = "github.com/aws/aws-sdk-go-v2/config"
+	secretsPkg   = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+)
+
 // roleBase are the tags of a deployed role bootstrap (infra/cdk).
 const roleBase = "lambda.norpc,keel_lambda,grpcnotrace"
 
@@ -31,6 +36,11 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 	}
 	if got := deps(t, "lambda.norpc,keel_lambda"); !slices.Contains(got, "golang.org/x/net/trace") {
 		t.Errorf("without grpcnotrace golang.org/x/net/trace is not linked: the check below proves nothing")
+	}
+	for _, p := range []string{awsConfigPkg, secretsPkg} {
+		if !slices.Contains(all, p) {
+			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
+		}
 	}
 	for _, tc := range []struct {
 		role   string
@@ -55,6 +65,16 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 				if slices.Contains(got, p) != tc.models {
 					t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, p, !tc.models, tc.models)
 				}
+			}
+			// A function's AWS configuration is its environment
+			// (awsbackend.EnvConfig); the task on Fargate loads the default
+			// chain (ECS container credentials).
+			if got, want := slices.Contains(got, awsConfigPkg), tc.role == "task"; got != want {
+				t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, awsConfigPkg, got, want)
+			}
+			// Only a role that reads a model API key links Secrets Manager.
+			if got := slices.Contains(got, secretsPkg); got != tc.models {
+				t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, secretsPkg, got, tc.models)
 			}
 			// Every role keeps its records and the Lambda runtime client.
 			for _, p := range []string{k + "internal/store/dynamo", k + "internal/artifact/s3", "github.com/aws/aws-lambda-go/lambda"} {
