@@ -40,8 +40,11 @@ lint: $(BIN)/staticcheck
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
 test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
+# test-go's second line: the deployed builds' telemetry path (otlphttp,
+# -tags keel_lambda) end to end.
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/otelkeel/... ./internal/harness ./internal/compose
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -13,6 +13,8 @@ import (
 const (
 	awsConfigPkg = "github.com/aws/aws-sdk-go-v2/config"
 	secretsPkg   = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	grpcPkg      = "google.golang.org/grpc"
+	protoImplPkg = "google.golang.org/protobuf/internal/impl"
 )
 
 // roleBase are the tags of a deployed role bootstrap (infra/cdk).
@@ -34,12 +36,18 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
 		}
 	}
-	if got := deps(t, "lambda.norpc,keel_lambda"); !slices.Contains(got, "golang.org/x/net/trace") {
+	if got := deps(t, "lambda.norpc"); !slices.Contains(got, "golang.org/x/net/trace") {
 		t.Errorf("without grpcnotrace golang.org/x/net/trace is not linked: the check below proves nothing")
 	}
 	for _, p := range []string{awsConfigPkg, secretsPkg} {
 		if !slices.Contains(all, p) {
 			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
+		}
+	}
+	// Without keel_lambda the official OTLP exporters are linked.
+	for _, p := range []string{grpcPkg, protoImplPkg} {
+		if !slices.Contains(deps(t, "lambda.norpc"), p) {
+			t.Errorf("the build without keel_lambda lacks %s: the checks below prove nothing", p)
 		}
 	}
 	for _, tc := range []struct {
@@ -56,7 +64,9 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 	} {
 		t.Run(tc.role, func(t *testing.T) {
 			got := deps(t, roleBase+",keel_role_"+tc.role)
-			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver"} {
+			// The OTLP exporters are otlphttp's (protowire): no gRPC, no
+			// protobuf runtime.
+			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver", grpcPkg, protoImplPkg} {
 				if slices.Contains(got, p) {
 					t.Errorf("keel_role_%s links %s", tc.role, p)
 				}
