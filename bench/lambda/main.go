@@ -65,6 +65,7 @@ var variants = []variant{
 	{"schedule", base + ",keel_role_schedule", "schedule"},
 	{"sweep", base + ",keel_role_sweep", "sweep"},
 	{"task (Fargate image, every provider)", base + ",keel_role_task", ""},
+	{"task, anthropic only", base + ",keel_role_task,keel_no_openai,keel_no_bedrock", ""},
 }
 
 // events are what each role is invoked with.

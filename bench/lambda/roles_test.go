@@ -11,10 +11,11 @@ import (
 )
 
 const (
-	awsConfigPkg = "github.com/aws/aws-sdk-go-v2/config"
-	secretsPkg   = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	grpcPkg      = "google.golang.org/grpc"
-	protoImplPkg = "google.golang.org/protobuf/internal/impl"
+	awsConfigPkg  = "github.com/aws/aws-sdk-go-v2/config"
+	secretsPkg    = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	grpcPkg       = "google.golang.org/grpc"
+	jsonschemaPkg = "github.com/santhosh-tekuri/jsonschema/v6"
+	protoImplPkg  = "google.golang.org/protobuf/internal/impl"
 )
 
 // roleBase are the tags of a deployed role bootstrap (infra/cdk).
@@ -39,7 +40,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 	if got := deps(t, "lambda.norpc"); !slices.Contains(got, "golang.org/x/net/trace") {
 		t.Errorf("without grpcnotrace golang.org/x/net/trace is not linked: the check below proves nothing")
 	}
-	for _, p := range []string{awsConfigPkg, secretsPkg} {
+	for _, p := range []string{awsConfigPkg, secretsPkg, jsonschemaPkg} {
 		if !slices.Contains(all, p) {
 			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
 		}
@@ -82,9 +83,12 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 			if got, want := slices.Contains(got, awsConfigPkg), tc.role == "task"; got != want {
 				t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, awsConfigPkg, got, want)
 			}
-			// Only a role that reads a model API key links Secrets Manager.
-			if got := slices.Contains(got, secretsPkg); got != tc.models {
-				t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, secretsPkg, got, tc.models)
+			// Only a role that reads a model API key links Secrets Manager;
+			// only one that runs tool calls the JSON Schema validator.
+			for _, p := range []string{secretsPkg, jsonschemaPkg} {
+				if got := slices.Contains(got, p); got != tc.models {
+					t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, p, got, tc.models)
+				}
 			}
 			// Every role keeps its records and the Lambda runtime client.
 			for _, p := range []string{k + "internal/store/dynamo", k + "internal/artifact/s3", "github.com/aws/aws-lambda-go/lambda"} {
@@ -160,6 +164,13 @@ func TestRoleBuildsCompile(t *testing.T) {
 		if out, err := goCmd(append([]string{"build", "-tags", roleBase + ",keel_role_" + r}, pkgs...)...); err != nil {
 			t.Errorf("keel_role_%s: %v\n%s", r, err, out)
 		}
+	}
+	// The tool registry of a role that validates no call (no JSON Schema
+	// validator linked) runs its own test on this machine.
+	test := exec.Command("go", "test", "-count=1", "-tags", "keel_role_api", "-run", "TestRegistryWithoutValidator", "./internal/tool")
+	test.Dir = "../.."
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Errorf("go test -tags keel_role_api ./internal/tool: %v\n%s", err, out)
 	}
 	if out, err := goCmd("build", "-tags", roleBase+",keel_role_api,keel_role_step", "./internal/roles"); err == nil || !strings.Contains(string(out), "Built redeclared") {
 		t.Errorf("two role tags compiled (%v):\n%s", err, out)

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/keelrun/keel/internal/run"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // ErrUnknownTool and ErrInvalidArgs are returned by Registry.Validate;
@@ -43,18 +42,8 @@ type lazySchema struct {
 
 func (l *lazySchema) compile() (func(doc any) error, error) {
 	l.once.Do(func() {
-		c := jsonschema.NewCompiler()
-		url := "keel:tool/" + l.name
-		if err := c.AddResource(url, l.doc); err != nil {
-			l.err = fmt.Errorf("%w: tool %q schema: %w", ErrBadSchema, l.name, err)
-			return
-		}
-		s, err := c.Compile(url)
-		if err != nil {
-			l.err = fmt.Errorf("%w: tool %q schema: %w", ErrBadSchema, l.name, err)
-			return
-		}
-		l.validate, l.doc = s.Validate, nil
+		l.validate, l.err = compileSchema(l.name, l.doc)
+		l.doc = nil
 	})
 	return l.validate, l.err
 }
@@ -99,7 +88,7 @@ func NewLazyRegistry(tools ...Tool) (*Registry, error) {
 		if _, eff := t.(Effectful); eff && info.Mode == run.ModeSafeReadonly {
 			return nil, fmt.Errorf("tool %q has an external effect but mode safe_readonly", info.Name)
 		}
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(info.Schema)))
+		doc, err := parseJSON(info.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("tool %q schema: %w", info.Name, err)
 		}
@@ -137,7 +126,7 @@ func (r *Registry) Validate(name string, args json.RawMessage) (Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(args)))
+	doc, err := parseJSON(args)
 	if err != nil {
 		return nil, fmt.Errorf("%w for %s: not valid JSON: %v", ErrInvalidArgs, name, err)
 	}
