@@ -99,9 +99,11 @@ bench-peers:
 # one-binary builds, for comparison) and the time from exec to the first
 # answered invocation, on a Runtime API of its own and under the AWS Lambda
 # Runtime Interface Emulator (its own start and overhead shown apart);
-# writes bench/results/lambda.json. ONLY=api measures one build.
+# writes bench/results/lambda.json. ONLY=api measures one build; STARTS=21
+# cold starts each way (default 5); BEFORE=DIR also measures each build
+# from DIR, a checkout of an older commit, alternating with this one.
 bench-lambda: $(BIN)/aws-lambda-rie
-	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -only "$(ONLY)" -json bench/results/lambda.json
+	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -only "$(ONLY)" -n $(or $(STARTS),5) $(if $(BEFORE),-before $(BEFORE)) -json bench/results/lambda.json
 
 # test-asl: check stepfunctions/run.asl.json with the npm asl-validator (an
 # independent schema check), pinned by stepfunctions/package-lock.json.
