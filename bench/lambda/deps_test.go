@@ -35,7 +35,7 @@ func TestLambdaBuildLeavesOut(t *testing.T) {
 		k + "internal/crash", k + "internal/crash/localaws", "github.com/truora/minidyn", "github.com/johannesboyne/gofakes3"}
 	providers := map[string]string{
 		"keel_no_anthropic": k + "internal/model/anthropic",
-		"keel_no_openai":    "github.com/openai/openai-go/v3",
+		"keel_no_openai":    k + "internal/model/openai",
 		"keel_no_bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 	}
 	def := deps(t, "lambda.norpc")

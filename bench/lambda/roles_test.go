@@ -30,7 +30,7 @@ const roleBase = "lambda.norpc,keel_lambda,grpcnotrace"
 // a role tag leaves out by reachability rather than by import (the command
 // line) is checked on a built binary by TestRoleBuildLinks.
 func TestRoleBuildsLeaveOut(t *testing.T) {
-	sdks := []string{k + "internal/model/anthropic", "github.com/openai/openai-go/v3", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
+	sdks := []string{k + "internal/model/anthropic", k + "internal/model/openai", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
 	all := deps(t, roleBase)
 	for _, p := range sdks {
 		if !slices.Contains(all, p) {

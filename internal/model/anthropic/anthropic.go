@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/sse"
 )
 
 // Name is the provider's name in errors and KEEL_MODEL.
@@ -94,7 +95,7 @@ func (p *Provider) Stream(ctx context.Context, req model.Request) (model.Stream,
 		defer resp.Body.Close()
 		return nil, p.statusError(resp)
 	}
-	return &stream{p: p, body: resp.Body, dec: newDecoder(resp.Body), requestID: resp.Header.Get("Request-Id"), tools: map[int64]bool{}}, nil
+	return &stream{p: p, body: resp.Body, dec: sse.NewDecoder(resp.Body), requestID: resp.Header.Get("Request-Id"), tools: map[int64]bool{}}, nil
 }
 
 // The request body, in the Messages API's wire form.

@@ -1,64 +1,13 @@
 package anthropic
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/model/sse"
 )
-
-// decoder reads server-sent events (the WHATWG EventSource format): field
-// lines up to a blank line make one event. An event cut by the end of the
-// body is dropped, as the format says: a stream cut mid-event reads as a
-// stream that ended early, not as a malformed event.
-type decoder struct {
-	r    *bufio.Reader
-	data bytes.Buffer
-	name string
-}
-
-func newDecoder(r io.Reader) *decoder { return &decoder{r: bufio.NewReaderSize(r, 16<<10)} }
-
-// next returns the next event's name and data; io.EOF at a clean end;
-// a read error (a cut connection) as it is.
-func (d *decoder) next() (name string, data []byte, err error) {
-	d.name = ""
-	d.data.Reset()
-	seen := false // a data field was read
-	for {
-		line, err := d.r.ReadBytes('\n')
-		if err != nil {
-			// Whatever is pending is an incomplete event.
-			return "", nil, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if !seen {
-				d.name = ""
-				continue // a blank line with nothing before it
-			}
-			return d.name, d.data.Bytes(), nil
-		}
-		if line[0] == ':' {
-			continue // a comment
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			d.name = string(value)
-		case "data":
-			if seen {
-				d.data.WriteByte('\n')
-			}
-			d.data.Write(value)
-			seen = true
-		}
-	}
-}
 
 // event is every Messages API stream event, by the fields Keel reads.
 type event struct {
@@ -105,7 +54,7 @@ func (u usage) chunk() model.Chunk {
 type stream struct {
 	p         *Provider
 	body      io.ReadCloser
-	dec       *decoder
+	dec       *sse.Decoder
 	requestID string
 	tools     map[int64]bool // content block indexes that are tool_use blocks
 	pending   []model.Chunk
@@ -114,7 +63,7 @@ type stream struct {
 
 func (s *stream) Next() (model.Chunk, error) {
 	for len(s.pending) == 0 {
-		name, data, err := s.dec.next()
+		name, data, err := s.dec.Next()
 		if err != nil {
 			return model.Chunk{}, err
 		}

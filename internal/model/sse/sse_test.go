@@ -1,4 +1,4 @@
-package anthropic
+package sse
 
 import (
 	"errors"
@@ -30,9 +30,9 @@ func TestDecoder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDecoder(strings.NewReader(tc.in))
+			d := NewDecoder(strings.NewReader(tc.in))
 			for i, w := range tc.want {
-				name, data, err := d.next()
+				name, data, err := d.Next()
 				if err != nil {
 					t.Fatalf("event %d: %v", i, err)
 				}
@@ -40,7 +40,7 @@ func TestDecoder(t *testing.T) {
 					t.Fatalf("event %d = %q %q, want %q %q", i, name, data, w.name, w.data)
 				}
 			}
-			if _, _, err := d.next(); !errors.Is(err, tc.err) {
+			if _, _, err := d.Next(); !errors.Is(err, tc.err) {
 				t.Fatalf("after the events: err = %v, want %v", err, tc.err)
 			}
 		})
@@ -50,11 +50,11 @@ func TestDecoder(t *testing.T) {
 // A read error (a cut connection) is returned as it is, for the transport
 // to classify as a stream cut.
 func TestDecoderReadError(t *testing.T) {
-	d := newDecoder(io.MultiReader(strings.NewReader("data: 1\n\ndata: 2"), errReader{io.ErrUnexpectedEOF}))
-	if _, data, err := d.next(); err != nil || string(data) != "1" {
+	d := NewDecoder(io.MultiReader(strings.NewReader("data: 1\n\ndata: 2"), errReader{io.ErrUnexpectedEOF}))
+	if _, data, err := d.Next(); err != nil || string(data) != "1" {
 		t.Fatalf("first = %q, %v", data, err)
 	}
-	if _, _, err := d.next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, _, err := d.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("err = %v, want unexpected EOF", err)
 	}
 }
