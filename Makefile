@@ -40,8 +40,11 @@ lint: $(BIN)/staticcheck
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
 test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
+# test-go's second line: the deployed builds' telemetry path (otlphttp,
+# -tags keel_lambda) end to end.
 test-go:
 	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/otelkeel/... ./internal/harness ./internal/compose
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -96,9 +99,11 @@ bench-peers:
 # one-binary builds, for comparison) and the time from exec to the first
 # answered invocation, on a Runtime API of its own and under the AWS Lambda
 # Runtime Interface Emulator (its own start and overhead shown apart);
-# writes bench/results/lambda.json. ONLY=api measures one build.
+# writes bench/results/lambda.json. ONLY=api measures one build; STARTS=21
+# cold starts each way (default 5); BEFORE=DIR also measures each build
+# from DIR, a checkout of an older commit, alternating with this one.
 bench-lambda: $(BIN)/aws-lambda-rie
-	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -only "$(ONLY)" -json bench/results/lambda.json
+	$(GO) run ./bench/lambda -rie $(BIN)/aws-lambda-rie -only "$(ONLY)" -n $(or $(STARTS),5) $(if $(BEFORE),-before $(BEFORE)) -json bench/results/lambda.json
 
 # test-asl: check stepfunctions/run.asl.json with the npm asl-validator (an
 # independent schema check), pinned by stepfunctions/package-lock.json.

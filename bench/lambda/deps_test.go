@@ -34,8 +34,8 @@ func TestLambdaBuildLeavesOut(t *testing.T) {
 	local := []string{"modernc.org/sqlite", k + "internal/store/sqlite", k + "internal/devserver", k + "internal/states",
 		k + "internal/crash", k + "internal/crash/localaws", "github.com/truora/minidyn", "github.com/johannesboyne/gofakes3"}
 	providers := map[string]string{
-		"keel_no_anthropic": "github.com/anthropics/anthropic-sdk-go/v2",
-		"keel_no_openai":    "github.com/openai/openai-go/v3",
+		"keel_no_anthropic": k + "internal/model/anthropic",
+		"keel_no_openai":    k + "internal/model/openai",
 		"keel_no_bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 	}
 	def := deps(t, "lambda.norpc")

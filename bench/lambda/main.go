@@ -5,6 +5,12 @@
 // needing no AWS service:
 //
 //	go run ./bench/lambda -rie bin/aws-lambda-rie      (make bench-lambda)
+//	go run ./bench/lambda -before /tmp/old -n 21       (make bench-lambda BEFORE=/tmp/old STARTS=21)
+//
+// With -before each variant is also built from that checkout (an older
+// commit, e.g. `git archive COMMIT | tar -x -C /tmp/old`) and measured in
+// the same run, its cold starts alternating with this build's, so that a
+// before/after ratio is not one of two machines' loads.
 //
 // Start is measured two ways, each the median of -n cold starts:
 //
@@ -65,6 +71,7 @@ var variants = []variant{
 	{"schedule", base + ",keel_role_schedule", "schedule"},
 	{"sweep", base + ",keel_role_sweep", "sweep"},
 	{"task (Fargate image, every provider)", base + ",keel_role_task", ""},
+	{"task, anthropic only", base + ",keel_role_task,keel_no_openai,keel_no_bedrock", ""},
 }
 
 // events are what each role is invoked with.
@@ -93,6 +100,9 @@ type Result struct {
 		OwnToNext, Own, OwnCPU, RIEStart, RIE, RIEOverhead float64
 	} `json:"median_ms"`
 	Error string `json:"error,omitempty"`
+	// Before is the same variant built from the -before checkout,
+	// measured in the same run, cold start for cold start alternating.
+	Before *Result `json:"before,omitempty"`
 }
 
 func main() {
@@ -101,21 +111,30 @@ func main() {
 	app := flag.String("app", "./cmd/keel", "the main package")
 	only := flag.String("only", "", "measure only the variants whose name contains this")
 	out := flag.String("json", "bench/results/lambda.json", "write the results here as JSON (empty: do not)")
+	before := flag.String("before", "", "also measure each variant built from this checkout of the module (an older commit), alternating with this one")
 	flag.Parse()
 	if *n < 1 {
 		fmt.Fprintln(os.Stderr, "bench-lambda: -n must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *rie, *app, *only, *n, *out); err != nil {
+	if err := run(context.Background(), *rie, *app, *only, *before, *n, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-lambda:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, rie, app, only string, n int, out string) error {
+func run(ctx context.Context, rie, app, only, before string, n int, out string) error {
 	rie, err := filepath.Abs(rie)
 	if err != nil {
 		return err
+	}
+	if before != "" {
+		if before, err = filepath.Abs(before); err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(before, "go.mod")); err != nil {
+			return fmt.Errorf("-before: %w (want a checkout of the module)", err)
+		}
 	}
 	if _, err := os.Stat(rie); err != nil {
 		return fmt.Errorf("-rie: %w (make bench-lambda installs it)", err)
@@ -131,21 +150,33 @@ func run(ctx context.Context, rie, app, only string, n int, out string) error {
 			continue
 		}
 		res := Result{variant: v}
-		arm := filepath.Join(dir, fmt.Sprintf("arm64-%d", i), "bootstrap")
-		if err := build(ctx, app, v.Tags, "arm64", arm); err != nil {
-			return err
+		runs := []*Result{&res}
+		dirs := []string{""}
+		if before != "" {
+			res.Before = &Result{variant: v}
+			runs, dirs = append(runs, res.Before), append(dirs, before)
 		}
-		fi, err := os.Stat(arm)
-		if err != nil {
-			return err
-		}
-		res.ARM64Bytes = fi.Size()
-		if v.Role != "" {
-			host := filepath.Join(dir, fmt.Sprintf("host-%d", i), "bootstrap")
-			if err := build(ctx, app, v.Tags, runtime.GOARCH, host); err != nil {
+		var hosts []string
+		for j, r := range runs {
+			arm := filepath.Join(dir, fmt.Sprintf("arm64-%d-%d", i, j), "bootstrap")
+			if err := build(ctx, dirs[j], app, v.Tags, "arm64", arm); err != nil {
 				return err
 			}
-			if err := measure(ctx, rie, host, n, &res); err != nil {
+			fi, err := os.Stat(arm)
+			if err != nil {
+				return err
+			}
+			r.ARM64Bytes = fi.Size()
+			if v.Role != "" {
+				host := filepath.Join(dir, fmt.Sprintf("host-%d-%d", i, j), "bootstrap")
+				if err := build(ctx, dirs[j], app, v.Tags, runtime.GOARCH, host); err != nil {
+					return err
+				}
+				hosts = append(hosts, host)
+			}
+		}
+		if v.Role != "" {
+			if err := measure(ctx, rie, hosts, n, runs); err != nil {
 				res.Error = err.Error()
 			}
 		}
@@ -167,31 +198,41 @@ func run(ctx context.Context, rie, app, only string, n int, out string) error {
 	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
-// measure runs n cold starts each way, alternating, so that a burst of
-// load on the machine falls on both.
-func measure(ctx context.Context, rie, bootstrap string, n int, res *Result) error {
-	env := roleEnv(res.Role)
+// measure runs n cold starts of each bootstrap each way, alternating
+// (own, rie; this build, the -before build), so that a burst of load on
+// the machine falls on all of them.
+func measure(ctx context.Context, rie string, bootstraps []string, n int, res []*Result) error {
+	role := res[0].Role
+	env := roleEnv(role)
 	for range n {
-		o, err := runOwn(ctx, bootstrap, env, events[res.Role], 30*time.Second)
-		if err != nil {
-			return fmt.Errorf("own runtime API: %w", err)
+		for j, bootstrap := range bootstraps {
+			o, err := runOwn(ctx, bootstrap, env, events[role], 30*time.Second)
+			if err != nil {
+				return fmt.Errorf("own runtime API: %w", err)
+			}
+			if err := checkAnswer(role, o.Errored, o.Body); err != nil {
+				return fmt.Errorf("own runtime API: %w", err)
+			}
+			r := res[j]
+			r.OwnToNextMS = append(r.OwnToNextMS, ms(o.ToNext))
+			r.OwnMS = append(r.OwnMS, ms(o.ToAnswer))
+			r.OwnCPUMS = append(r.OwnCPUMS, ms(o.CPU))
 		}
-		if err := checkAnswer(res.Role, o.Errored, o.Body); err != nil {
-			return fmt.Errorf("own runtime API: %w", err)
+		for j, bootstrap := range bootstraps {
+			c, err := coldStart(ctx, rie, bootstrap, role, env)
+			if err != nil {
+				return fmt.Errorf("rie: %w", err)
+			}
+			r := res[j]
+			r.RIEStartMS = append(r.RIEStartMS, ms(c.listening))
+			r.RIEMS = append(r.RIEMS, ms(c.answered))
 		}
-		res.OwnToNextMS = append(res.OwnToNextMS, ms(o.ToNext))
-		res.OwnMS = append(res.OwnMS, ms(o.ToAnswer))
-		res.OwnCPUMS = append(res.OwnCPUMS, ms(o.CPU))
-		r, err := coldStart(ctx, rie, bootstrap, res.Role, env)
-		if err != nil {
-			return fmt.Errorf("rie: %w", err)
-		}
-		res.RIEStartMS = append(res.RIEStartMS, ms(r.listening))
-		res.RIEMS = append(res.RIEMS, ms(r.answered))
 	}
-	m := &res.Median
-	m.OwnToNext, m.Own, m.OwnCPU, m.RIEStart, m.RIE = median(res.OwnToNextMS), median(res.OwnMS), median(res.OwnCPUMS), median(res.RIEStartMS), median(res.RIEMS)
-	m.RIEOverhead = m.RIE - m.Own
+	for _, r := range res {
+		m := &r.Median
+		m.OwnToNext, m.Own, m.OwnCPU, m.RIEStart, m.RIE = median(r.OwnToNextMS), median(r.OwnMS), median(r.OwnCPUMS), median(r.RIEStartMS), median(r.RIEMS)
+		m.RIEOverhead = m.RIE - m.Own
+	}
 	return nil
 }
 
@@ -220,24 +261,33 @@ func median(v []float64) float64 {
 func print(w io.Writer, results []Result, n int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "build\tarm64 bootstrap\town: exec→/next\town: exec→answer (min)\town: CPU to answer\tRIE: invoke→answer (min)\tRIE overhead\tRIE own start\ttags\n")
-	for _, r := range results {
+	row := func(name string, r Result) {
 		cols := "\t\t\t\t\t"
 		switch {
 		case r.Error != "":
 			cols = "error: " + strings.SplitN(r.Error, "\n", 2)[0] + "\t\t\t\t\t"
-		case r.Role != "":
+		case r.Role != "" && len(r.OwnMS) > 0:
 			m := r.Median
 			cols = fmt.Sprintf("%.1f ms\t%.1f ms (%.1f)\t%.1f ms\t%.1f ms (%.1f)\t%.1f ms\t%.1f ms",
 				m.OwnToNext, m.Own, slices.Min(r.OwnMS), m.OwnCPU, m.RIE, slices.Min(r.RIEMS), m.RIEOverhead, m.RIEStart)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f MB\t%s\t%s\n", r.Name, float64(r.ARM64Bytes)/1e6, cols, r.Tags)
+		fmt.Fprintf(tw, "%s\t%.1f MB\t%s\t%s\n", name, float64(r.ARM64Bytes)/1e6, cols, r.Tags)
+	}
+	for _, r := range results {
+		row(r.Name, r)
+		if r.Before != nil {
+			row("  before", *r.Before)
+		}
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "(medians of %d cold starts each way, minimum in brackets; MB = 10^6 bytes)\n", n)
 }
 
-func build(ctx context.Context, app, tags, arch, out string) error {
+// build compiles app (a package path relative to dir, the module's
+// checkout; "" is the working directory).
+func build(ctx context.Context, dir, app, tags, arch, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", tags, "-ldflags", "-s -w", "-o", out, app)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {

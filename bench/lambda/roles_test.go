@@ -10,6 +10,14 @@ import (
 	"testing"
 )
 
+const (
+	awsConfigPkg  = "github.com/aws/aws-sdk-go-v2/config"
+	secretsPkg    = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	grpcPkg       = "google.golang.org/grpc"
+	jsonschemaPkg = "github.com/santhosh-tekuri/jsonschema/v6"
+	protoImplPkg  = "google.golang.org/protobuf/internal/impl"
+)
+
 // roleBase are the tags of a deployed role bootstrap (infra/cdk).
 const roleBase = "lambda.norpc,keel_lambda,grpcnotrace"
 
@@ -22,15 +30,26 @@ const roleBase = "lambda.norpc,keel_lambda,grpcnotrace"
 // a role tag leaves out by reachability rather than by import (the command
 // line) is checked on a built binary by TestRoleBuildLinks.
 func TestRoleBuildsLeaveOut(t *testing.T) {
-	sdks := []string{"github.com/anthropics/anthropic-sdk-go/v2", "github.com/openai/openai-go/v3", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
+	sdks := []string{k + "internal/model/anthropic", k + "internal/model/openai", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
 	all := deps(t, roleBase)
 	for _, p := range sdks {
 		if !slices.Contains(all, p) {
 			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
 		}
 	}
-	if got := deps(t, "lambda.norpc,keel_lambda"); !slices.Contains(got, "golang.org/x/net/trace") {
+	if got := deps(t, "lambda.norpc"); !slices.Contains(got, "golang.org/x/net/trace") {
 		t.Errorf("without grpcnotrace golang.org/x/net/trace is not linked: the check below proves nothing")
+	}
+	for _, p := range []string{awsConfigPkg, secretsPkg, jsonschemaPkg} {
+		if !slices.Contains(all, p) {
+			t.Errorf("the build without a role tag lacks %s: the checks below prove nothing", p)
+		}
+	}
+	// Without keel_lambda the official OTLP exporters are linked.
+	for _, p := range []string{grpcPkg, protoImplPkg} {
+		if !slices.Contains(deps(t, "lambda.norpc"), p) {
+			t.Errorf("the build without keel_lambda lacks %s: the checks below prove nothing", p)
+		}
 	}
 	for _, tc := range []struct {
 		role   string
@@ -46,7 +65,9 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 	} {
 		t.Run(tc.role, func(t *testing.T) {
 			got := deps(t, roleBase+",keel_role_"+tc.role)
-			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver"} {
+			// The OTLP exporters are otlphttp's (protowire): no gRPC, no
+			// protobuf runtime.
+			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver", grpcPkg, protoImplPkg} {
 				if slices.Contains(got, p) {
 					t.Errorf("keel_role_%s links %s", tc.role, p)
 				}
@@ -54,6 +75,19 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 			for _, p := range sdks {
 				if slices.Contains(got, p) != tc.models {
 					t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, p, !tc.models, tc.models)
+				}
+			}
+			// A function's AWS configuration is its environment
+			// (awsbackend.EnvConfig); the task on Fargate loads the default
+			// chain (ECS container credentials).
+			if got, want := slices.Contains(got, awsConfigPkg), tc.role == "task"; got != want {
+				t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, awsConfigPkg, got, want)
+			}
+			// Only a role that reads a model API key links Secrets Manager;
+			// only one that runs tool calls the JSON Schema validator.
+			for _, p := range []string{secretsPkg, jsonschemaPkg} {
+				if got := slices.Contains(got, p); got != tc.models {
+					t.Errorf("keel_role_%s: links %s = %v, want %v", tc.role, p, got, tc.models)
 				}
 			}
 			// Every role keeps its records and the Lambda runtime client.
@@ -130,6 +164,13 @@ func TestRoleBuildsCompile(t *testing.T) {
 		if out, err := goCmd(append([]string{"build", "-tags", roleBase + ",keel_role_" + r}, pkgs...)...); err != nil {
 			t.Errorf("keel_role_%s: %v\n%s", r, err, out)
 		}
+	}
+	// The tool registry of a role that validates no call (no JSON Schema
+	// validator linked) runs its own test on this machine.
+	test := exec.Command("go", "test", "-count=1", "-tags", "keel_role_api", "-run", "TestRegistryWithoutValidator", "./internal/tool")
+	test.Dir = "../.."
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Errorf("go test -tags keel_role_api ./internal/tool: %v\n%s", err, out)
 	}
 	if out, err := goCmd("build", "-tags", roleBase+",keel_role_api,keel_role_step", "./internal/roles"); err == nil || !strings.Contains(string(out), "Built redeclared") {
 		t.Errorf("two role tags compiled (%v):\n%s", err, out)

@@ -33,8 +33,9 @@ const (
 	// lambda.norpc (aws-lambda-go without its net/rpc mode) and
 	// keel_lambda, which leaves out what runs only on a developer's
 	// machine: the SQLite store, `keel dev` and its local state machine,
-	// and crashtest with its test servers; and grpcnotrace, which keeps
-	// grpc (linked by the OTLP exporters) from importing
+	// and crashtest with its test servers, and swaps the official OTLP
+	// exporters (gRPC, protobuf runtime) for Keel's own; and grpcnotrace,
+	// which keeps grpc, should an app link it, from importing
 	// golang.org/x/net/trace, whose HTTP handlers reach html/template and
 	// so reflect's MethodByName: with that reachable the linker keeps every
 	// exported method of every type (all of each AWS client's operations),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/roles"
+	"github.com/keelrun/keel/internal/tool"
 )
 
 // NeedsSFN reports whether a Lambda role calls Step Functions: the api
@@ -68,4 +69,18 @@ func lambdaRole(ctx context.Context, d Deps) (any, flusher, error) {
 		return nil, nil, fmt.Errorf("KEEL_ROLE %q: this binary serves only the %s role (built with -tags keel_role_%s)", role, roles.Built, roles.Built)
 	}
 	return nil, nil, fmt.Errorf("KEEL_ROLE %q is not a Lambda role", role)
+}
+
+// newRegistry is the tool registry's constructor. A deployed role build
+// (roles.Narrowed) compiles each tool's schema at its first validation,
+// not at start: the api, approval, finalize, schedule and sweep roles
+// never validate a tool call, and compiling the JSON Schema meta-schema
+// was the largest part of their init (10–17 ms). keel dev, keel verify
+// and the tests build the same agents with the eager constructor, which
+// reports a schema that does not compile before anything is deployed.
+func newRegistry(tools ...tool.Tool) (*tool.Registry, error) {
+	if roles.Narrowed {
+		return tool.NewLazyRegistry(tools...)
+	}
+	return tool.NewRegistry(tools...)
 }

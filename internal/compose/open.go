@@ -173,7 +173,7 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		if tools, err = wrapTools(tools, cfg.SpillTools, cfg.ToolDelay); err != nil {
 			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
 		}
-		reg, err := tool.NewRegistry(tools...)
+		reg, err := newRegistry(tools...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
 		}

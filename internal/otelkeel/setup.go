@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -57,7 +55,7 @@ func Setup(ctx context.Context, o config.OTel, p Process) (*Providers, error) {
 	res := resource.NewWithAttributes(semconv.SchemaURL, attrs...)
 	out := &Providers{}
 	if o.TracesURL != "" {
-		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.TracesURL), otlptracehttp.WithHeaders(o.TraceHeaders))
+		exp, err := newSpanExporter(ctx, o.TracesURL, o.TraceHeaders)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: %w", err)
 		}
@@ -69,7 +67,7 @@ func Setup(ctx context.Context, o config.OTel, p Process) (*Providers, error) {
 			sdktrace.WithSampler(sampler(o.Sampler, o.SamplerArg)), sdktrace.WithIDGenerator(newIDs()))
 	}
 	if o.MetricsURL != "" {
-		exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(o.MetricsURL), otlpmetrichttp.WithHeaders(o.MetricHeaders))
+		exp, err := newMetricExporter(ctx, o.MetricsURL, o.MetricHeaders)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: %w", err)
 		}

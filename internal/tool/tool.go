@@ -16,14 +16,9 @@ package tool
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/keelrun/keel/internal/ops"
 	"github.com/keelrun/keel/internal/run"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Info describes a tool to the model and to the harness.
@@ -90,90 +85,4 @@ type Effectful interface {
 // Intent is what an effectful call will change.
 type Intent struct {
 	ArtifactHash string
-}
-
-// ErrUnknownTool and ErrInvalidArgs are returned by Registry.Validate.
-var (
-	ErrUnknownTool = errors.New("unknown tool")
-	ErrInvalidArgs = errors.New("invalid tool arguments")
-)
-
-// Registry holds the tools of an agent with their compiled schemas.
-type Registry struct {
-	tools   map[string]Tool
-	schemas map[string]*jsonschema.Schema
-}
-
-// NewRegistry compiles every tool's schema; a bad schema or a duplicate
-// name is an error.
-func NewRegistry(tools ...Tool) (*Registry, error) {
-	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
-	for _, t := range tools {
-		info := t.Info()
-		if info.Name == "" {
-			return nil, errors.New("tool with empty name")
-		}
-		if _, dup := r.tools[info.Name]; dup {
-			return nil, fmt.Errorf("tool %q registered twice", info.Name)
-		}
-		if !info.Mode.Valid() {
-			return nil, fmt.Errorf("tool %q: mode %q is not one of safe_readonly, confirm_once, mutating", info.Name, info.Mode)
-		}
-		if _, eff := t.(Effectful); eff && info.Mode == run.ModeSafeReadonly {
-			return nil, fmt.Errorf("tool %q has an external effect but mode safe_readonly", info.Name)
-		}
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(info.Schema)))
-		if err != nil {
-			return nil, fmt.Errorf("tool %q schema: %w", info.Name, err)
-		}
-		c := jsonschema.NewCompiler()
-		url := "keel:tool/" + info.Name
-		if err := c.AddResource(url, doc); err != nil {
-			return nil, fmt.Errorf("tool %q schema: %w", info.Name, err)
-		}
-		s, err := c.Compile(url)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q schema: %w", info.Name, err)
-		}
-		r.tools[info.Name] = t
-		r.schemas[info.Name] = s
-	}
-	return r, nil
-}
-
-// Get returns the named tool.
-func (r *Registry) Get(name string) (Tool, bool) {
-	t, ok := r.tools[name]
-	return t, ok
-}
-
-// Names lists the tools, sorted.
-func (r *Registry) Names() []string {
-	out := make([]string, 0, len(r.tools))
-	for n := range r.tools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Validate checks that name is registered and args is a complete JSON
-// object matching its schema. The error says what is wrong in words the
-// model can act on.
-func (r *Registry) Validate(name string, args json.RawMessage) (Tool, error) {
-	t, ok := r.tools[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownTool, name, strings.Join(r.Names(), ", "))
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(args)))
-	if err != nil {
-		return nil, fmt.Errorf("%w for %s: not valid JSON: %v", ErrInvalidArgs, name, err)
-	}
-	if _, isObj := doc.(map[string]any); !isObj {
-		return nil, fmt.Errorf("%w for %s: arguments must be a JSON object", ErrInvalidArgs, name)
-	}
-	if err := r.schemas[name].Validate(doc); err != nil {
-		return nil, fmt.Errorf("%w for %s: %v", ErrInvalidArgs, name, err)
-	}
-	return t, nil
 }

@@ -88,7 +88,7 @@ func TestInStreamOverloadedIsRetried(t *testing.T) {
 	}
 }
 
-// BenchmarkGenerate is one streamed tool call through the SDK, over a local
+// BenchmarkGenerate is one streamed tool call through the client, over a local
 // HTTP server: the floor of a real call's cost in this process.
 func BenchmarkGenerate(b *testing.B) {
 	replies := make([]modeltest.Reply, b.N)

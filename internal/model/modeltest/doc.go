@@ -4,6 +4,9 @@
 // transport, must survive (cuts, stalls, 429, 5xx, malformed events) with
 // the same accumulated result.
 //
-// The server only frames bytes; the provider's official SDK client, pointed
-// at it by base URL, does all the decoding. That is what is under test.
+// The server only frames bytes; the provider's client — the official SDK's
+// (OpenAI, Bedrock) or Keel's own over net/http (Anthropic) — pointed at it
+// by base URL, does all the encoding and decoding. That is what is under
+// test, so a hand-written client is held to what the SDK it replaced
+// passed, request body included.
 package modeltest

@@ -42,7 +42,7 @@ type Provider struct {
 	// SecretSent reports whether a request carried the credential (so the
 	// no-leak check is not vacuous).
 	SecretSent func(r Request, secret string) bool
-	// RequestPath and RequestBody are the request the SDK sends for
+	// RequestPath and RequestBody are the request the client sends for
 	// Request1: its URL path, and its JSON body in the provider's wire
 	// form (compared as JSON values, so order and spacing do not matter).
 	RequestPath string
@@ -80,7 +80,7 @@ func (s *sleeper) Slept() []time.Duration {
 	return append([]time.Duration(nil), s.d...)
 }
 
-// Run runs the conformance suite against p. Every case drives p's real SDK
+// Run runs the conformance suite against p. Every case drives p's real
 // client against a Server, through model.NewTransport.
 func Run(t *testing.T, p Provider) {
 	errReply := func(status int, retryAfter string, msg string) Reply {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/model/modeltest"
@@ -74,5 +75,20 @@ func TestEndBeforeUsageIsIncomplete(t *testing.T) {
 	var ce *model.CallError
 	if !errors.As(err, &ce) || len(ce.Attempts) != 1 || ce.Attempts[0].Kind != model.AttemptStreamCut {
 		t.Fatalf("Generate = %+v, %v; want one stream_cut", resp, err)
+	}
+}
+
+// An error object inside a 200 stream is a StatusError: a rate limit (by
+// its code) is a 429, retried like one.
+func TestInStreamErrorObject(t *testing.T) {
+	srv := modeltest.NewServer(t, wire, modeltest.Reply{Fixture: "in_stream_error"}, modeltest.Reply{Fixture: "text"})
+	m := model.NewTransport(newProvider(t, srv.URL, "sk-test-0123456789"), model.TransportOptions{Provider: openai.Name,
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	resp, err := m.Generate(context.Background(), modeltest.Request1())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Attempts) != 1 || resp.Attempts[0].Kind != model.AttemptRateLimited || resp.Attempts[0].Status != 429 {
+		t.Fatalf("attempts = %+v, want one rate_limited 429", resp.Attempts)
 	}
 }

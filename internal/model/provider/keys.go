@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
 // apiKey reads a key from the secret arn when it is set, else takes key.
@@ -20,11 +17,11 @@ func apiKey(ctx context.Context, secrets SecretGetter, key, arn, keyVar, arnVar 
 		if secrets == nil {
 			return "", fmt.Errorf("%s is set but no Secrets Manager client was given", arnVar)
 		}
-		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+		out, err := secrets.SecretString(ctx, arn)
 		if err != nil {
 			return "", fmt.Errorf("%s: reading secret %s: %w", arnVar, arn, err)
 		}
-		k := secretKey(aws.ToString(out.SecretString), keyVar)
+		k := secretKey(out, keyVar)
 		if k == "" {
 			return "", fmt.Errorf("%s: secret %s holds no API key (a plain string, or JSON with \"api_key\" or %q)", arnVar, arn, keyVar)
 		}

@@ -48,7 +48,13 @@ func TestParseSpec(t *testing.T) {
 
 // secretsServer speaks the Secrets Manager JSON protocol (awsJson1.1) for
 // GetSecretValue, so the real SDK client is what reads the secret.
-func secretsServer(t *testing.T, secrets map[string]string) *secretsmanager.Client {
+func secretsServer(t *testing.T, secrets map[string]string) provider.SecretGetter {
+	t.Helper()
+	return smGetter{secretsClient(t, secrets)}
+}
+
+// secretsClient is the real SDK client pointed at that server.
+func secretsClient(t *testing.T, secrets map[string]string) *secretsmanager.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got := r.Header.Get("X-Amz-Target"); got != "secretsmanager.GetSecretValue" {
@@ -73,6 +79,18 @@ func secretsServer(t *testing.T, secrets map[string]string) *secretsmanager.Clie
 	}))
 	t.Cleanup(srv.Close)
 	return secretsmanager.NewFromConfig(awsConfig(srv.URL))
+}
+
+// smGetter reads through the real SDK client (provider.SecretsManager is
+// the same adapter, but exists only in builds that call models).
+type smGetter struct{ c *secretsmanager.Client }
+
+func (s smGetter) SecretString(ctx context.Context, id string) (string, error) {
+	out, err := s.c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.SecretString), nil
 }
 
 func awsConfig(url string) aws.Config {

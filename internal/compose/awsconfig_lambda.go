@@ -1,0 +1,23 @@
+//go:build keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep || keel_role_step
+
+package compose
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/keelrun/keel/internal/awsbackend"
+)
+
+// LoadAWSConfig is, in a Lambda role's build, the configuration a Lambda
+// function's environment holds (awsbackend.EnvConfig). A role build has no
+// command line, so nothing reaches this but a role's own wiring; the point
+// of the file is what it does not import: aws-sdk-go-v2/config, whose
+// package initialisers alone keep the STS, SSO, sign-in and IMDS clients
+// (their schema tables) in the binary — about a megabyte, and their init
+// time — though a function never uses them.
+func LoadAWSConfig(context.Context) (aws.Config, error) {
+	return awsbackend.EnvConfig(os.Getenv)
+}
