@@ -74,14 +74,18 @@ func (t eventTypes) decode(v any) (run.EventType, error) {
 // hashBlob is what a hash column stores for h: 32 bytes when h is 64
 // lowercase hex digits after prefix, else h itself (a legacy or foreign
 // form, kept as it was); "" stays "".
-func hashBlob(prefix, h string) any {
-	digits, ok := strings.CutPrefix(h, prefix)
-	if !ok || len(digits) != 64 {
-		return h
+func hashBlob(prefix, h string) any { return hexBlob(prefix, h, 64) }
+
+// hexBlob is s's n lowercase hex digits after prefix as bytes, or s itself
+// when it has another form (so it reads back as it was).
+func hexBlob(prefix, s string, n int) any {
+	digits, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(digits) != n {
+		return s
 	}
 	b, err := hex.DecodeString(digits)
 	if err != nil || hex.EncodeToString(b) != digits {
-		return h
+		return s
 	}
 	return b
 }
@@ -212,25 +216,7 @@ const (
 // when it has run.NewID's form with prefix, else the text. The form is
 // canonical (0006 converted every older row), so a lookup by the same rule
 // finds the row whichever way it was written.
-func idKey(prefix, id string) any {
-	digits, ok := strings.CutPrefix(id, prefix)
-	if !ok || len(digits) != idDigits {
-		return id
-	}
-	b, err := hex.DecodeString(digits)
-	if err != nil || hex.EncodeToString(b) != digits {
-		return id
-	}
-	return b
-}
+func idKey(prefix, id string) any { return hexBlob(prefix, id, idDigits) }
 
-// idText reads an id column back.
-func idText(prefix string, v any) string {
-	switch v := v.(type) {
-	case []byte:
-		return prefix + hex.EncodeToString(v)
-	case string:
-		return v
-	}
-	return ""
-}
+// idText reads an id column back, as hashText reads a hash.
+func idText(prefix string, v any) string { return hashText(prefix, v) }
