@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
-// EnvConfig builds the AWS configuration of a Lambda function from the
-// variables the Lambda runtime sets, without config.LoadDefaultConfig:
+// EnvConfig builds the AWS configuration of a Lambda function (or of a
+// Fargate task: containerCredentials) from the variables the runtime sets, without config.LoadDefaultConfig:
 // that loader reads ~/.aws files, knows SSO, STS web identity, process
 // and IMDS credentials, and links their clients — none of which a Lambda
 // function uses (its execution role's credentials are in its environment),
@@ -19,7 +19,8 @@ import (
 //
 // It reads AWS_REGION (else AWS_DEFAULT_REGION, else us-east-1, as
 // LoadAWSConfig defaults), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-// AWS_SESSION_TOKEN, AWS_ENDPOINT_URL and the service-specific
+// AWS_SESSION_TOKEN — else a container's credentials endpoint
+// (containerCredentials) —, AWS_ENDPOINT_URL and the service-specific
 // AWS_ENDPOINT_URL_<SERVICE> (AWS_ENDPOINT_URL_SFN, ..._DYNAMODB, ..._S3),
 // and AWS_MAX_ATTEMPTS. An error names the variable at fault; it never
 // carries a credential.
@@ -34,13 +35,21 @@ func EnvConfig(getenv func(string) string) (aws.Config, error) {
 	id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY")
 	switch {
 	case id == "" && secret == "":
-		return cfg, fmt.Errorf("AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them from the function's execution role)")
+		p, ok, err := containerCredentials(getenv)
+		if err != nil {
+			return cfg, fmt.Errorf("AWS credentials: %w", err)
+		}
+		if !ok {
+			return cfg, fmt.Errorf("AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them from the function's execution role), nor AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI (ECS and Fargate set the first from the task role)")
+		}
+		cfg.Credentials = p
 	case id == "":
 		return cfg, fmt.Errorf("AWS credentials: AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not")
 	case secret == "":
 		return cfg, fmt.Errorf("AWS credentials: AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not")
+	default:
+		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN")))
 	}
-	cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN")))
 	if u := getenv("AWS_ENDPOINT_URL"); u != "" {
 		cfg.BaseEndpoint = aws.String(u)
 	}

@@ -1,4 +1,4 @@
-//go:build keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep || keel_role_step
+//go:build keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep || keel_role_step || keel_role_task
 
 package compose
 
@@ -11,8 +11,9 @@ import (
 	"github.com/keelrun/keel/internal/awsbackend"
 )
 
-// LoadAWSConfig is, in a Lambda role's build, the configuration a Lambda
-// function's environment holds (awsbackend.EnvConfig). A role build has no
+// LoadAWSConfig is, in a role's build, the configuration a Lambda
+// function's environment holds, or a Fargate task's (its container
+// credentials endpoint): awsbackend.EnvConfig. A role build has no
 // command line, so nothing reaches this but a role's own wiring; the point
 // of the file is what it does not import: aws-sdk-go-v2/config, whose
 // package initialisers alone keep the STS, SSO, sign-in and IMDS clients
