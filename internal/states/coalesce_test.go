@@ -82,21 +82,7 @@ func TestDeterministicTransitionsShareTheNextCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wait, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	var d ExecutionDescription
-	for wait.Err() == nil {
-		if d, err = e.DescribeExecution(ctx, out.ExecutionArn); err != nil {
-			t.Fatal(err)
-		}
-		if d.Status != StatusRunning {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if d.Status != StatusSucceeded {
-		t.Fatalf("execution %s, want %s", d.Status, StatusSucceeded)
-	}
+	waitSucceeded(ctx, t, e, out.ExecutionArn)
 	if n := w.n.Load() - before; n != 2 || calls.Load() != 1 {
 		t.Fatalf("%d writes and %d task calls, want 2 and 1", n, calls.Load())
 	}
@@ -171,21 +157,7 @@ func TestTaskOutcomeDurableBeforeTheNextCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wait, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	var d ExecutionDescription
-	for wait.Err() == nil {
-		if d, err = e.DescribeExecution(ctx, out.ExecutionArn); err != nil {
-			t.Fatal(err)
-		}
-		if d.Status != StatusRunning {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if d.Status != StatusSucceeded {
-		t.Fatalf("execution %s, want %s", d.Status, StatusSucceeded)
-	}
+	waitSucceeded(ctx, t, e, out.ExecutionArn)
 	close(seen)
 	var got []int
 	for n := range seen {
@@ -303,20 +275,9 @@ func TestTokenOutcomeWaitsAcrossTheNextCall(t *testing.T) {
 	if n := <-calls; n != 0 {
 		t.Fatalf("T's second call found %d TaskSucceeded events durable, want 0", n)
 	}
-	wait, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	var d ExecutionDescription
-	for wait.Err() == nil {
-		if d, err = e.DescribeExecution(ctx, out.ExecutionArn); err != nil {
-			t.Fatal(err)
-		}
-		if d.Status != StatusRunning {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if d.Status != StatusSucceeded || tCalls.Load() != 2 {
-		t.Fatalf("execution %s after %d calls of T, want %s after 2", d.Status, tCalls.Load(), StatusSucceeded)
+	waitSucceeded(ctx, t, e, out.ExecutionArn)
+	if tCalls.Load() != 2 {
+		t.Fatalf("%d calls of T, want 2", tCalls.Load())
 	}
 	// The start, TT's token, its submission, SendTaskSuccess's token row,
 	// the second executor's Register, and T's outcome with the end.
@@ -339,5 +300,27 @@ func TestTokenOutcomeWaitsAcrossTheNextCall(t *testing.T) {
 		"SucceedStateEntered", "SucceedStateExited", "ExecutionSucceeded"}
 	if !slices.Equal(types, want) {
 		t.Fatalf("history %v\nwant    %v", types, want)
+	}
+}
+
+// waitSucceeded waits (a minute at most) for the execution to end, and
+// fails the test unless it succeeded.
+func waitSucceeded(ctx context.Context, t *testing.T, e *Executor, arn string) {
+	t.Helper()
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var d ExecutionDescription
+	for wait.Err() == nil {
+		var err error
+		if d, err = e.DescribeExecution(ctx, arn); err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != StatusRunning {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d.Status != StatusSucceeded {
+		t.Fatalf("execution %s, want %s", d.Status, StatusSucceeded)
 	}
 }

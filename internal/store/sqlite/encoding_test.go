@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -65,13 +64,7 @@ func TestDerivedHashesPage(t *testing.T) {
 // tag byte), and a Keel-shaped payload is stored packed.
 func TestPayloadForms(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
-	must(t, err)
-	defer s.Close()
-	r, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "a", Request: "q"})
-	must(t, err)
-	r, err = s.AcquireLease(ctx, r.ID, "w1", time.Minute)
-	must(t, err)
+	s, r := leasedRun(t)
 	keelShaped := []byte(`{"messages":[{"role":"assistant","tool_calls":[{"id":"call_9","name":"lookup","args":{"q":"x"}}]},{"role":"tool","tool_results":[{"call_id":"call_9","content":"y"}]}]}`)
 	cases := []struct {
 		name  string
@@ -111,7 +104,7 @@ func TestPayloadForms(t *testing.T) {
 		})
 	}
 	// A corrupt deflated row is an error, not a record.
-	_, err = s.DB().ExecContext(ctx, `UPDATE checkpoints SET state = x'01ffffffff' WHERE ck & 4294967295 = 1`)
+	_, err := s.DB().ExecContext(ctx, `UPDATE checkpoints SET state = x'01ffffffff' WHERE ck & 4294967295 = 1`)
 	must(t, err)
 	if _, err := s.GetCheckpoint(ctx, r.ID, fmt.Sprintf("cp_%028x", 1)); err == nil || !strings.Contains(err.Error(), "payload") {
 		t.Fatalf("corrupt payload read: %v", err)

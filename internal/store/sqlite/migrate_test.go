@@ -182,17 +182,10 @@ func TestCompactStepsMigration(t *testing.T) {
 // reads its checkpoint row, so editing that row breaks the event's hash.
 func TestCheckpointEventReference(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "keel.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	must(t, err)
-	defer s.Close()
-	r, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "a", Request: "q"})
-	must(t, err)
-	r, err = s.AcquireLease(ctx, r.ID, "w1", time.Minute)
-	must(t, err)
+	s, r := leasedRun(t)
 	state := []byte(`{"messages":[]}`)
 	cp := &run.Checkpoint{ID: "cp_a", Seq: 1, State: state, Size: int64(len(state))}
-	_, err = s.Commit(ctx, store.Commit{RunID: r.ID, Token: r.Lease.Token, Checkpoint: cp,
+	_, err := s.Commit(ctx, store.Commit{RunID: r.ID, Token: r.Lease.Token, Checkpoint: cp,
 		Events: []run.Event{{Type: run.EventCheckpointWritten, Data: []byte(`{"bytes":15,"checkpoint_id":"cp_a","seq":1}`)}}})
 	must(t, err)
 	a, err := store.ReadAudit(ctx, s, r.ID)

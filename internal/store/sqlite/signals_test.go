@@ -3,12 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store/sqlite"
 )
 
 // BenchmarkRunSignals is the read a step makes before each tool call, with
@@ -18,15 +13,7 @@ import (
 func BenchmarkRunSignals(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "keel.db"), sqlite.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	r, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "a", Request: "q"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, r := leasedRun(b)
 	for b.Loop() {
 		if _, err := s.RunSignals(ctx, r.ID); err != nil {
 			b.Fatal(err)
@@ -38,19 +25,13 @@ func BenchmarkRunSignals(b *testing.B) {
 // and a cancel request is seen by the next read.
 func TestRunSignalsCancelled(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
-	must(t, err)
-	defer s.Close()
-	r, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "a", Request: "q"})
-	must(t, err)
-	_, err = s.AcquireLease(ctx, r.ID, "w1", time.Minute)
-	must(t, err)
+	s, r := leasedRun(t)
 	done, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := s.RunSignals(done, r.ID); !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunSignals with a cancelled context: %v", err)
 	}
-	_, _, err = s.RequestCancel(ctx, r.ID, "alice")
+	_, _, err := s.RequestCancel(ctx, r.ID, "alice")
 	must(t, err)
 	sig, err := s.RunSignals(ctx, r.ID)
 	must(t, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/sqlite"
 	"github.com/keelrun/keel/internal/store/storetest"
@@ -106,6 +107,26 @@ func TestOpenEmptyPath(t *testing.T) {
 	if _, err := sqlite.Open(t.Context(), "", sqlite.Options{}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("Open(\"\") = %v, want ErrInvalid", err)
 	}
+}
+
+// leasedRun opens a fresh store (closed at the test's end) with one run
+// that worker w1 holds the lease of.
+func leasedRun(t testing.TB) (*sqlite.Store, run.Run) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r, _, err := s.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "ses_1", Owner: "alice", Agent: "a", Request: "q"})
+	if err == nil {
+		r, err = s.AcquireLease(ctx, r.ID, "w1", time.Minute)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, r
 }
 
 func must(t *testing.T, err error) {
