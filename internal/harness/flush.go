@@ -41,7 +41,7 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		if err != nil {
 			return err
 		}
-		cp = &run.Checkpoint{ID: run.NewID("cp"), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
+		cp = &run.Checkpoint{ID: run.NewCheckpointID(s.cpSeq + 1), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
 			Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), CreatedAt: s.h.opt.Clock()}
 		if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
 			info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)

@@ -60,3 +60,27 @@ func TestNewIDUniqueAndOrdered(t *testing.T) {
 		t.Fatal("first and last ids out of order")
 	}
 }
+
+func TestCheckpointIDSeq(t *testing.T) {
+	for _, seq := range []int64{0, 1, 2, 255, 1 << 20, 1<<32 - 1} {
+		id := NewCheckpointID(seq)
+		if !regexp.MustCompile(`^cp_[0-9a-f]{28}$`).MatchString(id) {
+			t.Fatalf("NewCheckpointID(%d) = %q, want NewID's form", seq, id)
+		}
+		if got, ok := CheckpointIDSeq(id); !ok || got != seq {
+			t.Fatalf("CheckpointIDSeq(%q) = %d, %v, want %d", id, got, ok, seq)
+		}
+	}
+	if a, b := NewCheckpointID(7), NewCheckpointID(7); a == b {
+		t.Fatalf("two ids for seq 7 are both %s", a)
+	}
+	for _, id := range []string{"", "cp1", "cp_1", "run_0192a0b1c2d30000000700000000", "cp_0192a0b1c2d3000000070000000", "cp_0192A0B1C2D30000000700000000", "cp_0192a0b1c2d3zzzzzzzz00000000"} {
+		if seq, ok := CheckpointIDSeq(id); ok {
+			t.Errorf("CheckpointIDSeq(%q) = %d, true; want false", id, seq)
+		}
+	}
+	// An older NewID of the form answers too: where to look, not what is there.
+	if _, ok := CheckpointIDSeq(NewID("cp")); !ok {
+		t.Error("CheckpointIDSeq refuses a NewID(\"cp\")")
+	}
+}

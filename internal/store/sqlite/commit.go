@@ -182,18 +182,24 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
 		ck := rk<<32 | seq
-		parent := idKey(cpPrefix, cp.Parent)
+		// The unique index holds only ids not stored derived (cpid.go): an
+		// id is taken if it is the run's in either form.
+		if err := checkpointExists(ctx, txQuerier{s, tx}, rk, c.RunID, cp.ID); err == nil {
+			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id exists", cp.ID, store.ErrConflict)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
 		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			ck, rk, idKey(cpPrefix, cp.ID), parent, ck, parent, cp.Step, s.packed(cp.State), cp.StateRef, stateHashCol(cp), cp.Size,
-			cp.WorkspaceVersion, nowN)
+			ck, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), ck, idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State), cp.StateRef,
+			stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id or seq %d exists", cp.ID, store.ErrConflict, cp.Seq)
+			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: seq %d exists", cp.ID, store.ErrConflict, seq)
 		}
 	} else if checkpointID != "" {
-		if err := checkpointExists(ctx, tx, rk, c.RunID, checkpointID); err != nil {
+		if err := checkpointExists(ctx, txQuerier{s, tx}, rk, c.RunID, checkpointID); err != nil {
 			return nil, err
 		}
 	}
@@ -259,11 +265,14 @@ const (
 			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
 			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
 			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	// A parent that is the checkpoint before (seq - 1) is stored as NULL.
-	qCheckpointInsert = `INSERT INTO checkpoints(ck, rk, id, parent, step, state, state_ref, state_hash,
+	// A parent that is the checkpoint before (seq - 1) is stored as NULL:
+	// the first CASE argument is the parent's id as that row would store
+	// it, the third as a parent column does (idKey).
+	qCheckpointInsert = `INSERT INTO checkpoints(ck, id, parent, step, state, state_ref, state_hash,
 			size, workspace_version, created_at)
-			VALUES (?, ?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
+	qCheckpointExists = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpByID + `)`
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
 	commitUpdateRunRest        = `output = COALESCE(?, output),
@@ -324,8 +333,11 @@ func argsHashCol(pi run.PlanItem) any {
 // checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
 // does not have.
 func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE rk = ? AND id = ?`, rk, idKey(cpPrefix, id)).Scan(&one)
+	var found bool
+	err := q.QueryRowContext(ctx, qCheckpointExists, append([]any{rk}, cpWhere(id)...)...).Scan(&found)
+	if err == nil && !found {
+		err = sql.ErrNoRows
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
 	}

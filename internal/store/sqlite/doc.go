@@ -58,6 +58,13 @@
 // sets a new file's page size (default SQLite's 4 KiB; pagesize.go says
 // when a smaller one pays).
 //
+// Migration 0007 (cpid.go) keeps fewer b-trees, each at least a page and
+// each written page a WAL frame: a checkpoint id of run.NewCheckpointID's
+// form naming its own row's seq is stored as 10 bytes and found through
+// its row, so the unique index of checkpoint ids (partial) holds only ids
+// of other forms and a step's commit no longer writes it; grants is a
+// WITHOUT ROWID table and event_types has no second index of its names.
+//
 // Choices where package store is silent:
 //   - CreateRun stores Limits as given (0 = no limit); applying
 //     run.DefaultLimits is the caller's policy. An empty input policy is queue.

@@ -199,7 +199,7 @@ func (s *Store) decodeEvent(e *run.Event, typ any, t int64, pid, data, cpID any,
 		e.Data = []byte(d)
 	case int64:
 		if cpID != nil {
-			e.Data = checkpointEventData(idText(cpPrefix, cpID), d, cpSize.Int64)
+			e.Data = checkpointEventData(cpIDText(cpID, d), d, cpSize.Int64)
 		} else {
 			// The checkpoint row is gone: what is left is its seq, which
 			// no longer hashes to the event's hash.

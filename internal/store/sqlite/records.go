@@ -40,7 +40,7 @@ func listRows[T any](ctx context.Context, q querier, runID, what, query string, 
 	return out, nil
 }
 
-// getRow reads the row of query (arguments: runID, then key, or id when
+// getRow reads the row of query (arguments: runID, then key's, or id when
 // key is none) with scan.
 func getRow[T any](ctx context.Context, q querier, what, runID, id, query string, scan func(scanner) (T, error), key ...any) (T, error) {
 	var zero T
@@ -51,8 +51,8 @@ func getRow[T any](ctx context.Context, q querier, what, runID, id, query string
 		return zero, err
 	}
 	args := []any{runID, id}
-	if len(key) == 1 {
-		args[1] = key[0]
+	if len(key) > 0 {
+		args = append(args[:1], key...)
 	}
 	v, err := scan(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -115,7 +115,7 @@ func (s *Store) scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, e
 			&cp.WorkspaceVersion, &created); err != nil {
 			return cp, err
 		}
-		cp.ID, cp.Parent = idText(cpPrefix, id), idText(cpPrefix, parent)
+		cp.ID, cp.Parent = cpIDText(id, cp.Seq), cpIDText(parent, cp.Seq-1)
 		var err error
 		if cp.State, err = s.pc.unpack(state); err != nil {
 			return cp, fmt.Errorf("checkpoint %q: %w", cp.ID, err)
@@ -131,8 +131,10 @@ func (s *Store) scanCheckpoint(runID string) func(sc scanner) (run.Checkpoint, e
 
 // GetCheckpoint implements store.Checkpoints.
 func (s *Store) GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error) {
+	where := cpWhere(checkpointID)
 	return getRow(ctx, s.rq, "checkpoint", runID, checkpointID,
-		`SELECT `+cpColumns+` FROM checkpoints c WHERE c.`+byRun+` AND c.id = ?`, s.scanCheckpoint(runID), idKey(cpPrefix, checkpointID))
+		`SELECT `+cpColumns+` FROM checkpoints c WHERE `+cpByRunID,
+		s.scanCheckpoint(runID), where...)
 }
 
 // ListCheckpoints implements store.Checkpoints. A limit of 0 means
