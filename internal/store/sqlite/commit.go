@@ -272,7 +272,7 @@ const (
 			size, workspace_version, created_at)
 			VALUES (?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
-	qCheckpointExists = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpByID + `)`
+	qCheckpointExists          = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpByID + `)`
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
 	commitUpdateRunRest        = `output = COALESCE(?, output),
