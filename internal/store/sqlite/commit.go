@@ -181,22 +181,14 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		if err := checkKey(rk, seq); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
-		ck := rk<<32 | seq
-		// The unique index holds only ids not stored derived (cpid.go): an
-		// id is taken if it is the run's in either form.
-		if err := checkpointExists(ctx, txQuerier{s, tx}, rk, c.RunID, cp.ID); err == nil {
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id exists", cp.ID, store.ErrConflict)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
-		}
-		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			ck, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), ck, idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State), cp.StateRef,
-			stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)
+		res, err := s.exec(ctx, tx, qCheckpointInsert, append(append([]any{rk}, cpWhere(cp.ID)...),
+			seq, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State), cp.StateRef,
+			stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: seq %d exists", cp.ID, store.ErrConflict, seq)
+			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id or seq %d exists", cp.ID, store.ErrConflict, seq)
 		}
 	} else if checkpointID != "" {
 		if err := checkpointExists(ctx, txQuerier{s, tx}, rk, c.RunID, checkpointID); err != nil {
@@ -265,14 +257,19 @@ const (
 			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
 			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
 			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	// A parent that is the checkpoint before (seq - 1) is stored as NULL:
-	// the first CASE argument is the parent's id as that row would store
-	// it, the third as a parent column does (idKey).
+	// Arguments: the run's key, cpWhere's for the id, then the seq, the id
+	// and the parent as the row stores them. A parent that is the
+	// checkpoint before (seq - 1) is stored as NULL: ?7 is the parent's id
+	// as that row would store it, ?8 as a parent column does (idKey). The
+	// unique index holds only ids not stored derived (cpid.go), so the
+	// NOT EXISTS finds an id the run has in either form.
 	qCheckpointInsert = `INSERT INTO checkpoints(ck, id, parent, step, state, state_ref, state_hash,
 			size, workspace_version, created_at)
-			VALUES (?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
+			SELECT (?1 << 32) + ?5, ?6, CASE WHEN ?7 = (SELECT id FROM checkpoints WHERE ck = (?1 << 32) + ?5 - 1) THEN NULL ELSE ?8 END,
+			?9, ?10, ?11, ?12, ?13, ?14, ?15
+			WHERE NOT (` + cpByID + `)
 			ON CONFLICT DO NOTHING`
-	qCheckpointExists          = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpByID + `)`
+	qCheckpointExists          = `SELECT ` + cpByID
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
 	commitUpdateRunRest        = `output = COALESCE(?, output),

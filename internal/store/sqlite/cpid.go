@@ -40,18 +40,26 @@ func cpIDText(v any, seq int64) string {
 	return cpPrefix + hex.EncodeToString(full[:])
 }
 
-// cpByID is the condition on a checkpoint row c that it is the run keyed
-// ?1's with the id cpWhere gave ?2, ?3 and ?4 for: at the row its derived
-// form names, or in the partial index of every other form.
-const cpByID = `(c.ck = (?1 << 32) + ?2 AND c.id = ?3) OR (c.ck >> 32 = ?1 AND c.id = ?4 AND ` + cpIndexed + `)`
+// cpAtRow and cpInIndex are the two places a checkpoint row c of the run
+// keyed ?1 with the id cpWhere gave ?2, ?3 and ?4 for may be: at the row
+// its derived form names, or in the partial index of every other form.
+// cpByID is either; as two EXISTS, each a seek, it is cheaper in a commit
+// than one OR, which SQLite plans as a multi-index OR.
+const (
+	cpAtRow   = `c.ck = (?1 << 32) + ?2 AND c.id = ?3`
+	cpInIndex = `c.id = ?4 AND c.ck >> 32 = ?1 AND ` + cpIndexed
+	cpByID    = `EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpAtRow + `) OR EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpInIndex + `)`
+)
 
-// cpByRunID is cpByID for the run whose id is ?1. (The key is looked up in
-// each term: through a CTE, SQLite scans the table.)
-const cpByRunID = `(c.ck = (` + rkOfRun + ` << 32) + ?2 AND c.id = ?3) OR (c.ck >> 32 = ` + rkOfRun + ` AND c.id = ?4 AND ` + cpIndexed + `)`
+// cpByRunID is the condition on a checkpoint row c that it is the run
+// whose id is ?1's, with the id cpWhere gave ?2, ?3 and ?4 for. (The key is
+// looked up in each term: through a CTE, SQLite scans the table.)
+const cpByRunID = `(c.ck = (` + rkOfRun + ` << 32) + ?2 AND c.id = ?3) OR (c.id = ?4 AND c.ck >> 32 = ` + rkOfRun + ` AND ` + cpIndexed + `)`
 
 const rkOfRun = `(SELECT rk FROM runs WHERE id = ?1)`
 
-// cpWhere are cpByID's arguments after the run's key, for id: where its
+// cpWhere are cpByID's arguments after the run's key (cpByRunID's after
+// the run's id), for id: where its
 // derived form would be (a seq, 0 for none, and the 10 bytes) and its
 // indexed form.
 func cpWhere(id string) []any {

@@ -15,11 +15,17 @@ func TestCheckpointLookupsSeek(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	args := []any{1, 2, []byte("0123456789"), "cp_x"}
 	for name, q := range map[string]string{
 		"exists":        qCheckpointExists,
 		"GetCheckpoint": `SELECT ` + cpColumns + ` FROM checkpoints c WHERE ` + cpByRunID,
+		"insert":        qCheckpointInsert,
 	} {
-		rows, err := s.DB().QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, 1, 2, []byte("0123456789"), "cp_x")
+		a := args
+		if name == "insert" {
+			a = append(args, 2, []byte("0123456789"), nil, nil, 1, nil, "", nil, 0, "", 0)
+		}
+		rows, err := s.DB().QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, a...)
 		if err != nil {
 			t.Fatal(err)
 		}
