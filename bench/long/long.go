@@ -113,7 +113,7 @@ type counters struct{ calls, modelNanos atomic.Int64 }
 // loopAgent is one agent: the scripted model asks for echo n times, then
 // answers.
 func loopAgent(name string, n, contextTokens int, c *counters) (compose.AgentDef, error) {
-	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}],"final":"done"}`, n)
+	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}],"usage":{"input_tokens":20,"output_tokens":10}}],"final":"done"}`, n)
 	m, err := scripted.Parse([]byte(script))
 	if err != nil {
 		return compose.AgentDef{}, err

@@ -62,9 +62,9 @@ func fileSize(b *testing.B, db *sql.DB, path string) int64 {
 	return fi.Size()
 }
 
-// BenchmarkStepVsFloor runs N harness iterations (instant scripted model →
-// instant read-only tool → durable checkpoint) and the floor in the same
-// process, and reports both, their ratio (target ≤ 2×), both stores' sizes
+// BenchmarkStepVsFloor runs N harness iterations (instant scripted model,
+// its usage stated so that it reads no transcript → instant read-only tool
+// → durable checkpoint) and the floor in the same process, and reports both, their ratio (target ≤ 2×), both stores' sizes
 // and the ratio of those (target ≤ 2×), and the same for the bytes of the
 // run alone: each file's size less its size freshly made, before the run
 // (Keel's migrated schema, the floor's one table).
@@ -107,7 +107,7 @@ func keelSteps(b *testing.B, n int) (time.Duration, int64, int64) {
 	path := filepath.Join(e.dir, "keel.db")
 	empty := fileSize(b, e.store.DB(), path)
 	ec := &echo{}
-	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}]}`, n)
+	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}],"usage":{"input_tokens":20,"output_tokens":10}}]}`, n)
 	h := e.harness(nil, e.agent("a", script, ec), func(o *harness.Options) { o.Clock = time.Now })
 	r := e.createRun("a", "s1", func(r *run.Run) {
 		r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens = int64(10*n), int64(10*n), 1<<40

@@ -135,7 +135,7 @@ func keel(ctx context.Context, dir string, n int) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}]}`, n)
+	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}],"usage":{"input_tokens":20,"output_tokens":10}}]}`, n)
 	sm, err := scripted.Parse([]byte(script))
 	if err != nil {
 		return Result{}, err
