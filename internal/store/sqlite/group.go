@@ -10,15 +10,22 @@ import (
 	"time"
 )
 
-// Group commit. Every write of this Store is a request to one committer
-// goroutine, which runs all the requests waiting at that moment in one
-// IMMEDIATE transaction — each in a savepoint of its own, so one request's
-// error undoes only its writes — and commits them together: one fsync for
-// the batch. A request's caller returns only after that commit, so a write
-// is as durable when its method returns as it was with a transaction each.
-// Requests that arrive while a batch commits wait for the next one: the
-// batching adds no delay when writes come one at a time, and amortises the
-// fsync when many runs step at once.
+// Group commit. Every write of this Store is a request in one queue, and
+// one writer at a time — the leader — runs all the requests waiting at
+// that moment in one IMMEDIATE transaction — each in a savepoint of its
+// own, so one request's error undoes only its writes — and commits them
+// together: one fsync for the batch. A request's caller returns only after
+// that commit, so a write is as durable when its method returns as it was
+// with a transaction each. Requests that arrive while a batch commits wait
+// for the next one: the batching adds no delay when writes come one at a
+// time, and amortises the fsync when many runs step at once.
+//
+// The leader is the caller that found no batch running: it runs the batch
+// on its own goroutine, so a write that meets no other costs no hand-off
+// to another goroutine and back (each a wake-up, on the path of every
+// step). A leader runs one batch, its own request in it; when others
+// queued meanwhile, a goroutine takes over as leader until the queue is
+// empty, so no caller's return waits for other callers' batches.
 
 // defaultMaxBatch bounds the requests of one transaction, so that a burst
 // never makes one transaction (and the wait of its first request) unbounded.
@@ -34,18 +41,21 @@ type writeReq struct {
 	touched []string // the runs whose events fn appended, once it succeeded
 }
 
-// committer is the Store's write path: the goroutine that owns the write
-// connection's transactions.
+// committer is the Store's write path: the queue of write requests, and
+// who runs them (at most one leader at a time owns the write connection's
+// transactions).
 type committer struct {
-	mu     sync.RWMutex // held for reading while sending; Close takes it to close reqs
-	closed bool
-	reqs   chan *writeReq
-	exited chan struct{}
-	max    int // requests per transaction
+	mu      sync.Mutex
+	idle    sync.Cond // signalled when leading turns false
+	closed  bool
+	leading bool
+	queue   []*writeReq
+	max     int         // requests per transaction
+	batch   []*writeReq // the leader's, reused
 
 	txs, writes atomic.Int64
-	// busy and commitNS are nanoseconds the committer spent running
-	// batches, and of those, in COMMIT (the WAL write and its fsync).
+	// busy and commitNS are nanoseconds spent running batches, and of
+	// those, in COMMIT (the WAL write and its fsync).
 	busy, commitNS atomic.Int64
 }
 
@@ -55,8 +65,8 @@ type committer struct {
 type WriteStats struct {
 	Transactions int64 // committed (or attempted) write transactions
 	Writes       int64 // write requests: a Commit, CreateRun, AcquireLease...
-	// Busy is the committer's time running batches; Committing is the part
-	// of it spent in COMMIT (writing the WAL and its fsync). Busy close to
+	// Busy is the time spent running batches; Committing is the part of
+	// it spent in COMMIT (writing the WAL and its fsync). Busy close to
 	// the wall time means the single writer is the bottleneck.
 	Busy, Committing time.Duration
 }
@@ -71,23 +81,23 @@ func (s *Store) startCommitter(max int) {
 	if max <= 0 {
 		max = defaultMaxBatch
 	}
-	s.gc = &committer{reqs: make(chan *writeReq, max), exited: make(chan struct{}), max: max}
-	go s.commitLoop()
+	s.gc = &committer{max: max, batch: make([]*writeReq, 0, max)}
+	s.gc.idle.L = &s.gc.mu
 }
 
-// stopCommitter refuses new writes, lets the committer finish the queued
-// ones, and waits for it.
+// stopCommitter refuses new writes and waits until the queued ones are
+// committed.
 func (s *Store) stopCommitter() {
 	if s.gc == nil {
 		return
 	}
-	s.gc.mu.Lock()
-	if !s.gc.closed {
-		s.gc.closed = true
-		close(s.gc.reqs)
+	g := s.gc
+	g.mu.Lock()
+	g.closed = true
+	for g.leading {
+		g.idle.Wait()
 	}
-	s.gc.mu.Unlock()
-	<-s.gc.exited
+	g.mu.Unlock()
 }
 
 // write runs fn in the next group transaction, in a savepoint of its own,
@@ -99,13 +109,19 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.gc.mu.RLock()
-	if s.gc.closed {
-		s.gc.mu.RUnlock()
+	g := s.gc
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
 		return ErrClosed
 	}
-	s.gc.reqs <- r
-	s.gc.mu.RUnlock()
+	g.queue = append(g.queue, r)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if lead {
+		s.lead(false)
+	}
 	// Wait for the outcome even when ctx ends: fn may be running, and the
 	// caller must not take a commit for a failure.
 	return <-r.done
@@ -120,28 +136,68 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.write(ctx, fn)
 }
 
-func (s *Store) commitLoop() {
-	defer close(s.gc.exited)
-	batch := make([]*writeReq, 0, s.gc.max)
-	for first := range s.gc.reqs {
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < s.gc.max {
-			select {
-			case r, ok := <-s.gc.reqs:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
+// tryLead makes the caller the leader if no batch runs, for a read on w
+// between batches (its page cache is current: every write was its own);
+// false when a batch runs or the Store is closed. A true must be followed
+// by unlead.
+func (s *Store) tryLead() bool {
+	g := s.gc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.leading || g.closed {
+		return false
+	}
+	g.leading = true
+	return true
+}
+
+// unlead gives up the lead tryLead took: to a goroutine of its own when
+// writes queued meanwhile.
+func (s *Store) unlead() {
+	g := s.gc
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		g.mu.Unlock()
+		go s.lead(true)
+		return
+	}
+	g.leading = false
+	g.idle.Broadcast()
+	g.mu.Unlock()
+}
+
+// lead runs batches of the queue while this goroutine is the leader: one
+// for a caller (whose own request is in it); if more queued meanwhile, it
+// hands the lead to a goroutine of its own (background), which runs
+// batches until the queue is empty.
+func (s *Store) lead(background bool) {
+	g := s.gc
+	for ran := false; ; ran = true {
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.leading = false
+			g.idle.Broadcast()
+			g.mu.Unlock()
+			return
 		}
+		if ran && !background {
+			g.mu.Unlock()
+			go s.lead(true)
+			return
+		}
+		n := min(len(g.queue), g.max)
+		batch := append(g.batch[:0], g.queue[:n]...)
+		rest := copy(g.queue, g.queue[n:])
+		clear(g.queue[rest:])
+		g.queue = g.queue[:rest]
+		g.mu.Unlock()
+
 		start := time.Now()
 		s.runBatch(batch)
 		s.prepareMissed() // between transactions: w's connection is free
-		s.gc.busy.Add(int64(time.Since(start)))
+		g.busy.Add(int64(time.Since(start)))
 		clear(batch)
+		g.batch = batch[:0]
 	}
 }
 

@@ -151,7 +151,7 @@ func TestGroupCommitBatchesAndIsolatesFailures(t *testing.T) {
 			results <- s.write(ctx, fn)
 		}()
 	}
-	for len(s.gc.reqs) < n {
+	for s.queued() < n {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
@@ -217,3 +217,71 @@ func TestGroupCommitPanicIsAnError(t *testing.T) {
 		t.Fatalf("write after the panic: %v", err)
 	}
 }
+
+// The caller that leads a batch returns once that batch committed, though
+// writes queued meanwhile still wait for theirs (a goroutine leads on), and
+// RunSignals answers while a batch holds the write connection.
+func TestGroupCommitLeaderReturnsAfterItsBatch(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "keel.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.CreateRun(ctx, run.Run{ID: "run_1", SessionID: "s", Owner: "alice", Agent: "a", Request: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.write(ctx, func(*sql.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	// The write connection is in a batch: the signals come from the pool.
+	if sig, err := s.RunSignals(ctx, "run_1"); err != nil || sig.Status != run.StatusCreated {
+		t.Fatalf("RunSignals during a batch: %+v, %v", sig, err)
+	}
+	secondStarted, secondRelease := make(chan struct{}), make(chan struct{})
+	second := make(chan error, 1)
+	go func() {
+		second <- s.write(ctx, func(*sql.Tx) error {
+			close(secondStarted)
+			<-secondRelease
+			return nil
+		})
+	}()
+	for s.queued() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	// The first caller's batch is done: it returns while the second's
+	// batch, which it does not run, is held.
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the leading caller waited for a batch queued after its own")
+	}
+	<-secondStarted
+	close(secondRelease)
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if sig, err := s.RunSignals(ctx, "run_1"); err != nil || sig.Status != run.StatusCreated {
+		t.Fatalf("RunSignals between batches: %+v, %v", sig, err)
+	}
+}
+
+// queued is the number of write requests waiting for a batch.
+func (s *Store) queued() int {
+	s.gc.mu.Lock()
+	defer s.gc.mu.Unlock()
+	return len(s.gc.queue)
+}
+

@@ -29,8 +29,18 @@ func (s *Store) RunSignals(ctx context.Context, runID string) (store.RunSignals,
 	ctx = context.WithoutCancel(ctx)
 	var sig store.RunSignals
 	var cancel int
-	err := s.signals.QueryRowContext(ctx, runID).
-		Scan(&cancel, &sig.LeaseToken, &sig.Status)
+	var err error
+	// Between batches the write connection reads it from its own page
+	// cache; a read connection first drops its cache when the WAL has
+	// changed since its last read, as it has after every commit, and reads
+	// the pages again (most of this read's cost in a step). While a batch
+	// runs, the read pool answers without waiting for it.
+	if s.tryLead() {
+		err = s.wSignals.QueryRowContext(ctx, runID).Scan(&cancel, &sig.LeaseToken, &sig.Status)
+		s.unlead()
+	} else {
+		err = s.signals.QueryRowContext(ctx, runID).Scan(&cancel, &sig.LeaseToken, &sig.Status)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.RunSignals{}, fmt.Errorf("sqlite: run %q: %w", runID, store.ErrNotFound)
 	}

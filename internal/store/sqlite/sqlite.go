@@ -62,9 +62,9 @@ type Store struct {
 	missed map[string]struct{}
 	// rq is r with each read query prepared once.
 	rq *readCache
-	// signals is RunSignals' query prepared on r: a Step reads it once
-	// an iteration.
-	signals *sql.Stmt
+	// signals is RunSignals' query prepared on r, and wSignals on w: a
+	// Step reads it once an iteration.
+	signals, wSignals *sql.Stmt
 
 	// onEvents (a func(runID string)) is called after a commit that
 	// appended events; touched collects the runs of the write request in
@@ -203,10 +203,12 @@ func (s *Store) Close() error {
 	s.stopCommitter() // the writes queued before Close still commit
 	s.mu.Lock()
 	var errs []error
-	if s.signals != nil {
-		errs = append(errs, s.signals.Close())
-		s.signals = nil
+	for _, st := range []*sql.Stmt{s.signals, s.wSignals} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
+	s.signals, s.wSignals = nil, nil
 	for q, st := range s.stmts {
 		errs = append(errs, st.Close())
 		delete(s.stmts, q)
@@ -231,11 +233,13 @@ func (s *Store) prepare(ctx context.Context) error {
 		}
 		s.stmts[q] = st
 	}
-	st, err := s.r.PrepareContext(ctx, qSignals)
-	if err != nil {
+	var err error
+	if s.signals, err = s.r.PrepareContext(ctx, qSignals); err != nil {
 		return fmt.Errorf("sqlite: prepare: %w", err)
 	}
-	s.signals = st
+	if s.wSignals, err = s.w.PrepareContext(ctx, qSignals); err != nil {
+		return fmt.Errorf("sqlite: prepare: %w", err)
+	}
 	return nil
 }
 
