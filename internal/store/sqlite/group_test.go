@@ -284,4 +284,3 @@ func (s *Store) queued() int {
 	defer s.gc.mu.Unlock()
 	return len(s.gc.queue)
 }
-
