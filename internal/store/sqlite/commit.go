@@ -181,9 +181,17 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		if err := checkKey(rk, seq); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
-		res, err := s.exec(ctx, tx, qCheckpointInsert, append(append([]any{rk}, cpWhere(cp.ID)...),
-			seq, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State), cp.StateRef,
-			stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)...)
+		// The unique index holds only ids not stored derived (cpid.go): an
+		// id is taken if the run has it in the other form too.
+		if taken, err := s.cpIDTaken(ctx, tx, rk, cp.ID, seq); err != nil || taken {
+			if err == nil {
+				err = fmt.Errorf("%w: id exists", store.ErrConflict)
+			}
+			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+		}
+		res, err := s.exec(ctx, tx, qCheckpointInsert,
+			rk<<32|seq, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), rk<<32|seq, idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State),
+			cp.StateRef, stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
 		}
@@ -257,18 +265,17 @@ const (
 			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
 			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
 			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	// Arguments: the run's key, cpWhere's for the id, then the seq, the id
-	// and the parent as the row stores them. A parent that is the
-	// checkpoint before (seq - 1) is stored as NULL: ?7 is the parent's id
-	// as that row would store it, ?8 as a parent column does (idKey). The
-	// unique index holds only ids not stored derived (cpid.go), so the
-	// NOT EXISTS finds an id the run has in either form.
+	// A parent that is the checkpoint before (seq - 1) is stored as NULL:
+	// the third argument is the parent's id as that row would store it, the
+	// fifth as a parent column does (idKey).
 	qCheckpointInsert = `INSERT INTO checkpoints(ck, id, parent, step, state, state_ref, state_hash,
 			size, workspace_version, created_at)
-			SELECT (?1 << 32) + ?5, ?6, CASE WHEN ?7 = (SELECT id FROM checkpoints WHERE ck = (?1 << 32) + ?5 - 1) THEN NULL ELSE ?8 END,
-			?9, ?10, ?11, ?12, ?13, ?14, ?15
-			WHERE NOT (` + cpByID + `)
+			VALUES (?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
+	// qCheckpointAtRow and qCheckpointInIndex find a run's checkpoint id in
+	// one of its two stored forms (cpid.go).
+	qCheckpointAtRow           = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.ck = ? AND c.id = ?)`
+	qCheckpointInIndex         = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = ? AND c.ck >> 32 = ? AND ` + cpIndexed + `)`
 	qCheckpointExists          = `SELECT ` + cpByID
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest

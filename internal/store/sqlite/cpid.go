@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 
@@ -68,4 +70,24 @@ func cpWhere(id string) []any {
 		return []any{int64(0), nil, idKey(cpPrefix, id)}
 	}
 	return []any{seq, cpIDCol(id, seq), idKey(cpPrefix, id)}
+}
+
+// cpIDTaken reports whether the run keyed rk has id in the form it would
+// not be stored in at seq: the unique index (and the primary key) refuse a
+// duplicate in the same form. One seek, the one the form calls for: an id
+// stored derived may be in the index (committed at another seq), and one
+// naming another seq may be derived at that seq's row.
+func (s *Store) cpIDTaken(ctx context.Context, tx *sql.Tx, rk int64, id string, seq int64) (bool, error) {
+	at, ok := run.CheckpointIDSeq(id)
+	if !ok || at == 0 {
+		return false, nil
+	}
+	var taken bool
+	var err error
+	if at == seq {
+		err = s.queryRow(ctx, tx, qCheckpointInIndex, idKey(cpPrefix, id), rk).Scan(&taken)
+	} else {
+		err = s.queryRow(ctx, tx, qCheckpointAtRow, rk<<32|at, cpIDCol(id, at)).Scan(&taken)
+	}
+	return taken, err
 }
