@@ -5,9 +5,10 @@
 // Durability and concurrency:
 //   - The file is in WAL mode with synchronous=FULL: when a method returns
 //     nil, its write is fsync'd. Foreign keys are on.
-//   - Writes are group-committed: one committer goroutine per Store takes
-//     every write waiting at that moment (at most Options.MaxBatch) and runs
-//     them in one transaction, each in a savepoint of its own so that one
+//   - Writes are group-committed: one writer at a time per Store (the
+//     caller that found none running, or a goroutine leading on after it,
+//     group.go) takes every write waiting at that moment (at most
+//     Options.MaxBatch) and runs them in one transaction, each in a savepoint of its own so that one
 //     write's error undoes only that write, then commits them with one fsync.
 //     A method returns only after its write's transaction committed, so
 //     nil still means durable; concurrent runs share the fsync instead of

@@ -304,7 +304,7 @@ const (
 	qRelease    = `RELEASE w`
 )
 
-// call runs r's fn, turning a panic into its error: the committer serves
+// call runs r's fn, turning a panic into its error: the leader serves
 // every writer, and one bug must not leave the others waiting forever.
 // A panic also stops the batch (errPanic): what the transaction holds is
 // then unknown.

@@ -68,7 +68,7 @@ type Store struct {
 
 	// onEvents (a func(runID string)) is called after a commit that
 	// appended events; touched collects the runs of the write request in
-	// flight (there is one at a time: the committer runs them in turn).
+	// flight (there is one at a time: the leader runs them in turn).
 	onEvents atomic.Value
 	touchMu  sync.Mutex
 	touched  []string
