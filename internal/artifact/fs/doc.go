@@ -5,20 +5,35 @@
 //
 //	objects/sha256/{hh}/{hash}   the content, named by its own sha256
 //	runs/{run_id}/checkpoints/{checkpoint_id}/{name}
-//	                             a small pointer file: "sha256 size\n"
+//	                             the pointer: a symlink whose target is
+//	                             "{sha256 base64url}.{size}" (pointer.go),
+//	                             or, where symlinks cannot be made and in
+//	                             stores of older versions, a small file
+//	                             "{sha256 hex} {size}\n"
 //	tmp/                         temp files, on the same file system
 //
 // Keeping the content under its hash makes every object self-verifying
 // (`sha256sum` of the file equals its name) and makes the pointer the only
 // thing a key owns.
 //
-// Durability: when Put returns nil the object and the pointer have been
-// written to a temp file, fsync'd, moved into place and their directories
-// fsync'd. The pointer is moved into place with link(2), which fails if the
-// key exists, so two concurrent Puts of different content at one key can
-// never both succeed: exactly one wins and the other gets
-// artifact.ErrExists. A crash between the object and the pointer leaves an
-// unreferenced object, which is harmless.
+// Durability: when Put returns nil the content and the pointer survive a
+// crash, power loss included. The content is written to a temp file,
+// fsync'd, renamed into its shard directory and that directory fsync'd
+// before the pointer is created, so no crash can leave a pointer to
+// missing or partial content (a crash between the two leaves an
+// unreferenced object, which is harmless). Then the pointer's directory is
+// fsync'd, and so is the parent of every directory on the way to the root
+// that the Store does not know to be durable: the ones this Put created,
+// and any it has not seen synced (another Put's, another process's, or
+// all of them after a restart). Content a Put finds already stored is not
+// written again, only its directory synced once. Each Put therefore
+// fsyncs what it changed and nothing it knows is already on disk
+// (TestPutSyncsWhatItChanged pins the sequence; Store.Syncs counts).
+//
+// The pointer is created with symlink(2) (or link(2) for a pointer file),
+// which fails if the key exists, so two concurrent Puts of different
+// content at one key can never both succeed: exactly one wins and the
+// other gets artifact.ErrExists.
 //
 // Get re-hashes the content on every read and returns artifact.ErrCorrupt
 // when it does not match the pointer, or when the object is missing.

@@ -1,0 +1,157 @@
+package fs_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/artifact/fs"
+)
+
+// recorder keeps the operations a Store traced, paths relative to its root.
+type recorder struct {
+	mu   sync.Mutex
+	root string
+	ops  []string
+}
+
+func (r *recorder) note(op, path string) {
+	rel, _ := filepath.Rel(r.root, path)
+	rel = filepath.ToSlash(rel)
+	if strings.HasPrefix(rel, "tmp/") {
+		rel = "tmp/*"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, op+" "+rel)
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.ops
+	r.ops = nil
+	return out
+}
+
+func hexSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// TestPutSyncsWhatItChanged pins, in order, the writes and fsyncs each Put
+// makes: the content durable (file, rename, its shard directory and, for a
+// new shard, the shard's entry) before the pointer exists, then the
+// pointer's directory and every directory on its way to the root that
+// this Store does not know to be durable — no more. A reopened Store knows
+// nothing yet and syncs the whole chain once.
+func TestPutSyncsWhatItChanged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := []byte("content a"), []byte("content b")
+	if hexSum(a)[:2] == hexSum(b)[:2] {
+		t.Fatal("test contents share a shard; pick others")
+	}
+	obj := func(c []byte) string { return "objects/sha256/" + hexSum(c)[:2] + "/" + hexSum(c) }
+	shard := func(c []byte) string { return "objects/sha256/" + hexSum(c)[:2] }
+	key := func(cp, name string) artifact.Key { return artifact.Key{RunID: "r", CheckpointID: cp, Name: name} }
+
+	s, err := fs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{root: dir}
+	fs.SetTrace(s, rec.note)
+	steps := []struct {
+		name   string
+		reopen bool
+		key    artifact.Key
+		data   []byte
+		want   []string
+	}{
+		{name: "first put of a run", key: key("c1", "n1"), data: a, want: []string{
+			"syncfile tmp/*", "rename " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
+			"symlink runs/r/checkpoints/c1/n1",
+			"syncdir runs/r/checkpoints/c1", "syncdir runs/r/checkpoints", "syncdir runs/r", "syncdir runs",
+		}},
+		{name: "same content, new name, same checkpoint", key: key("c1", "n2"), data: a, want: []string{
+			"symlink runs/r/checkpoints/c1/n2", "syncdir runs/r/checkpoints/c1",
+		}},
+		{name: "new content, new checkpoint", key: key("c2", "n1"), data: b, want: []string{
+			"syncfile tmp/*", "rename " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
+			"symlink runs/r/checkpoints/c2/n1", "syncdir runs/r/checkpoints/c2", "syncdir runs/r/checkpoints",
+		}},
+		{name: "same key, same content", key: key("c2", "n1"), data: b, want: []string{
+			"syncdir runs/r/checkpoints/c2",
+		}},
+		{name: "reopened: existing content, existing checkpoint", reopen: true, key: key("c1", "n3"), data: a, want: []string{
+			"syncdir " + shard(a), "syncdir objects/sha256",
+			"symlink runs/r/checkpoints/c1/n3",
+			"syncdir runs/r/checkpoints/c1", "syncdir runs/r/checkpoints", "syncdir runs/r", "syncdir runs",
+		}},
+	}
+	for _, st := range steps {
+		if st.reopen {
+			if s, err = fs.New(dir); err != nil {
+				t.Fatal(err)
+			}
+			fs.SetTrace(s, rec.note)
+		}
+		before := s.Syncs()
+		if _, err := s.Put(ctx, st.key, st.data); err != nil {
+			t.Fatalf("%s: Put: %v", st.name, err)
+		}
+		got := rec.take()
+		if !slices.Equal(got, st.want) {
+			t.Fatalf("%s:\n got  %q\n want %q", st.name, got, st.want)
+		}
+		after := s.Syncs()
+		syncs := 0
+		for _, op := range st.want {
+			if strings.HasPrefix(op, "sync") {
+				syncs++
+			}
+		}
+		if n := int(after.Files + after.Dirs - before.Files - before.Dirs); n != syncs {
+			t.Fatalf("%s: Syncs counted %d fsyncs, the trace shows %d", st.name, n, syncs)
+		}
+	}
+}
+
+// TestPointerFileFallback: where symlinks fail, the pointer is a fsync'd
+// file linked into place, synced the same way, and reads back the same.
+func TestPointerFileFallback(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := fs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.UsePointerFiles(s)
+	rec := &recorder{root: dir}
+	fs.SetTrace(s, rec.note)
+	data := []byte("pointer file")
+	k := artifact.Key{RunID: "r", CheckpointID: "c", Name: "n"}
+	if _, err := s.Put(ctx, k, data); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"syncfile tmp/*", "rename objects/sha256/" + hexSum(data)[:2] + "/" + hexSum(data),
+		"syncdir objects/sha256/" + hexSum(data)[:2], "syncdir objects/sha256",
+		"syncfile tmp/*", "link runs/r/checkpoints/c/n",
+		"syncdir runs/r/checkpoints/c", "syncdir runs/r/checkpoints", "syncdir runs/r", "syncdir runs",
+	}
+	if got := rec.take(); !slices.Equal(got, want) {
+		t.Fatalf("\n got  %q\n want %q", got, want)
+	}
+	got, info, err := s.Get(ctx, k)
+	if err != nil || string(got) != string(data) || info.SHA256 != hexSum(data) {
+		t.Fatalf("Get = %q, %+v, %v", got, info, err)
+	}
+}

@@ -1,0 +1,74 @@
+package fs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ensureObject makes sure the content named sum is durable at its object
+// path before any pointer to it is created. The order is what a power loss
+// requires: the content is fsync'd in a temp file, renamed into its shard
+// directory, and that directory synced (with its own entry, when the shard
+// is new) — only then may a pointer name it.
+//
+// Only complete, fsync'd files are ever renamed to an object path, so an
+// object that exists with the right size is complete (Get still re-hashes
+// it). It may not be durable yet, though: a concurrent Put may have just
+// renamed it and not synced the directory. So an object this Store has not
+// made durable itself costs one directory sync instead of a new write.
+func (s *Store) ensureObject(sum string, data []byte) error {
+	if s.objects.has(sum) {
+		return nil
+	}
+	path := s.ObjectPath(sum)
+	shard := filepath.Dir(path)
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(data)) {
+		if err := s.makeDurable(shard); err != nil {
+			return err
+		}
+		s.objects.add(sum)
+		return nil
+	}
+	tmp, err := s.writeTemp(data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // no-op after a successful rename
+	// Rename may replace an existing object: it has the same name, so the
+	// same content.
+	if err := s.retryMkdir(path, func() error { return os.Rename(tmp, path) }); err != nil {
+		return fmt.Errorf("artifact fs: %w", err)
+	}
+	s.note("rename", path)
+	if err := s.makeDurable(shard); err != nil {
+		return err
+	}
+	s.objects.add(sum)
+	return nil
+}
+
+// writeTemp writes data to a new fsync'd file under tmp/ (same file system
+// as the final location, so rename and link are atomic).
+func (s *Store) writeTemp(data []byte) (string, error) {
+	f, err := os.CreateTemp(s.tmpDir, "put-*")
+	if err != nil {
+		return "", fmt.Errorf("artifact fs: %w", err)
+	}
+	name := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		s.fileSyncs.Add(1)
+		werr = f.Sync()
+	}
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(name)
+		return "", fmt.Errorf("artifact fs: %w", werr)
+	}
+	s.note("syncfile", name)
+	return name, nil
+}
