@@ -18,6 +18,7 @@ import (
 	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/api"
+	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
@@ -61,14 +62,20 @@ type Result struct {
 	// spent running batches; WriterCommit the share spent in COMMIT.
 	WriterBusy   float64 `json:"writer_busy"`
 	WriterCommit float64 `json:"writer_commit"`
-	PeakRSSMB    float64 `json:"peak_rss_mb"`
-	BytesPerRun  int64   `json:"bytes_per_run"`
+	// ArtifactFsyncsPerRun is the artifact store's file and directory
+	// fsyncs per run (the report and the audit head), when it counts them.
+	ArtifactFsyncsPerRun float64 `json:"artifact_fsyncs_per_run"`
+	PeakRSSMB            float64 `json:"peak_rss_mb"`
+	BytesPerRun          int64   `json:"bytes_per_run"`
 	// CPUSeconds is the process's user+system time over the load: with
 	// Seconds, how much of the machine's two cores it got.
 	CPUSeconds     float64 `json:"cpu_seconds"`
 	StatusCounts   map[run.Status]int
 	CommitFailures int64 `json:"commit_failures"`
 }
+
+// syncCounter is the fs artifact store's fsync count.
+type syncCounter interface{ Syncs() artfs.SyncStats }
 
 // timedStore times the harness's commits: the step commit latency.
 type timedStore struct {
@@ -150,6 +157,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	before := rt.SQLite.WriteStats()
+	arts, _ := rt.Artifacts.(syncCounter)
+	var artsBefore artfs.SyncStats
+	if arts != nil {
+		artsBefore = arts.Syncs()
+	}
 
 	cpu0 := cpuSeconds()
 	start := time.Now()
@@ -232,6 +244,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.WriterCommit = (st.Committing - before.Committing).Seconds() / elapsed.Seconds()
 	if res.StepCommits > 0 {
 		res.FsyncsPerStep = float64(res.Transactions) / float64(res.StepCommits)
+	}
+	if arts != nil {
+		a := arts.Syncs()
+		res.ArtifactFsyncsPerRun = float64(a.Files+a.Dirs-artsBefore.Files-artsBefore.Dirs) / float64(cfg.N)
 	}
 	res.PeakRSSMB = peakRSSMB()
 	res.CPUSeconds = cpuSeconds() - cpu0

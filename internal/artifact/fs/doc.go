@@ -4,12 +4,16 @@
 // Layout under the root directory:
 //
 //	objects/sha256/{hh}/{hash}   the content, named by its own sha256
-//	runs/{run_id}/checkpoints/{checkpoint_id}/{name}
-//	                             the pointer: a symlink whose target is
+//	runs/{run_id}/{checkpoint_id}~{name}
+//	                             the pointer (the two parts escaped, see
+//	                             layout.go): a symlink whose target is
 //	                             "{sha256 base64url}.{size}" (pointer.go),
 //	                             or, where symlinks cannot be made and in
 //	                             stores of older versions, a small file
 //	                             "{sha256 hex} {size}\n"
+//	runs/{run_id}/checkpoints/{checkpoint_id}/{name}
+//	                             the pointer of older stores, and of a key
+//	                             too long for one file name
 //	tmp/                         temp files, on the same file system
 //
 // Keeping the content under its hash makes every object self-verifying

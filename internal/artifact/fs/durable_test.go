@@ -50,7 +50,9 @@ func hexSum(b []byte) string {
 // new shard, the shard's entry) before the pointer exists, then the
 // pointer's directory and every directory on its way to the root that
 // this Store does not know to be durable — no more. A reopened Store knows
-// nothing yet and syncs the whole chain once.
+// nothing yet and syncs the whole chain once. (The first content's shard
+// is synced again on reopen, and no other: the Store only knows what it
+// synced itself.)
 func TestPutSyncsWhatItChanged(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -68,6 +70,7 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 	}
 	rec := &recorder{root: dir}
 	fs.SetTrace(s, rec.note)
+	longCP, longName := strings.Repeat("c", 200), strings.Repeat("n", 100)
 	steps := []struct {
 		name   string
 		reopen bool
@@ -77,23 +80,25 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 	}{
 		{name: "first put of a run", key: key("c1", "n1"), data: a, want: []string{
 			"syncfile tmp/*", "rename " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
-			"symlink runs/r/checkpoints/c1/n1",
-			"syncdir runs/r/checkpoints/c1", "syncdir runs/r/checkpoints", "syncdir runs/r", "syncdir runs",
+			"symlink runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
 		}},
-		{name: "same content, new name, same checkpoint", key: key("c1", "n2"), data: a, want: []string{
-			"symlink runs/r/checkpoints/c1/n2", "syncdir runs/r/checkpoints/c1",
+		{name: "same content, new name", key: key("c1", "n2"), data: a, want: []string{
+			"symlink runs/r/c1~n2", "syncdir runs/r",
 		}},
 		{name: "new content, new checkpoint", key: key("c2", "n1"), data: b, want: []string{
 			"syncfile tmp/*", "rename " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
-			"symlink runs/r/checkpoints/c2/n1", "syncdir runs/r/checkpoints/c2", "syncdir runs/r/checkpoints",
+			"symlink runs/r/c2~n1", "syncdir runs/r",
 		}},
 		{name: "same key, same content", key: key("c2", "n1"), data: b, want: []string{
-			"syncdir runs/r/checkpoints/c2",
+			"syncdir runs/r",
 		}},
-		{name: "reopened: existing content, existing checkpoint", reopen: true, key: key("c1", "n3"), data: a, want: []string{
+		{name: "a key too long for one file name: the nested path", key: key(longCP, longName), data: a, want: []string{
+			"symlink runs/r/checkpoints/" + longCP + "/" + longName,
+			"syncdir runs/r/checkpoints/" + longCP, "syncdir runs/r/checkpoints", "syncdir runs/r",
+		}},
+		{name: "reopened: existing content, existing run", reopen: true, key: key("c1", "n3"), data: a, want: []string{
 			"syncdir " + shard(a), "syncdir objects/sha256",
-			"symlink runs/r/checkpoints/c1/n3",
-			"syncdir runs/r/checkpoints/c1", "syncdir runs/r/checkpoints", "syncdir runs/r", "syncdir runs",
+			"symlink runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
 		}},
 	}
 	for _, st := range steps {
@@ -144,8 +149,7 @@ func TestPointerFileFallback(t *testing.T) {
 	want := []string{
 		"syncfile tmp/*", "rename objects/sha256/" + hexSum(data)[:2] + "/" + hexSum(data),
 		"syncdir objects/sha256/" + hexSum(data)[:2], "syncdir objects/sha256",
-		"syncfile tmp/*", "link runs/r/checkpoints/c/n",
-		"syncdir runs/r/checkpoints/c", "syncdir runs/r/checkpoints", "syncdir runs/r", "syncdir runs",
+		"syncfile tmp/*", "link runs/r/c~n", "syncdir runs/r", "syncdir runs",
 	}
 	if got := rec.take(); !slices.Equal(got, want) {
 		t.Fatalf("\n got  %q\n want %q", got, want)

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync/atomic"
 
 	"github.com/keelrun/keel/internal/artifact"
@@ -62,10 +61,6 @@ func New(dir string) (*Store, error) {
 // exported for tests and operators (e.g. to inspect or corrupt a blob).
 func (s *Store) ObjectPath(sum string) string {
 	return filepath.Join(s.objDir, sum[:2], sum)
-}
-
-func (s *Store) pointerPath(k artifact.Key) string {
-	return filepath.Join(s.root, filepath.FromSlash(k.Path()))
 }
 
 // Put stores data at k. See the package doc for durability and immutability.
@@ -150,46 +145,4 @@ func (s *Store) Get(ctx context.Context, k artifact.Key) ([]byte, artifact.Info,
 		return nil, artifact.Info{}, fmt.Errorf("%w: %s", artifact.ErrCorrupt, k.Path())
 	}
 	return data, info, nil
-}
-
-// List returns every blob of the run, ordered by key. It reads pointers
-// only; it does not re-hash content.
-func (s *Store) List(ctx context.Context, runID string) ([]artifact.Info, error) {
-	if err := (artifact.Key{RunID: runID, CheckpointID: "x", Name: "x"}).Validate(); err != nil {
-		return nil, err
-	}
-	base := filepath.Join(s.root, "runs", runID, "checkpoints")
-	cps, err := os.ReadDir(base)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("artifact fs: %w", err)
-	}
-	var out []artifact.Info
-	for _, cp := range cps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if !cp.IsDir() {
-			continue
-		}
-		names, err := os.ReadDir(filepath.Join(base, cp.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("artifact fs: %w", err)
-		}
-		for _, n := range names {
-			if n.IsDir() {
-				continue
-			}
-			k := artifact.Key{RunID: runID, CheckpointID: cp.Name(), Name: n.Name()}
-			info, err := s.readPointer(k)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, info)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key.Path() < out[j].Key.Path() })
-	return out, nil
 }

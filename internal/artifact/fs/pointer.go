@@ -41,9 +41,8 @@ func pointerFile(info artifact.Info) []byte {
 	return []byte(info.SHA256 + " " + strconv.FormatInt(info.Size, 10) + "\n")
 }
 
-// readPointer reads k's pointer in either form.
-func (s *Store) readPointer(k artifact.Key) (artifact.Info, error) {
-	p := s.pointerPath(k)
+// readPointerAt reads the pointer at p, in either form.
+func (s *Store) readPointerAt(k artifact.Key, p string) (artifact.Info, error) {
 	target, err := os.Readlink(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return artifact.Info{}, fmt.Errorf("%w: %s", artifact.ErrNotFound, k.Path())
