@@ -5,15 +5,12 @@
 //
 //	objects/sha256/{hh}/{hash}   the content, named by its own sha256
 //	runs/{run_id}/{checkpoint_id}~{name}
-//	                             the pointer (the two parts escaped, see
-//	                             layout.go): a symlink whose target is
-//	                             "{sha256 base64url}.{size}" (pointer.go),
-//	                             or, where symlinks cannot be made and in
-//	                             stores of older versions, a small file
-//	                             "{sha256 hex} {size}\n"
+//	                             the pointer, a small file "{sha256 hex}
+//	                             {size}\n" (the two parts of its name
+//	                             escaped, see layout.go)
 //	runs/{run_id}/checkpoints/{checkpoint_id}/{name}
-//	                             the pointer of older stores, and of a key
-//	                             too long for one file name
+//	                             the same pointer in older stores, and for
+//	                             a key too long for one file name
 //	tmp/                         temp files, on the same file system
 //
 // Keeping the content under its hash makes every object self-verifying
@@ -23,7 +20,7 @@
 // Durability: when Put returns nil the content and the pointer survive a
 // crash, power loss included. The content is written to a temp file,
 // fsync'd, renamed into its shard directory and that directory fsync'd
-// before the pointer is created, so no crash can leave a pointer to
+// before the pointer is linked into place, so no crash can leave a pointer to
 // missing or partial content (a crash between the two leaves an
 // unreferenced object, which is harmless). Then the pointer's directory is
 // fsync'd, and so is the parent of every directory on the way to the root
@@ -34,8 +31,8 @@
 // fsyncs what it changed and nothing it knows is already on disk
 // (TestPutSyncsWhatItChanged pins the sequence; Store.Syncs counts).
 //
-// The pointer is created with symlink(2) (or link(2) for a pointer file),
-// which fails if the key exists, so two concurrent Puts of different
+// The pointer is written to a fsync'd temp file and moved into place with
+// link(2), which fails if the key exists, so two concurrent Puts of different
 // content at one key can never both succeed: exactly one wins and the
 // other gets artifact.ErrExists.
 //

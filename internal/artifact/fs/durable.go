@@ -45,7 +45,7 @@ func (s *Store) fixedDir(d string) bool {
 	return d == s.root || d == s.runsDir || d == s.objDir || d == filepath.Dir(s.objDir) || d == s.tmpDir
 }
 
-// makeDurable makes the entries just made in dir (a rename or a symlink
+// makeDurable makes the entries just made in dir (a rename or a link
 // into it, or a directory created in it) survive a power loss, and with
 // them every directory on the way from dir up to the root. Each
 // directory's own entry lives in its parent, so a directory not known
@@ -74,8 +74,8 @@ func (s *Store) makeDurable(dir string) error {
 	return nil
 }
 
-// syncDir fsyncs a directory: the names in it (renames, links, symlinks,
-// new subdirectories) reach the disk.
+// syncDir fsyncs a directory: the names in it (renames, links, new
+// subdirectories) reach the disk.
 func (s *Store) syncDir(dir string) error {
 	s.dirSyncs.Add(1)
 	s.note("syncdir", dir)
@@ -103,7 +103,7 @@ func (s *Store) note(op, path string) {
 
 // SyncStats counts the fsyncs a Store made since New.
 type SyncStats struct {
-	Files uint64 // content and (on file systems without symlinks) pointer files
+	Files uint64 // content and pointer files
 	Dirs  uint64 // directories
 }
 

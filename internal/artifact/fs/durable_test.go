@@ -80,25 +80,25 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 	}{
 		{name: "first put of a run", key: key("c1", "n1"), data: a, want: []string{
 			"syncfile tmp/*", "rename " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
-			"symlink runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
+			"syncfile tmp/*", "link runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
 		}},
 		{name: "same content, new name", key: key("c1", "n2"), data: a, want: []string{
-			"symlink runs/r/c1~n2", "syncdir runs/r",
+			"syncfile tmp/*", "link runs/r/c1~n2", "syncdir runs/r",
 		}},
 		{name: "new content, new checkpoint", key: key("c2", "n1"), data: b, want: []string{
 			"syncfile tmp/*", "rename " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
-			"symlink runs/r/c2~n1", "syncdir runs/r",
+			"syncfile tmp/*", "link runs/r/c2~n1", "syncdir runs/r",
 		}},
 		{name: "same key, same content", key: key("c2", "n1"), data: b, want: []string{
 			"syncdir runs/r",
 		}},
 		{name: "a key too long for one file name: the nested path", key: key(longCP, longName), data: a, want: []string{
-			"symlink runs/r/checkpoints/" + longCP + "/" + longName,
+			"syncfile tmp/*", "link runs/r/checkpoints/" + longCP + "/" + longName,
 			"syncdir runs/r/checkpoints/" + longCP, "syncdir runs/r/checkpoints", "syncdir runs/r",
 		}},
 		{name: "reopened: existing content, existing run", reopen: true, key: key("c1", "n3"), data: a, want: []string{
 			"syncdir " + shard(a), "syncdir objects/sha256",
-			"symlink runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
+			"syncfile tmp/*", "link runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
 		}},
 	}
 	for _, st := range steps {
@@ -126,36 +126,5 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 		if n := int(after.Files + after.Dirs - before.Files - before.Dirs); n != syncs {
 			t.Fatalf("%s: Syncs counted %d fsyncs, the trace shows %d", st.name, n, syncs)
 		}
-	}
-}
-
-// TestPointerFileFallback: where symlinks fail, the pointer is a fsync'd
-// file linked into place, synced the same way, and reads back the same.
-func TestPointerFileFallback(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := fs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs.UsePointerFiles(s)
-	rec := &recorder{root: dir}
-	fs.SetTrace(s, rec.note)
-	data := []byte("pointer file")
-	k := artifact.Key{RunID: "r", CheckpointID: "c", Name: "n"}
-	if _, err := s.Put(ctx, k, data); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"syncfile tmp/*", "rename objects/sha256/" + hexSum(data)[:2] + "/" + hexSum(data),
-		"syncdir objects/sha256/" + hexSum(data)[:2], "syncdir objects/sha256",
-		"syncfile tmp/*", "link runs/r/c~n", "syncdir runs/r", "syncdir runs",
-	}
-	if got := rec.take(); !slices.Equal(got, want) {
-		t.Fatalf("\n got  %q\n want %q", got, want)
-	}
-	got, info, err := s.Get(ctx, k)
-	if err != nil || string(got) != string(data) || info.SHA256 != hexSum(data) {
-		t.Fatalf("Get = %q, %+v, %v", got, info, err)
 	}
 }

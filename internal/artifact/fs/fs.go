@@ -21,12 +21,10 @@ type Store struct {
 
 	// dirs and objects are what this Store knows to be durable, so that a
 	// Put syncs only what it changed (see makeDurable, ensureObject).
-	dirs, objects knownSet
-	// noSymlinks is set once a symlink failed where a pointer file worked.
-	noSymlinks          atomic.Bool
+	dirs, objects       knownSet
 	fileSyncs, dirSyncs atomic.Uint64
 	// trace, set only by tests, sees each durability-relevant operation in
-	// order ("syncfile", "rename", "syncdir", "symlink", "link").
+	// order ("syncfile", "rename", "syncdir", "link").
 	trace func(op, path string)
 }
 
@@ -84,7 +82,7 @@ func (s *Store) Put(ctx context.Context, k artifact.Key, data []byte) (artifact.
 	if err := s.ensureObject(info.SHA256, data); err != nil {
 		return artifact.Info{}, err
 	}
-	if err := s.createPointer(k, sumb, info); err != nil {
+	if err := s.createPointer(k, info); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			existing, rerr := s.readPointer(k)
 			if rerr != nil {

@@ -91,9 +91,9 @@ func TestMissingObjectIsCorrupt(t *testing.T) {
 	}
 }
 
-// A store written before pointers were symlinks (pointer files, "sha256
-// size\n") reads unchanged, keeps its keys immutable and lists them with
-// the new ones.
+// A store written before pointers moved to one directory per run
+// (runs/{run}/checkpoints/{cp}/{name}) reads unchanged, keeps its keys
+// immutable and lists them with the new ones.
 func TestPointerFilesOfAnOlderStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -133,7 +133,7 @@ func TestPointerFilesOfAnOlderStore(t *testing.T) {
 	}
 }
 
-// A pointer that is neither form is corruption.
+// A malformed pointer is corruption, not absence.
 func TestMalformedPointer(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -149,12 +149,12 @@ func TestMalformedPointer(t *testing.T) {
 		name string
 		make func(p string) error
 	}{
-		{"symlink without size", func(p string) error { return os.Symlink("AAAA", p) }},
-		{"symlink with short hash", func(p string) error { return os.Symlink("AAAA.4", p) }},
-		{"symlink with negative size", func(p string) error {
-			return os.Symlink("47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU.-1", p)
+		{"one field", func(p string) error { return os.WriteFile(p, []byte("abc\n"), 0o644) }},
+		{"short hash", func(p string) error { return os.WriteFile(p, []byte("abcd 4\n"), 0o644) }},
+		{"negative size", func(p string) error {
+			return os.WriteFile(p, []byte(strings.Repeat("ab", 32)+" -1\n"), 0o644)
 		}},
-		{"file with one field", func(p string) error { return os.WriteFile(p, []byte("abc\n"), 0o644) }},
+		{"not hex", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("zz", 32)+" 1\n"), 0o644) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

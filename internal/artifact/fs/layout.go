@@ -19,9 +19,11 @@ import (
 // own shape, as older stores have it: every directory is an inode to
 // allocate and an entry to fsync, and a research run's two artifacts
 // under two checkpoints made four directories (the run, checkpoints, two
-// checkpoints) where now they make one. On an ext4 file system that is
-// nearly full, allocating an inode costs 0.3–1 ms of CPU, more than the
-// fsyncs (bench/load counts both).
+// checkpoints) where now they make one. Allocating an inode is the
+// dearest step of a Put on this machine's disk (ext4 without a journal,
+// shared with builds that delete files all the time: the allocator steps
+// over every inode freed in the last seconds): 0.3–1 ms of CPU each, more
+// than an fsync. A research run's Puts allocate 4 inodes, were 7.
 //
 // A key whose escaped name would pass the file-name limit, and every key
 // of an older store, lives at the nested path; both are read everywhere.
