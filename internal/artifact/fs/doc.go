@@ -11,17 +11,19 @@
 //	runs/{run_id}/checkpoints/{checkpoint_id}/{name}
 //	                             the same pointer in older stores, and for
 //	                             a key too long for one file name
-//	tmp/                         temp files, on the same file system
+//	tmp/                         temp files of over-long keys' pointers;
+//	                             the others' are made beside their
+//	                             destination, named .put-{digits}
 //
 // Keeping the content under its hash makes every object self-verifying
 // (`sha256sum` of the file equals its name) and makes the pointer the only
 // thing a key owns.
 //
 // Durability: when Put returns nil the content and the pointer survive a
-// crash, power loss included. The content is written to a temp file,
-// fsync'd, renamed into its shard directory and that directory fsync'd
-// before the pointer is linked into place, so no crash can leave a pointer to
-// missing or partial content (a crash between the two leaves an
+// crash, power loss included. The content is written to a temp file in
+// its shard directory, fsync'd, renamed to its hash and that directory
+// fsync'd before the pointer is linked into place, so no crash can leave a
+// pointer to missing or partial content (a crash between the two leaves an
 // unreferenced object, which is harmless). Then the pointer's directory is
 // fsync'd, and so is the parent of every directory on the way to the root
 // that the Store does not know to be durable: the ones this Put created,

@@ -24,8 +24,8 @@ type recorder struct {
 func (r *recorder) note(op, path string) {
 	rel, _ := filepath.Rel(r.root, path)
 	rel = filepath.ToSlash(rel)
-	if strings.HasPrefix(rel, "tmp/") {
-		rel = "tmp/*"
+	if dir, base := filepath.Split(rel); strings.HasPrefix(base, ".put-") {
+		rel = dir + ".put-*" // a temp file's random name
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -79,26 +79,26 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 		want   []string
 	}{
 		{name: "first put of a run", key: key("c1", "n1"), data: a, want: []string{
-			"syncfile tmp/*", "rename " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
-			"syncfile tmp/*", "link runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
+			"syncfile " + shard(a) + "/.put-*", "rename " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
+			"syncfile runs/r/.put-*", "link runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
 		}},
 		{name: "same content, new name", key: key("c1", "n2"), data: a, want: []string{
-			"syncfile tmp/*", "link runs/r/c1~n2", "syncdir runs/r",
+			"syncfile runs/r/.put-*", "link runs/r/c1~n2", "syncdir runs/r",
 		}},
 		{name: "new content, new checkpoint", key: key("c2", "n1"), data: b, want: []string{
-			"syncfile tmp/*", "rename " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
-			"syncfile tmp/*", "link runs/r/c2~n1", "syncdir runs/r",
+			"syncfile " + shard(b) + "/.put-*", "rename " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
+			"syncfile runs/r/.put-*", "link runs/r/c2~n1", "syncdir runs/r",
 		}},
 		{name: "same key, same content", key: key("c2", "n1"), data: b, want: []string{
 			"syncdir runs/r",
 		}},
 		{name: "a key too long for one file name: the nested path", key: key(longCP, longName), data: a, want: []string{
-			"syncfile tmp/*", "link runs/r/checkpoints/" + longCP + "/" + longName,
+			"syncfile tmp/.put-*", "link runs/r/checkpoints/" + longCP + "/" + longName,
 			"syncdir runs/r/checkpoints/" + longCP, "syncdir runs/r/checkpoints", "syncdir runs/r",
 		}},
 		{name: "reopened: existing content, existing run", reopen: true, key: key("c1", "n3"), data: a, want: []string{
 			"syncdir " + shard(a), "syncdir objects/sha256",
-			"syncfile tmp/*", "link runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
+			"syncfile runs/r/.put-*", "link runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
 		}},
 	}
 	for _, st := range steps {

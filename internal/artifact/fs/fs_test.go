@@ -65,9 +65,8 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("Get after reopen = %q, %v", got, err)
 	}
 	// No temp files are left behind by a successful put.
-	tmp, err := os.ReadDir(filepath.Join(dir, "tmp"))
-	if err != nil || len(tmp) != 0 {
-		t.Fatalf("tmp/ holds %d entries (%v) after puts", len(tmp), err)
+	if n := countTemps(t, dir); n != 0 {
+		t.Fatalf("%d temp files left after puts", n)
 	}
 }
 

@@ -63,12 +63,17 @@ func parseFile(k artifact.Key, b []byte) (artifact.Info, error) {
 // durable when it returns, its name not yet: the caller syncs its
 // directory.
 func (s *Store) createPointer(k artifact.Key, info artifact.Info) error {
-	tmp, err := s.writeTemp(pointerFile(info))
+	// The temp file goes in the run's directory, beside its pointer; a
+	// nested pointer's (an over-long key) in tmp/, where no List looks.
+	p, dir := s.pointerPath(k), s.runDir(k.RunID)
+	if flatName(k) == "" {
+		dir = s.tmpDir
+	}
+	tmp, err := s.writeTemp(dir, pointerFile(info))
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp)
-	p := s.pointerPath(k)
 	err = s.retryMkdir(p, func() error { return os.Link(tmp, p) })
 	if errors.Is(err, fs.ErrExist) {
 		return fs.ErrExist
