@@ -46,8 +46,9 @@ func hexSum(b []byte) string {
 }
 
 // TestPutSyncsWhatItChanged pins, in order, the writes and fsyncs each Put
-// makes: the content durable (file, rename, its shard directory and, for a
-// new shard, the shard's entry) before the pointer exists, then the
+// makes: the content durable (file, link, its shard directory and, for a
+// new shard, the shard's entry) before the key exists (a link to the
+// object, or for big content a pointer file), then the
 // pointer's directory and every directory on its way to the root that
 // this Store does not know to be durable — no more. A reopened Store knows
 // nothing yet and syncs the whole chain once. (The first content's shard
@@ -71,6 +72,11 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 	rec := &recorder{root: dir}
 	fs.SetTrace(s, rec.note)
 	longCP, longName := strings.Repeat("c", 200), strings.Repeat("n", 100)
+	big := []byte(strings.Repeat("big content ", 2000)) // 24 KB: over linkMax
+	var bigShardNew []string
+	if shard(big) != shard(a) && shard(big) != shard(b) {
+		bigShardNew = []string{"syncdir objects/sha256"}
+	}
 	steps := []struct {
 		name   string
 		reopen bool
@@ -79,26 +85,30 @@ func TestPutSyncsWhatItChanged(t *testing.T) {
 		want   []string
 	}{
 		{name: "first put of a run", key: key("c1", "n1"), data: a, want: []string{
-			"syncfile " + shard(a) + "/.put-*", "rename " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
-			"syncfile runs/r/.put-*", "link runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
+			"syncfile " + shard(a) + "/.put-*", "link " + obj(a), "syncdir " + shard(a), "syncdir objects/sha256",
+			"link runs/r/c1~n1", "syncdir runs/r", "syncdir runs",
 		}},
 		{name: "same content, new name", key: key("c1", "n2"), data: a, want: []string{
-			"syncfile runs/r/.put-*", "link runs/r/c1~n2", "syncdir runs/r",
+			"link runs/r/c1~n2", "syncdir runs/r",
 		}},
 		{name: "new content, new checkpoint", key: key("c2", "n1"), data: b, want: []string{
-			"syncfile " + shard(b) + "/.put-*", "rename " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
-			"syncfile runs/r/.put-*", "link runs/r/c2~n1", "syncdir runs/r",
+			"syncfile " + shard(b) + "/.put-*", "link " + obj(b), "syncdir " + shard(b), "syncdir objects/sha256",
+			"link runs/r/c2~n1", "syncdir runs/r",
 		}},
+		{name: "content too big to link: a pointer file", key: key("c2", "big"), data: big, want: append(append([]string{
+			"syncfile " + shard(big) + "/.put-*", "link " + obj(big), "syncdir " + shard(big)}, bigShardNew...),
+			"syncfile runs/r/.put-*", "link runs/r/c2~big", "syncdir runs/r",
+		)},
 		{name: "same key, same content", key: key("c2", "n1"), data: b, want: []string{
 			"syncdir runs/r",
 		}},
 		{name: "a key too long for one file name: the nested path", key: key(longCP, longName), data: a, want: []string{
-			"syncfile tmp/.put-*", "link runs/r/checkpoints/" + longCP + "/" + longName,
+			"link runs/r/checkpoints/" + longCP + "/" + longName,
 			"syncdir runs/r/checkpoints/" + longCP, "syncdir runs/r/checkpoints", "syncdir runs/r",
 		}},
 		{name: "reopened: existing content, existing run", reopen: true, key: key("c1", "n3"), data: a, want: []string{
 			"syncdir " + shard(a), "syncdir objects/sha256",
-			"syncfile runs/r/.put-*", "link runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
+			"link runs/r/c1~n3", "syncdir runs/r", "syncdir runs",
 		}},
 	}
 	for _, st := range steps {

@@ -73,7 +73,7 @@ func (s *Store) Put(ctx context.Context, k artifact.Key, data []byte) (artifact.
 	info := artifact.Info{Key: k, SHA256: hex.EncodeToString(sumb[:]), Size: int64(len(data))}
 
 	// Fast path: an existing pointer decides without writing anything.
-	if existing, err := s.readPointer(k); err == nil {
+	if existing, _, err := s.readPointer(k); err == nil {
 		return s.existing(info, existing)
 	} else if !errors.Is(err, artifact.ErrNotFound) {
 		return artifact.Info{}, err
@@ -84,7 +84,7 @@ func (s *Store) Put(ctx context.Context, k artifact.Key, data []byte) (artifact.
 	}
 	if err := s.createPointer(k, info); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			existing, rerr := s.readPointer(k)
+			existing, _, rerr := s.readPointer(k)
 			if rerr != nil {
 				return artifact.Info{}, rerr
 			}
@@ -127,11 +127,14 @@ func (s *Store) Get(ctx context.Context, k artifact.Key) ([]byte, artifact.Info,
 	if err := ctx.Err(); err != nil {
 		return nil, artifact.Info{}, err
 	}
-	info, err := s.readPointer(k)
+	info, data, err := s.readPointer(k)
 	if err != nil {
 		return nil, artifact.Info{}, err
 	}
-	data, err := os.ReadFile(s.ObjectPath(info.SHA256))
+	if data != nil {
+		return data, info, nil // a key linked to its object, verified as read
+	}
+	data, err = os.ReadFile(s.ObjectPath(info.SHA256))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, artifact.Info{}, fmt.Errorf("%w: %s: content missing", artifact.ErrCorrupt, k.Path())
 	}

@@ -1,46 +1,55 @@
 package fs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // ensureObject makes sure the content named sum is durable at its object
 // path before any pointer to it is created. The order is what a power loss
-// requires: the content is fsync'd in a temp file, renamed into its shard
-// directory, and that directory synced (with its own entry, when the shard
-// is new) — only then may a pointer name it.
+// requires: the content is fsync'd in a temp file, linked to its name in
+// its shard directory, and that directory synced (with its own entry, when
+// the shard is new) — only then may a pointer name it.
 //
-// Only complete, fsync'd files are ever renamed to an object path, so an
-// object that exists with the right size is complete (Get still re-hashes
-// it). It may not be durable yet, though: a concurrent Put may have just
-// renamed it and not synced the directory. So an object this Store has not
-// made durable itself costs one directory sync instead of a new write.
+// Only complete, fsync'd files are ever given an object's name, and a name
+// once given is never replaced (link(2), not rename: small content's keys
+// are hard links to the object's inode, see pointer.go), so an object that
+// exists with the right size is complete (Get still re-hashes it). It may
+// not be durable yet, though: a concurrent Put may have just linked it and
+// not synced the directory. So an object this Store has not made durable
+// itself costs one directory sync instead of a new write.
 func (s *Store) ensureObject(sum string, data []byte) error {
 	if s.objects.has(sum) {
 		return nil
 	}
 	path := s.ObjectPath(sum)
 	shard := filepath.Dir(path)
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(data)) {
-		if err := s.makeDurable(shard); err != nil {
+	st, err := os.Stat(path)
+	if exists := err == nil; !exists || !st.Mode().IsRegular() || st.Size() != int64(len(data)) {
+		tmp, err := s.writeTemp(shard, data)
+		if err != nil {
 			return err
 		}
-		s.objects.add(sum)
-		return nil
+		if exists {
+			// Damaged (the wrong size): replace it. Keys linked to the
+			// damaged inode stay damaged, and Get says so.
+			err = os.Rename(tmp, path)
+		} else {
+			err = os.Link(tmp, path)
+		}
+		os.Remove(tmp)
+		switch {
+		case err == nil:
+			s.note("link", path)
+		case errors.Is(err, fs.ErrExist):
+			// A concurrent Put's: the same name, so the same content.
+		default:
+			return fmt.Errorf("artifact fs: %w", err)
+		}
 	}
-	tmp, err := s.writeTemp(shard, data)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp) // no-op after a successful rename
-	// Rename may replace an existing object: it has the same name, so the
-	// same content.
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("artifact fs: %w", err)
-	}
-	s.note("rename", path)
 	if err := s.makeDurable(shard); err != nil {
 		return err
 	}
