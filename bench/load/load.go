@@ -458,8 +458,12 @@ func cpuSeconds() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
+// dirSize is the bytes of the files under dir, each file once: a small
+// artifact's key is a hard link to its object (internal/artifact/fs), not
+// a second copy.
 func dirSize(dir string) (int64, error) {
 	var n int64
+	seen := map[uint64]bool{}
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -468,6 +472,12 @@ func dirSize(dir string) (int64, error) {
 			fi, err := d.Info()
 			if err != nil {
 				return err
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+				if seen[st.Ino] {
+					return nil
+				}
+				seen[st.Ino] = true
 			}
 			n += fi.Size()
 		}
