@@ -24,6 +24,11 @@ func TestLoadSmoke(t *testing.T) {
 	if res.Transactions < 1 || res.Transactions > res.Writes || res.BytesPerRun <= 0 {
 		t.Fatalf("%d transactions for %d writes, %d bytes per run", res.Transactions, res.Writes, res.BytesPerRun)
 	}
+	// Each run puts two artifacts (the report, the audit head), each of
+	// them at least one fsync'd directory.
+	if res.ArtifactFsyncsPerRun < 2 {
+		t.Fatalf("%.2f artifact fsyncs per run: the fs store's count is not reaching the result", res.ArtifactFsyncsPerRun)
+	}
 	t.Logf("%.1f runs/s, approval→completed p99 %.0f ms, %.3f fsyncs per step commit", res.RunsPerSecond, res.ApprovalP99Ms, res.FsyncsPerStep)
 }
 

@@ -80,6 +80,7 @@ func main() {
 	fmt.Printf("approval → completed        p50 %.1f ms   p99 %.1f ms\n", res.ApprovalP50Ms, res.ApprovalP99Ms)
 	fmt.Printf("step commit                 p50 %.2f ms   p99 %.2f ms   (%d commits, %d failed)\n", res.CommitP50Ms, res.CommitP99Ms, res.StepCommits, res.CommitFailures)
 	fmt.Printf("write transactions (fsyncs) %d for %d writes; %.3f per step commit\n", res.Transactions, res.Writes, res.FsyncsPerStep)
+	fmt.Printf("artifact fsyncs per run     %.2f\n", res.ArtifactFsyncsPerRun)
 	fmt.Printf("store writer busy           %.0f %% of wall time (%.0f %% in COMMIT)\n", 100*res.WriterBusy, 100*res.WriterCommit)
 	fmt.Printf("peak RSS                    %.0f MB\n", res.PeakRSSMB)
 	fmt.Printf("bytes per run               %d\n", res.BytesPerRun)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
 )
 
 // AuditHeadName is the artifact Finalize writes for every finished run: the
@@ -25,14 +24,13 @@ type AuditHead struct {
 }
 
 // writeAuditHead stores r's chain head under its last checkpoint (or
-// "final"). Artifacts are immutable: a second Finalize of the same run finds
-// the head already there (ErrExists when the log grew since, e.g. a fork
-// recorded on it; the first head stays, which is the point).
-func writeAuditHead(ctx context.Context, s store.AuditReader, arts artifact.Store, runID string) (artifact.Info, error) {
-	r, err := s.GetRun(ctx, runID)
-	if err != nil {
-		return artifact.Info{}, err
-	}
+// "final"). r is the run as Finalize read it back after its last commit,
+// so its head is the one the store holds: reading it once more would cost
+// a query per run and say the same. Artifacts are immutable: a second
+// Finalize of the same run finds the head already there (ErrExists when
+// the log grew since, e.g. a fork recorded on it; the first head stays,
+// which is the point).
+func writeAuditHead(ctx context.Context, arts artifact.Store, r run.Run) (artifact.Info, error) {
 	b, err := json.MarshalIndent(AuditHead{RunID: r.ID, Status: r.Status, Seq: r.LastSeq, Hash: r.LastHash}, "", "  ")
 	if err != nil {
 		return artifact.Info{}, err
@@ -41,5 +39,5 @@ func writeAuditHead(ctx context.Context, s store.AuditReader, arts artifact.Stor
 	if cp == "" {
 		cp = "final"
 	}
-	return arts.Put(ctx, artifact.Key{RunID: runID, CheckpointID: cp, Name: AuditHeadName}, append(b, '\n'))
+	return arts.Put(ctx, artifact.Key{RunID: r.ID, CheckpointID: cp, Name: AuditHeadName}, append(b, '\n'))
 }

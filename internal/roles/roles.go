@@ -205,7 +205,7 @@ func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput,
 	}
 	out := FinalizeOutput{Status: r.Status, Failed: r.Status == run.StatusFailed}
 	if f.Records != nil && f.Artifacts != nil {
-		if _, err := writeAuditHead(ctx, f.Records, f.Artifacts, in.RunID); err != nil && !errors.Is(err, artifact.ErrExists) && f.Logger != nil {
+		if _, err := writeAuditHead(ctx, f.Artifacts, r); err != nil && !errors.Is(err, artifact.ErrExists) && f.Logger != nil {
 			f.Logger.Warn("audit head not written", "run_id", in.RunID, "err", err)
 		}
 	}

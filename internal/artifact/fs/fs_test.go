@@ -2,9 +2,13 @@ package fs_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/artifact"
@@ -61,9 +65,8 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("Get after reopen = %q, %v", got, err)
 	}
 	// No temp files are left behind by a successful put.
-	tmp, err := os.ReadDir(filepath.Join(dir, "tmp"))
-	if err != nil || len(tmp) != 0 {
-		t.Fatalf("tmp/ holds %d entries (%v) after puts", len(tmp), err)
+	if n := countTemps(t, dir); n != 0 {
+		t.Fatalf("%d temp files left after puts", n)
 	}
 }
 
@@ -84,5 +87,83 @@ func TestMissingObjectIsCorrupt(t *testing.T) {
 	}
 	if _, _, err := s.Get(ctx, k); !errors.Is(err, artifact.ErrCorrupt) {
 		t.Fatalf("Get = %v, want ErrCorrupt", err)
+	}
+}
+
+// A store written before pointers moved to one directory per run
+// (runs/{run}/checkpoints/{cp}/{name}) reads unchanged, keeps its keys
+// immutable and lists them with the new ones.
+func TestPointerFilesOfAnOlderStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := fs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := []byte("written by an older keel")
+	sum := sha256.Sum256(old)
+	hx := hex.EncodeToString(sum[:])
+	obj := s.ObjectPath(hx)
+	ptr := filepath.Join(dir, "runs", "r", "checkpoints", "c", "old")
+	for p, b := range map[string][]byte{obj: old, ptr: []byte(hx + " " + strconv.Itoa(len(old)) + "\n")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := artifact.Key{RunID: "r", CheckpointID: "c", Name: "old"}
+	if got, info, err := s.Get(ctx, k); err != nil || string(got) != string(old) || info.SHA256 != hx {
+		t.Fatalf("Get = %q, %+v, %v", got, info, err)
+	}
+	if _, err := s.Put(ctx, k, old); err != nil {
+		t.Fatalf("Put of the same content: %v", err)
+	}
+	if _, err := s.Put(ctx, k, []byte("other")); !errors.Is(err, artifact.ErrExists) {
+		t.Fatalf("Put of other content: %v, want ErrExists", err)
+	}
+	if _, err := s.Put(ctx, artifact.Key{RunID: "r", CheckpointID: "c", Name: "new"}, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(ctx, "r")
+	if err != nil || len(list) != 2 || list[0].Key.Name != "new" || list[1].Key.Name != "old" || list[1].SHA256 != hx {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+}
+
+// A malformed pointer is corruption, not absence.
+func TestMalformedPointer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := fs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "runs", "r", "checkpoints", "c")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		make func(p string) error
+	}{
+		{"one field", func(p string) error { return os.WriteFile(p, []byte("abc\n"), 0o644) }},
+		{"short hash", func(p string) error { return os.WriteFile(p, []byte("abcd 4\n"), 0o644) }},
+		{"negative size", func(p string) error {
+			return os.WriteFile(p, []byte(strings.Repeat("ab", 32)+" -1\n"), 0o644)
+		}},
+		{"not hex", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("zz", 32)+" 1\n"), 0o644) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tc.name, " ", "_")
+			if err := tc.make(filepath.Join(base, name)); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Get(ctx, artifact.Key{RunID: "r", CheckpointID: "c", Name: name}); !errors.Is(err, artifact.ErrCorrupt) {
+				t.Fatalf("Get = %v, want ErrCorrupt", err)
+			}
+		})
 	}
 }
