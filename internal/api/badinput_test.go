@@ -211,6 +211,7 @@ func TestBadInput(t *testing.T) {
 		{"fork bad checkpoint id", "POST", runP(fx.active, "/fork"), aliceToken, `{"checkpoint_id":"../x"}`, nil, 400, api.CodeInvalidField, "checkpoint_id"},
 		{"fork checkpoint number", "POST", runP(fx.active, "/fork"), aliceToken, `{"checkpoint_id":7}`, nil, 400, api.CodeWrongType, "checkpoint_id"},
 		{"fork unknown checkpoint", "POST", runP(fx.active, "/fork"), aliceToken, `{"checkpoint_id":"cp_nope"}`, nil, 404, api.CodeNotFound, "checkpoint_id"},
+		{"fork unknown checkpoint of the seq form", "POST", runP(fx.active, "/fork"), aliceToken, `{"checkpoint_id":"` + run.NewCheckpointID(1) + `"}`, nil, 404, api.CodeNotFound, "checkpoint_id"},
 		{"fork other run's checkpoint", "POST", runP(fx.active, "/fork"), aliceToken, `{"checkpoint_id":"` + fx.bobCP.ID + `"}`, nil, 404, api.CodeNotFound, "checkpoint_id"},
 		{"fork bob's run", "POST", runP(fx.bobs, "/fork"), aliceToken, `{"checkpoint_id":"` + fx.bobCP.ID + `"}`, nil, 404, api.CodeNotFound, ""},
 		{"fork key reused", "POST", runP(fx.active, "/fork"), aliceToken, `{"checkpoint_id":"` + fx.cp.ID + `"}`, map[string]string{"Idempotency-Key": "k1"}, 409, api.CodeIdempotencyKeyReused, "Idempotency-Key"},

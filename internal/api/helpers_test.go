@@ -323,7 +323,7 @@ func (e *env) awaitApproval(runID, args string) run.Approval {
 
 func (e *env) checkpoint(runID string, seq int64) run.Checkpoint {
 	e.t.Helper()
-	cp := run.Checkpoint{ID: run.NewID("cp"), Seq: seq, Step: seq, State: []byte(`{"messages":[]}`)}
+	cp := run.Checkpoint{ID: run.NewCheckpointID(seq), Seq: seq, Step: seq, State: []byte(`{"messages":[]}`)}
 	e.commit(runID, store.Commit{Checkpoint: &cp, Run: &store.RunPatch{CheckpointID: cp.ID, StepsDelta: 1}})
 	got, err := e.store.GetCheckpoint(context.Background(), runID, cp.ID)
 	if err != nil {

@@ -183,7 +183,7 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		}
 		// The unique index holds only ids not stored derived (cpid.go): an
 		// id is taken if the run has it in the other form too.
-		if taken, err := s.cpIDTaken(ctx, tx, rk, cp.ID, seq); err != nil || taken {
+		if taken, err := cpIDTaken(ctx, txQuerier{s, tx}, rk, cp.ID, seq); err != nil || taken {
 			if err == nil {
 				err = fmt.Errorf("%w: id exists", store.ErrConflict)
 			}
@@ -272,11 +272,6 @@ const (
 			size, workspace_version, created_at)
 			VALUES (?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`
-	// qCheckpointAtRow and qCheckpointInIndex find a run's checkpoint id in
-	// one of its two stored forms (cpid.go).
-	qCheckpointAtRow           = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.ck = ? AND c.id = ?)`
-	qCheckpointInIndex         = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = ? AND c.ck >> 32 = ? AND ` + cpIndexed + `)`
-	qCheckpointExists          = `SELECT ` + cpByID
 	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
 	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
 	commitUpdateRunRest        = `output = COALESCE(?, output),
@@ -337,16 +332,12 @@ func argsHashCol(pi run.PlanItem) any {
 // checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
 // does not have.
 func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
-	var found bool
-	err := q.QueryRowContext(ctx, qCheckpointExists, append([]any{rk}, cpWhere(id)...)...).Scan(&found)
-	if err == nil && !found {
-		err = sql.ErrNoRows
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
-	}
+	found, err := cpIDIn(ctx, q, rk, id, true, true)
 	if err != nil {
 		return fmt.Errorf("sqlite: checkpoints %q: %w", id, err)
+	}
+	if !found {
+		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
 	}
 	return nil
 }

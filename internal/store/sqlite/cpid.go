@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 
@@ -42,15 +41,12 @@ func cpIDText(v any, seq int64) string {
 	return cpPrefix + hex.EncodeToString(full[:])
 }
 
-// cpAtRow and cpInIndex are the two places a checkpoint row c of the run
-// keyed ?1 with the id cpWhere gave ?2, ?3 and ?4 for may be: at the row
-// its derived form names, or in the partial index of every other form.
-// cpByID is either; as two EXISTS, each a seek, it is cheaper in a commit
-// than one OR, which SQLite plans as a multi-index OR.
+// A run's checkpoint id is in one of two places: at the row its derived
+// form names (qCheckpointAtRow), or in the partial index of every other
+// form (qCheckpointInIndex). Each query is one seek.
 const (
-	cpAtRow   = `c.ck = (?1 << 32) + ?2 AND c.id = ?3`
-	cpInIndex = `c.id = ?4 AND c.ck >> 32 = ?1 AND ` + cpIndexed
-	cpByID    = `EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpAtRow + `) OR EXISTS (SELECT 1 FROM checkpoints c WHERE ` + cpInIndex + `)`
+	qCheckpointAtRow   = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.ck = ? AND c.id = ?)`
+	qCheckpointInIndex = `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = ? AND c.ck >> 32 = ? AND ` + cpIndexed + `)`
 )
 
 // cpByRunID is the condition on a checkpoint row c that it is the run
@@ -60,8 +56,7 @@ const cpByRunID = `(c.ck = (` + rkOfRun + ` << 32) + ?2 AND c.id = ?3) OR (c.id 
 
 const rkOfRun = `(SELECT rk FROM runs WHERE id = ?1)`
 
-// cpWhere are cpByID's arguments after the run's key (cpByRunID's after
-// the run's id), for id: where its
+// cpWhere are cpByRunID's arguments after the run's id, for id: where its
 // derived form would be (a seq, 0 for none, and the 10 bytes) and its
 // indexed form.
 func cpWhere(id string) []any {
@@ -72,22 +67,31 @@ func cpWhere(id string) []any {
 	return []any{seq, cpIDCol(id, seq), idKey(cpPrefix, id)}
 }
 
+// cpIDIn reports whether the run keyed rk has id stored derived (atRow:
+// at the row its seq names) or in the index (inIndex), whichever are asked.
+func cpIDIn(ctx context.Context, q querier, rk int64, id string, atRow, inIndex bool) (bool, error) {
+	var found bool
+	if at, ok := run.CheckpointIDSeq(id); atRow && ok && at != 0 {
+		if err := q.QueryRowContext(ctx, qCheckpointAtRow, rk<<32|at, cpIDCol(id, at)).Scan(&found); err != nil || found {
+			return found, err
+		}
+	}
+	if inIndex {
+		err := q.QueryRowContext(ctx, qCheckpointInIndex, idKey(cpPrefix, id), rk).Scan(&found)
+		return found, err
+	}
+	return false, nil
+}
+
 // cpIDTaken reports whether the run keyed rk has id in the form it would
-// not be stored in at seq: the unique index (and the primary key) refuse a
-// duplicate in the same form. One seek, the one the form calls for: an id
-// stored derived may be in the index (committed at another seq), and one
-// naming another seq may be derived at that seq's row.
-func (s *Store) cpIDTaken(ctx context.Context, tx *sql.Tx, rk int64, id string, seq int64) (bool, error) {
+// not be stored in at seq; the unique index (and the primary key) refuse a
+// duplicate in the same form. An id stored derived at seq may be in the
+// index (committed at another seq); one naming another seq may be derived
+// at that seq's row.
+func cpIDTaken(ctx context.Context, q querier, rk int64, id string, seq int64) (bool, error) {
 	at, ok := run.CheckpointIDSeq(id)
 	if !ok || at == 0 {
 		return false, nil
 	}
-	var taken bool
-	var err error
-	if at == seq {
-		err = s.queryRow(ctx, tx, qCheckpointInIndex, idKey(cpPrefix, id), rk).Scan(&taken)
-	} else {
-		err = s.queryRow(ctx, tx, qCheckpointAtRow, rk<<32|at, cpIDCol(id, at)).Scan(&taken)
-	}
-	return taken, err
+	return cpIDIn(ctx, q, rk, id, at != seq, at == seq)
 }

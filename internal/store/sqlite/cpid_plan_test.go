@@ -21,7 +21,6 @@ func TestCheckpointLookupsSeek(t *testing.T) {
 		args        []any
 		want        []string
 	}{
-		{"exists", qCheckpointExists, lookup, []string{"PRIMARY KEY (rowid=?)", "checkpoints_id (id=?"}},
 		{"GetCheckpoint", `SELECT ` + cpColumns + ` FROM checkpoints c WHERE ` + cpByRunID, lookup, []string{"PRIMARY KEY (rowid=?)", "checkpoints_id (id=?"}},
 		{"at its row", qCheckpointAtRow, []any{1<<32 | 2, []byte("0123456789")}, []string{"PRIMARY KEY (rowid=?)"}},
 		{"in the index", qCheckpointInIndex, []any{"cp_x", 1}, []string{"checkpoints_id (id=?"}},

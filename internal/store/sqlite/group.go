@@ -154,16 +154,23 @@ func (s *Store) tryLead() bool {
 // unlead gives up the lead tryLead took: to a goroutine of its own when
 // writes queued meanwhile.
 func (s *Store) unlead() {
-	g := s.gc
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		g.mu.Unlock()
+	s.gc.mu.Lock()
+	more := s.gc.stepDownLocked()
+	s.gc.mu.Unlock()
+	if more {
 		go s.lead(true)
-		return
+	}
+}
+
+// stepDownLocked ends the lead when the queue is empty; true means writes
+// wait and the leader must go on (or hand on). g.mu is held.
+func (g *committer) stepDownLocked() bool {
+	if len(g.queue) > 0 {
+		return true
 	}
 	g.leading = false
 	g.idle.Broadcast()
-	g.mu.Unlock()
+	return false
 }
 
 // lead runs batches of the queue while this goroutine is the leader: one
@@ -174,9 +181,7 @@ func (s *Store) lead(background bool) {
 	g := s.gc
 	for ran := false; ; ran = true {
 		g.mu.Lock()
-		if len(g.queue) == 0 {
-			g.leading = false
-			g.idle.Broadcast()
+		if !g.stepDownLocked() {
 			g.mu.Unlock()
 			return
 		}

@@ -221,7 +221,7 @@ func (s *Store) Close() error {
 // hotQueries are prepared once per Store: a plain step's Commit and
 // AppendEvents run only these.
 var hotQueries = []string{qSavepoint, qRollbackTo, qRelease, qCommitRun, qOpHash, qOpInsert, qOpStatus, qOpUpdate, qPlanUpsert,
-	qCheckpointInsert, qCheckpointExists, qCheckpointAtRow, qCheckpointInIndex, qCommitUpdateRun, qCommitUpdateRunSameStatus, qLastSeq, qSetLastSeq}
+	qCheckpointInsert, qCheckpointAtRow, qCheckpointInIndex, qCommitUpdateRun, qCommitUpdateRunSameStatus, qLastSeq, qSetLastSeq}
 
 // prepare prepares the hot-path statements on the write handle. It runs in
 // Open, before any transaction holds w's single connection.
