@@ -33,6 +33,7 @@ $(BIN)/staticcheck:
 tools: $(BIN)/staticcheck
 
 lint: $(BIN)/staticcheck
+	bash scripts/check-tracked.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
