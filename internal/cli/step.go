@@ -63,14 +63,13 @@ func stepCommand() command {
 			}
 			d, err := h.Step(ctx, rest[0], *budget)
 			var fe *harness.FencedError
-			var be *harness.BusyError
 			switch {
 			case errors.As(err, &fe):
 				fmt.Fprintf(c.stdout, "{\"fenced\":true,\"error\":%q}\n", err.Error())
 				return &conflictError{err}
-			case errors.As(err, &be):
-				fmt.Fprintf(c.stdout, "{\"busy\":true,\"error\":%q}\n", err.Error())
-				return &conflictError{err}
+			case err == nil && d.Busy:
+				fmt.Fprintf(c.stdout, "{\"busy\":true,\"error\":%q}\n", d.Error)
+				return &conflictError{errors.New(d.Error)}
 			case err != nil:
 				return err
 			}

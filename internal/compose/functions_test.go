@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -200,16 +199,21 @@ func TestStepFunction(t *testing.T) {
 			t.Fatalf("decision %s", out)
 		}
 	})
-	t.Run("a run leased by another worker is RetryableError", func(t *testing.T) {
+	t.Run("a run leased by another worker is a busy wait, not an error", func(t *testing.T) {
 		w := newWorld(t, onSQLite, worldOptions{})
 		createRun(t, w.store, fixtureRun, iamARN)
 		if _, err := w.store.AcquireLease(context.Background(), fixtureRun, "another-worker", time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		_, err := lambda.NewHandler(w.step.Handle).Invoke(context.Background(), payload)
-		var be *harness.BusyError
-		if errorType(err) != "RetryableError" || !errors.As(err, &be) {
-			t.Fatalf("errorType %q (%v): run.asl.json retries only RetryableError", errorType(err), err)
+		// Retries of an error run out and end in Finalize: contention must
+		// never be one. The state machine's Wait state takes it.
+		out, err := lambda.NewHandler(w.step.Handle).Invoke(context.Background(), payload)
+		if err != nil {
+			t.Fatalf("step on a leased run: %v (errorType %q), want a wait decision", err, errorType(err))
+		}
+		var d harness.Decision
+		if err := json.Unmarshal(out, &d); err != nil || d.Next != harness.NextWait || d.WaitSeconds < 1 || !d.Busy {
+			t.Fatalf("decision %s (%v), want a busy wait", out, err)
 		}
 	})
 	t.Run("an empty payload is an error Step Functions does not retry", func(t *testing.T) {

@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Next is what the state machine does after a Step.
@@ -28,7 +27,13 @@ type Decision struct {
 	ApprovalID             string `json:"approval_id"`
 	WaitSeconds            int64  `json:"wait_seconds"`
 	ApprovalTimeoutSeconds int64  `json:"approval_timeout_seconds"`
-	Error                  string `json:"error"`
+	// Error is why the run failed or needs a person; on a wait, what it
+	// waits for.
+	Error string `json:"error"`
+	// Busy: the Step found another worker's lease and did nothing; Next
+	// is wait, for about as long as that lease has left. Omitted when
+	// false: the state machine never reads it.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // FencedError: another worker holds the run; this one stopped without
@@ -36,16 +41,6 @@ type Decision struct {
 type FencedError struct{ RunID string }
 
 func (e *FencedError) Error() string { return fmt.Sprintf("run %s: fenced by a newer worker", e.RunID) }
-
-// BusyError: another worker holds an unexpired lease. Retry after RetryAfter.
-type BusyError struct {
-	RunID      string
-	RetryAfter time.Duration
-}
-
-func (e *BusyError) Error() string {
-	return fmt.Sprintf("run %s: lease held by another worker, retry after %s", e.RunID, e.RetryAfter)
-}
 
 // RetryableError is a transient failure (store or destination unavailable);
 // Step Functions retries the step by the name "RetryableError".

@@ -10,7 +10,8 @@
 //     fencing token. Every later write of the Step is conditional on that
 //     token. A Step that is fenced (store.ErrFenced) stops at once, writes
 //     nothing more and returns a *FencedError. A Step that finds the lease
-//     held returns a *BusyError: retry later.
+//     held returns a busy wait Decision (Next wait, Busy): contention is
+//     never an error the state machine could count down to a failed run.
 //  2. Durable before acknowledged. A Step returns a Decision only after the
 //     run row, its events and its checkpoint are committed, in one
 //     transaction per iteration. A plain iteration (model call, read-only

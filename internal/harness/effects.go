@@ -111,6 +111,11 @@ func (s *step) needsHuman(ctx context.Context, it run.PlanItem, op run.Operation
 
 // reconcileAll settles every pending operation before the run does anything.
 func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
+	if s.status == run.StatusNeedsHuman {
+		// Only a person's recorded decision moves it on; the store gives
+		// no lease on it, and a run loaded so anyway is not continued.
+		return Decision{Next: NextNeedsHuman, Error: s.run.Error}, true, nil
+	}
 	if skipReconcile {
 		return Decision{}, false, nil
 	}
@@ -163,10 +168,6 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		case ops.NeedsHuman:
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("operation %s at %s may or may not have happened: the destination offers no lookup and no idempotent retry", op.ID, op.Destination))
 		}
-	}
-	if s.status == run.StatusNeedsHuman {
-		// A person resolved the operations; the run goes on.
-		s.setStatus(run.StatusRunning)
 	}
 	return Decision{}, false, nil
 }

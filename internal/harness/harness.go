@@ -171,10 +171,10 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	r, err := h.opt.Store.AcquireLease(ctx, runID, h.opt.Owner, budget+h.opt.LeaseTTL)
 	switch {
 	case errors.Is(err, store.ErrLeaseHeld):
-		// Retryable by name in the state machine; errors.As still finds
-		// the BusyError inside.
-		return Decision{}, &RetryableError{Err: &BusyError{RunID: runID, RetryAfter: 5 * time.Second}}
-	case errors.Is(err, store.ErrTerminal):
+		// Contention is never a failure of the run: the state machine
+		// waits out the other worker's lease and steps again.
+		return h.busy(ctx, runID, budget), nil
+	case errors.Is(err, store.ErrTerminal), errors.Is(err, store.ErrNeedsHuman):
 		r, gerr := h.opt.Store.GetRun(ctx, runID)
 		if gerr != nil {
 			return Decision{}, &RetryableError{Err: gerr}
@@ -209,7 +209,10 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 
 // Finalize makes sure a run that the state machine gave up on ends in a
 // final status, recording errMsg; its pending approvals are cancelled in
-// the same commit. It is idempotent.
+// the same commit. A run with an operation whose outcome is unknown does
+// not end failed (a person reading "failed" would run it again, and the
+// effect would happen twice): it ends needs_human naming the operation.
+// It is idempotent.
 func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, error) {
 	r, err := h.opt.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -225,12 +228,11 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 	}
 	r, err = h.opt.Store.AcquireLease(ctx, runID, h.opt.Owner, h.opt.LeaseTTL)
 	if err != nil {
-		if errors.Is(err, store.ErrTerminal) {
+		if errors.Is(err, store.ErrTerminal) || errors.Is(err, store.ErrNeedsHuman) {
 			return h.opt.Store.GetRun(ctx, runID)
 		}
 		return run.Run{}, &RetryableError{Err: err}
 	}
-	msg := errMsg
 	// A finished run asks nobody anything: its pending approvals are
 	// closed in the same write.
 	aps, err := h.opt.Store.ListApprovals(ctx, runID)
@@ -238,20 +240,18 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 		_ = h.opt.Store.ReleaseLease(ctx, runID, r.Lease.Token)
 		return run.Run{}, &RetryableError{Err: err}
 	}
-	c := store.Commit{RunID: runID, Token: r.Lease.Token,
-		Run: &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true}}
+	var c store.Commit
 	for _, ap := range aps {
 		if ap.Status == run.ApprovalPending && len(c.CancelApprovals) < (store.MaxItemsPerCommit-4)/2 {
 			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
 			c.Events = append(c.Events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "finalize")})
 		}
 	}
-	c.Events = append(c.Events, run.Event{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")})
-	_, err = h.opt.Store.Commit(ctx, c)
+	d, err := h.endFailed(ctx, r, errMsg, "finalize", c)
 	if err != nil {
-		return run.Run{}, mapStoreErr(runID, err)
+		return run.Run{}, err
 	}
-	h.runEnded(ctx, r, Decision{Next: NextFailed, Error: errMsg})
+	h.runEnded(ctx, r, d)
 	for i := 0; h.opt.Telemetry != nil && i < len(aps); i++ {
 		if slices.Contains(c.CancelApprovals, aps[i].ID) {
 			h.opt.Telemetry.ApprovalClosed(ctx, aps[i].Tool)
@@ -261,14 +261,7 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 }
 
 func (h *Harness) failNow(ctx context.Context, r run.Run, msg string) (Decision, error) {
-	_, err := h.opt.Store.Commit(ctx, store.Commit{RunID: r.ID, Token: r.Lease.Token,
-		Run:    &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true},
-		Events: []run.Event{{Type: run.EventRunFailed, Data: jsonObj("error", msg)}},
-	})
-	if err != nil {
-		return Decision{}, mapStoreErr(r.ID, err)
-	}
-	return Decision{Next: NextFailed, Error: msg}, nil
+	return h.endFailed(ctx, r, msg, "", store.Commit{})
 }
 
 func terminalDecision(r run.Run) Decision {

@@ -371,8 +371,10 @@ func TestTwoConcurrentSteps(t *testing.T) {
 		_, err1 = h1.Step(e.ctx, r.ID, time.Second)
 	}()
 	<-entered // w1 holds the lease and is inside a tool
-	if _, err := h2.Step(e.ctx, r.ID, time.Second); !errors.As(err, new(*harness.BusyError)) {
-		t.Fatalf("second worker during a live lease: %v, want BusyError", err)
+	// Contention is a wait, never an error the state machine could count
+	// down to a failed run.
+	if d, err := h2.Step(e.ctx, r.ID, time.Second); err != nil || d.Next != harness.NextWait || !d.Busy || d.WaitSeconds < 1 {
+		t.Fatalf("second worker during a live lease: %+v, %v; want a busy wait", d, err)
 	}
 	e.clock.Advance(time.Hour) // w1 stalls past its lease: w2 takes over
 	d := e.stepUntil(h2, r.ID)

@@ -37,7 +37,6 @@ func (*named) ErrorType() string { return "Custom.Name" }
 var cases = map[string]any{
 	"retryable": &harness.RetryableError{Err: errors.New("store down")},
 	"fenced":    &harness.FencedError{RunID: "run_1"},
-	"busy":      &harness.BusyError{RunID: "run_1"},
 	"plain":     errors.New("plain"),
 	"wrapped":   fmt.Errorf("step: %w", &harness.RetryableError{Err: errors.New("x")}),
 	"value":     valueErr{},
@@ -129,7 +128,7 @@ func TestTypeMatchesAWSLambdaGo(t *testing.T) {
 			t.Errorf("%s: Type = %q, aws-lambda-go reports %q", n, lambdaerr.Type(cases[n]), want)
 		}
 	}
-	for n, want := range map[string]string{"retryable": "RetryableError", "fenced": "FencedError", "busy": "BusyError"} {
+	for n, want := range map[string]string{"retryable": "RetryableError", "fenced": "FencedError"} {
 		if got[n] != want {
 			t.Errorf("%s: aws-lambda-go reports %q, the state machine matches %q", n, got[n], want)
 		}

@@ -28,6 +28,14 @@ var (
 	ErrInvalid = errors.New("invalid input")
 	// ErrTerminal: the run is finished and accepts no more changes of this kind.
 	ErrTerminal = errors.New("run is finished")
+	// ErrNeedsHuman: the run is needs_human: no worker may take it until a
+	// person decides (a cancel, or settling what it waits on).
+	ErrNeedsHuman = errors.New("run needs a person's decision")
+	// ErrUnsettled: a commit would end the run (completed, failed or
+	// cancelled) while one of its operations has no settled outcome:
+	// pending (an intent, or an uncertain dispatch not yet reconciled) or
+	// needs_human (only a person can say what happened).
+	ErrUnsettled = errors.New("an operation of the run is not settled")
 )
 
 // Size limits, chosen to fit a DynamoDB item with room for attributes.
@@ -72,7 +80,9 @@ type Leases interface {
 	// AcquireLease gives owner the run's lease until now+ttl with a new
 	// fencing token (the previous token + 1), and returns the run as stored
 	// afterwards. It fails with ErrLeaseHeld while another owner holds an
-	// unexpired lease, ErrTerminal if the run is finished.
+	// unexpired lease, ErrTerminal if the run is finished, ErrNeedsHuman if
+	// it waits for a person: needs_human is left only by a person's
+	// recorded decision, never by a worker that happens to restart.
 	AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (run.Run, error)
 	// ReleaseLease ends the lease held with token; ErrFenced if token is stale.
 	ReleaseLease(ctx context.Context, runID string, token int64) error
@@ -211,7 +221,11 @@ type Amounts struct {
 type Control interface {
 	// RequestCancel sets the run's cancel flag, cancels its pending
 	// approvals and appends cancel_requested (and approval_cancelled)
-	// events, atomically. It returns the run and the approvals it cancelled
+	// events, atomically. A run in needs_human, which no worker may take,
+	// is cancelled in the same write (status cancelled, a run_cancelled
+	// event naming by, the lease cleared): the person's cancel is the
+	// decision it waited for, and its needs_human operations stay as they
+	// are, since nobody learnt whether they happened. It returns the run and the approvals it cancelled
 	// (so the caller can wake a wait through their task tokens). A run
 	// whose flag is already set and that has no pending approval is
 	// returned as it is: nothing is written, so repeated or concurrent

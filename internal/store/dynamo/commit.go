@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,6 +63,18 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
 				return nil, fmt.Errorf("dynamo: commit to %q: %w", c.RunID, err)
 			}
 		}
+		if p := c.Run; p != nil && p.Status.Terminal() {
+			// Read after st: the transaction's version condition on the
+			// run row then holds the operations as read (every change of
+			// an operation is a commit, which moves the version).
+			if err := s.settled(ctx, &c); err != nil {
+				if !wasRead && errors.Is(err, store.ErrUnsettled) {
+					fresh = true // the fence decides first: read the row
+					continue
+				}
+				return nil, err
+			}
+		}
 		released := c.Released
 		if wasRead {
 			// Releasing more than is reserved leaves zero, never negative.
@@ -96,6 +109,32 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) ([]int64, error) {
 		}
 	}
 	return nil, tooContended("commit", c.RunID)
+}
+
+// settled refuses to end the run while one of its operations, as c would
+// leave them, is pending or needs_human (store.ErrUnsettled).
+func (s *Store) settled(ctx context.Context, c *store.Commit) error {
+	if len(c.NewOperations) > 0 {
+		return fmt.Errorf("dynamo: commit to %q: %w: operation %s is created pending, so the run cannot end %s", c.RunID, store.ErrUnsettled, c.NewOperations[0].ID, c.Run.Status)
+	}
+	outcome := make(map[string]run.OpStatus, len(c.OperationUpdates))
+	for _, u := range c.OperationUpdates {
+		outcome[u.ID] = u.Status
+	}
+	items, err := s.children(ctx, c.RunID, "OP#")
+	if err != nil {
+		return fmt.Errorf("dynamo: commit to %q: operations: %w", c.RunID, err)
+	}
+	for _, it := range items {
+		id, st := it.s("id"), run.OpStatus(it.s("status"))
+		if u, ok := outcome[id]; ok && st == run.OpPending {
+			st = u
+		}
+		if st == run.OpPending || st == run.OpNeedsHuman {
+			return fmt.Errorf("dynamo: commit to %q: %w: operation %s is %s, so the run cannot end %s", c.RunID, store.ErrUnsettled, id, st, c.Run.Status)
+		}
+	}
+	return nil
 }
 
 // commitPayload estimates the bytes a commit puts on the wire.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -53,7 +54,8 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 				pending = append(pending, a)
 			}
 		}
-		if r.CancelRequested && len(pending) == 0 {
+		ends := r.Status == run.StatusNeedsHuman // no worker may take it: the person's cancel ends it here
+		if r.CancelRequested && len(pending) == 0 && !ends {
 			return r, nil, nil // asked before: nothing new to record
 		}
 		now := s.now()
@@ -71,11 +73,26 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 			}
 			events = append(events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: a.PlanItemID, Data: d})
 		}
+		if ends {
+			ev, err := store.CancelledByPerson(by)
+			if err != nil {
+				return run.Run{}, nil, err
+			}
+			events = append(events, ev)
+		}
 		st := stateOf(it)
 		s.remember(runID, st)
 		moved := false
 		_, after, err := s.appendTx(ctx, "cancel", runID, events,
-			func(e *expr, u *update) { u.set = append(u.set, e.name("cancel")+" = "+e.value(boolv(true))) },
+			func(e *expr, u *update) {
+				u.set = append(u.set, e.name("cancel")+" = "+e.value(boolv(true)))
+				if ends {
+					v := e.value(sv(string(run.StatusCancelled)))
+					u.set = append(u.set, e.name("status")+" = "+v, e.name("g_status")+" = "+v)
+					u.clear(e, "lease_owner")
+					u.clear(e, "lease_expiry")
+				}
+			},
 			func(cur runState, _ bool) error {
 				if cur.ver != st.ver {
 					moved = true // the pending list may be stale: start over
@@ -104,6 +121,10 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 			return run.Run{}, nil, err
 		}
 		r.CancelRequested = true
+		if ends {
+			r.Status, r.Lease.Owner, r.Lease.Expiry = run.StatusCancelled, "", time.Time{}
+			s.forget(runID) // the cache does not follow status changes made here
+		}
 		r.LastSeq, r.LastHash = after.lastSeq, after.lastHash
 		r.UpdatedAt = now
 		return r, pending, nil

@@ -287,7 +287,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	cond := and([]string{
 		"attribute_exists(" + e.name("pk") + ")",
 		st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
-			" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))),
+			" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))) + " AND " + st + " <> " + e.value(sv(string(run.StatusNeedsHuman))),
 		"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
 			e.name("lease_expiry") + " <= " + e.value(tv(now)),
 	})
@@ -301,6 +301,9 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	}
 	if r.Status.Terminal() {
 		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w (%s)", runID, store.ErrTerminal, r.Status)
+	}
+	if r.Status == run.StatusNeedsHuman {
+		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w", runID, store.ErrNeedsHuman)
 	}
 	return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w until %s", runID, store.ErrLeaseHeld, r.Lease.Expiry.Format(time.RFC3339Nano))
 }

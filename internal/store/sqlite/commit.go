@@ -115,6 +115,11 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 			return nil, fmt.Errorf("sqlite: commit: update operation %q: %w", u.ID, err)
 		}
 	}
+	if p != nil && p.Status.Terminal() {
+		if err := s.settled(ctx, tx, c.RunID, p.Status); err != nil {
+			return nil, err
+		}
+	}
 	for _, a := range c.NewApprovals {
 		var hash, tool string
 		err := s.queryRow(ctx, tx, `SELECT args_hash, tool FROM approvals WHERE run_id = ? AND id = ?`, c.RunID, a.ID).Scan(&hash, &tool)
@@ -245,6 +250,21 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 	return seqs, nil
 }
 
+// settled refuses to end the run while one of its operations, as this
+// transaction has left them, is pending or needs_human (ErrUnsettled).
+func (s *Store) settled(ctx context.Context, tx *sql.Tx, runID string, to run.Status) error {
+	var id string
+	var st run.OpStatus
+	err := s.queryRow(ctx, tx, qOpUnsettled, runID, run.OpPending, run.OpNeedsHuman).Scan(&id, &st)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("sqlite: commit to %q: operations: %w", runID, err)
+	}
+	return fmt.Errorf("sqlite: commit to %q: %w: operation %s is %s, so the run cannot end %s", runID, store.ErrUnsettled, id, st, to)
+}
+
 // Hot-path statements, prepared once in Open (see hotQueries).
 const (
 	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested, ` +
@@ -258,7 +278,9 @@ const (
 			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
-	qOpUpdate = `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
+	// qOpUnsettled uses operations_pending (run_id, status).
+	qOpUnsettled = `SELECT id, status FROM operations WHERE run_id = ? AND status IN (?, ?) LIMIT 1`
+	qOpUpdate    = `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
 			attempts = attempts + ?, updated_at = ? WHERE run_id = ? AND id = ?`
 	qPlanUpsert = `INSERT INTO plan_items(rk, id, ord, tool, args, args_hash, mode, status,
 			call_id, result_ref, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -31,7 +31,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		if err != nil {
 			return err
 		}
-		if r.CancelRequested && len(pending) == 0 {
+		if r.CancelRequested && len(pending) == 0 && r.Status != run.StatusNeedsHuman {
 			out = r // asked before: nothing new to record
 			return nil
 		}
@@ -56,6 +56,18 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE runs SET cancel_requested = 1 WHERE id = ?`, runID); err != nil {
 			return fmt.Errorf("sqlite: cancel %q: %w", runID, err)
+		}
+		if r.Status == run.StatusNeedsHuman {
+			// No worker may take it: the person's cancel ends it here.
+			ev, err := store.CancelledByPerson(by)
+			if err != nil {
+				return err
+			}
+			events = append(events, ev)
+			if _, err := s.exec(ctx, tx, `UPDATE runs SET status = ?, lease_owner = '', lease_expiry = 0, updated_at = ?
+				WHERE id = ?`, run.StatusCancelled, now.UnixNano(), runID); err != nil {
+				return fmt.Errorf("sqlite: cancel %q: %w", runID, err)
+			}
 		}
 		if _, err := s.appendTx(ctx, tx, runID, now, events...); err != nil {
 			return err

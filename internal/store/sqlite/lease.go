@@ -26,6 +26,9 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 		if r.Status.Terminal() {
 			return fmt.Errorf("sqlite: acquire lease on %q: %w (%s)", runID, store.ErrTerminal, r.Status)
 		}
+		if r.Status == run.StatusNeedsHuman {
+			return fmt.Errorf("sqlite: acquire lease on %q: %w", runID, store.ErrNeedsHuman)
+		}
 		now := s.clock()
 		if r.Lease.Owner != "" && r.Lease.Owner != owner && now.Before(r.Lease.Expiry) {
 			return fmt.Errorf("sqlite: acquire lease on %q: %w until %s", runID, store.ErrLeaseHeld, r.Lease.Expiry.Format(time.RFC3339Nano))

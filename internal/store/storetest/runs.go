@@ -321,12 +321,6 @@ func testLeaseTerminal(t *testing.T, e *env) {
 			wantErr(t, err, store.ErrTerminal)
 		})
 	}
-	t.Run("NeedsHumanIsResumable", func(t *testing.T) {
-		r, tok := e.leased()
-		e.finish(r.ID, tok, run.StatusNeedsHuman)
-		_, err := e.s.AcquireLease(e.ctx, r.ID, "w2", time.Minute)
-		must(t, err)
-	})
 }
 
 func testIllegalTransition(t *testing.T, e *env) {

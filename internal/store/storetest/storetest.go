@@ -62,6 +62,8 @@ func Run(t *testing.T, newDB Opener) {
 		{"ListRuns", testListRuns},
 		{"Lease", testLease},
 		{"LeaseTerminal", testLeaseTerminal},
+		{"NeedsHumanWaitsForAPerson", testNeedsHumanWaitsForAPerson},
+		{"EndsOnlySettled", testEndsOnlySettled},
 		{"CommitStep", testCommitStep},
 		{"CommitAllOrNothing", testCommitAllOrNothing},
 		{"CommitFenced", testCommitFenced},
