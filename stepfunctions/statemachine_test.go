@@ -126,7 +126,7 @@ func routeOf(t *testing.T) map[string]string {
 	walk = func(rule json.RawMessage, next string) {
 		var r struct {
 			Variable, StringEquals string
-			Or, And               []json.RawMessage
+			Or, And                []json.RawMessage
 		}
 		if err := json.Unmarshal(rule, &r); err != nil {
 			t.Fatal(err)
