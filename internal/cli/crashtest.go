@@ -19,9 +19,10 @@ import (
 // crashtestCommand runs one of a program's agents through the fault
 // matrix (internal/crash.ProgramMatrix) and fails when an effect reached
 // its destination twice, an approval was lost, or a recorded outcome
-// disagrees with the destination.
+// disagrees with the destination — and, unless --accept-unverified, when
+// a row could not be checked at the destination at all.
 func crashtestCommand() command {
-	cmd := command{usage: "[--program PATH] [--agent NAME] [--script FILE] [--input TEXT] [--env K=V]... [--all-hits] [--soak N] [--json]",
+	cmd := command{usage: "[--program PATH] [--agent NAME] [--script FILE] [--input TEXT] [--env K=V]... [--all-hits] [--soak N] [--accept-unverified] [--json]",
 		summary: "prove an agent's effects: kill its program at every fault point, restart it, count each effect at its destination"}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("crashtest")
@@ -36,6 +37,7 @@ func crashtestCommand() command {
 		seed := fs.Uint64("seed", 1, "seed of the soak's random kills")
 		parallel := fs.Int("parallel", 2, "runs played at once")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
+		acceptUnverified := fs.Bool("accept-unverified", false, "exit 0 even when a row could not be verified (an effect dispatched twice with no Count hook or Lookup to ask its destination, or whose Count or Lookup failed)")
 		dir := fs.String("dir", "", "scratch directory (default: a temporary one; a failed run's directory is kept)")
 		keep := fs.Bool("keep", false, "keep every run's directory")
 		rest, err := parse(fs, args)
@@ -112,6 +114,12 @@ func crashtestCommand() command {
 		}
 		if n := rep.Failed(); n > 0 {
 			return fmt.Errorf("%d of %d runs failed", n, len(rep.Rows)+1)
+		}
+		// An unverified row is not a pass: crashtest did not see the
+		// destination, so it cannot say there was no duplicate.
+		if u := rep.Unverified(); len(u) > 0 && !*acceptUnverified {
+			return fmt.Errorf("%d of %d runs unverified (%s): crashtest could not check their effects at the destination; "+
+				"follow the advice above, or pass --accept-unverified to accept them unchecked", len(u), len(rep.Rows)+1, strings.Join(u, ", "))
 		}
 		if *dir == "" && !*keep {
 			_ = os.RemoveAll(scratch)

@@ -41,8 +41,13 @@ type Verdict struct {
 	// from without a person's decision (ViolationNeedsHumanMoved).
 	NeedsHumanMoved int      `json:"needs_human_moved,omitempty"`
 	Violations      []string `json:"violations,omitempty"`
-	// Findings are notes that are not violations.
-	Findings []string `json:"-"`
+	// Unverified are operations whose outcome at the destination could
+	// not be checked (a program's effects only; advice.go). A run with
+	// any is not a pass, nor a failure.
+	Unverified []string `json:"unverified,omitempty"`
+	// Advice says what the program's author can do about the violations
+	// and the unverified operations, one line per cause.
+	Advice []string `json:"advice,omitempty"`
 }
 
 func (v *Verdict) fail(format string, a ...any) {

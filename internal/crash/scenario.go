@@ -187,6 +187,21 @@ type Result struct {
 // Pass reports whether every invariant held.
 func (r Result) Pass() bool { return len(r.Violations) == 0 }
 
+// Verified reports whether every invariant held and every operation's
+// outcome was checked at its destination (Unverified is empty).
+func (r Result) Verified() bool { return r.Pass() && len(r.Unverified) == 0 }
+
+// Outcome is the row's result: PASS, FAIL or UNVERIFIED.
+func (r Result) Outcome() string {
+	switch {
+	case !r.Pass():
+		return "FAIL"
+	case !r.Verified():
+		return "UNVERIFIED"
+	}
+	return "PASS"
+}
+
 func (r *Result) fail(format string, a ...any) {
 	r.Violations = append(r.Violations, fmt.Sprintf(format, a...))
 }
@@ -250,7 +265,6 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 		v := Check(ev, sc.Expect)
 		v.Violations = append(res.Violations, v.Violations...)
 		res.Verdict = v
-		res.Notes = append(res.Notes, v.Findings...)
 		if ev.Observed != nil {
 			res.Effects = effectRows(ev)
 		}
@@ -265,11 +279,11 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 	if res.Kills < sc.Expect.Kills {
 		res.fail("fault point not reached: %d kills, want %d", res.Kills, sc.Expect.Kills)
 	}
-	if !res.Pass() && ev.Observed != nil {
+	if !res.Verified() && ev.Observed != nil {
 		res.Explain = explain(ev)
 	}
 	res.Elapsed = time.Since(start)
-	if res.Pass() && !cfg.Keep {
+	if res.Verified() && !cfg.Keep {
 		_ = os.RemoveAll(dir)
 		res.Dir = ""
 		if n.table != "" {
