@@ -37,6 +37,12 @@ type Config struct {
 	Store string
 	// AWS is the endpoint of the dynamo scenarios (required with "dynamo").
 	AWS *AWS
+	// Lease is keel dev's lease settings: "short" (KEEL_STEP_BUDGET and
+	// KEEL_LEASE_TTL of a few seconds: a run is stepped again soon after
+	// a crash), "default" (keel dev's own: nothing set), or "" for short
+	// on dynamo, where a dead incarnation's lease runs out its TTL, and
+	// default on sqlite, where a restarted keel dev ends it.
+	Lease string
 	// Parallel bounds the scenarios played at once (default 3).
 	Parallel int
 	// Progress, when set, gets one line per finished scenario.
@@ -86,6 +92,13 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("-store %q: want sqlite or dynamo", c.Store)
 	}
+	switch c.Lease {
+	case "":
+		c.Lease = map[string]string{"sqlite": "default", "dynamo": "short"}[c.Store]
+	case "default", "short":
+	default:
+		return fmt.Errorf("-lease %q: want default or short", c.Lease)
+	}
 	bins := []string{c.Keel}
 	if c.Counter == nil {
 		if len(c.Script) == 0 {
@@ -105,7 +118,7 @@ func (c *Config) Validate() error {
 		c.Parallel = 3
 	}
 	if c.ScenarioTimeout <= 0 {
-		c.ScenarioTimeout = 8 * time.Minute
+		c.ScenarioTimeout = 8*time.Minute + 4*c.leaseWait()
 	}
 	return nil
 }
