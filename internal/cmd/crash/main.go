@@ -158,7 +158,8 @@ func run() int {
 		return 130
 	}
 	if code == 0 && !o.keep {
-		_ = os.Remove(o.dir) // empty when everything passed
+		_ = os.RemoveAll(filepath.Join(o.dir, "moto")) // its log
+		_ = os.Remove(o.dir)                           // empty when everything passed
 	}
 	return code
 }
