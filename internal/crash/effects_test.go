@@ -130,3 +130,29 @@ func TestEffectRows(t *testing.T) {
 		t.Fatalf("row %+v", r)
 	}
 }
+
+// TestPrintProgramUnverified: a run that broke nothing but could not be
+// checked is neither passed nor failed, in the table, the summary and
+// ProgramReport.Unverified, and its advice is printed.
+func TestPrintProgramUnverified(t *testing.T) {
+	row := func(name string, violations, unverified []string) Result {
+		return Result{Name: name, Verdict: Verdict{Status: run.StatusCompleted, Violations: violations, Unverified: unverified, Advice: []string{"do " + name}},
+			Effects: []EffectRow{{Effect: "post_note", Dispatches: 2, Recorded: "succeeded", Unverified: len(unverified) > 0}}}
+	}
+	rep := ProgramReport{Baseline: row("unkilled", nil, nil), Rows: []Result{
+		row("after_dispatch:1", nil, []string{"UNVERIFIED: post_note operation op_1"}),
+		row("after_intent:1", []string{"DUPLICATE: x"}, []string{"UNVERIFIED: post_note operation op_2"}),
+	}}
+	if got := rep.Unverified(); len(got) != 1 || got[0] != "after_dispatch:1" {
+		t.Errorf("Unverified() = %q, want [after_dispatch:1]", got)
+	}
+	var b strings.Builder
+	PrintProgram(&b, rep)
+	out := b.String()
+	for _, want := range []string{"?(cannot ask)", "UNVERIFIED after_dispatch:1", "FAIL after_intent:1", "what to do:\n    - do after_dispatch:1",
+		"1 passed, 1 failed, 1 unverified"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
