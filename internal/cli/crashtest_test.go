@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +29,7 @@ var allHits = flag.Bool("crashtest.all-hits", false, "TestCrashtestResearch kill
 var (
 	buildOnce         sync.Once
 	keelBin, pubBin   string
+	notesBin          string // testdata/notes: the setups of issue 25
 	buildErr          error
 	researchScript, _ = filepath.Abs("../../examples/research/script.json")
 )
@@ -40,7 +43,9 @@ func binaries(t *testing.T) (string, string) {
 			return
 		}
 		keelBin, pubBin = filepath.Join(dir, "keel"), filepath.Join(dir, "pubserver")
-		for bin, pkg := range map[string]string{keelBin: "github.com/keelrun/keel/cmd/keel", pubBin: "github.com/keelrun/keel/examples/research/cmd/pubserver"} {
+		notesBin = filepath.Join(dir, "notes")
+		for bin, pkg := range map[string]string{keelBin: "github.com/keelrun/keel/cmd/keel", pubBin: "github.com/keelrun/keel/examples/research/cmd/pubserver",
+			notesBin: "./testdata/notes"} {
 			if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, pkg).CombinedOutput(); err != nil {
 				buildErr = errors.Join(buildErr, errors.New(string(out)))
 			}
@@ -259,5 +264,106 @@ func TestCrashtestCatchesABrokenEffect(t *testing.T) {
 	}
 	if !strings.Contains(out, "op_reconciled") {
 		t.Errorf("the failure does not show the events that explain it")
+	}
+}
+
+// notesDest is a destination that ignores idempotency keys: every POST is
+// applied. It runs in the test's process, so it outlives every kill.
+type notesDest struct {
+	mu      sync.Mutex
+	applied map[string]int
+}
+
+func (d *notesDest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch r.Method {
+	case http.MethodPost:
+		key := r.Header.Get("Idempotency-Key")
+		d.applied[key]++
+		fmt.Fprintf(w, `{"id":"note_%s_%d"}`, key, d.applied[key])
+	default:
+		fmt.Fprint(w, d.applied[r.URL.Query().Get("key")])
+	}
+}
+
+// notesCrashtest runs `notes crashtest` (testdata/notes) with promise
+// declared, a Count hook when count, against a destination that ignores
+// keys.
+func notesCrashtest(t *testing.T, promise string, count bool, extra ...string) (string, int) {
+	t.Helper()
+	binaries(t)
+	dest := &notesDest{applied: map[string]int{}}
+	hs := httptest.NewServer(dest)
+	t.Cleanup(hs.Close)
+	cmd := exec.Command(notesBin, append([]string{"crashtest", "--dir", t.TempDir()}, extra...)...)
+	cmd.Env = append(os.Environ(), "NOTES_URL="+hs.URL, "NOTES_PROMISE="+promise)
+	if count {
+		cmd.Env = append(cmd.Env, "NOTES_COUNT=1")
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("\n%s", out.String())
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode()
+	}
+	t.Fatal(err)
+	return "", 0
+}
+
+// TestCrashtestNeverGreenUnverified: issue 25's setups on one destination
+// that ignores keys. Declared idempotent with no Count hook and no Lookup,
+// the rows that dispatched twice cannot be checked: crashtest names them
+// UNVERIFIED, says what to do, and exits non-zero unless told to accept
+// them. With a Count hook it names the duplicate. Declared as promising
+// nothing (the truth), every row passes, the killed ones needs_human.
+func TestCrashtestNeverGreenUnverified(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		promise string
+		count   bool
+		args    []string
+		code    int
+		want    []string
+		notWant []string
+	}{
+		{name: "unsafe: idempotent, no Count, no Lookup", promise: "idempotent", code: 1,
+			want: []string{"UNVERIFIED after_dispatch:1", "post_note operation", "dispatched 2 times", "what to do:", "add a Lookup",
+				"declare the promise it really keeps", "add a Count hook", "runs unverified (", "after_dispatch:1", "--accept-unverified",
+				"0 failed", "kills=1 post_note="},
+			notWant: []string{"pubs="}},
+		{name: "unsafe, accepted", promise: "idempotent", args: []string{"--accept-unverified"}, code: 0,
+			want: []string{"UNVERIFIED after_dispatch:1", "unverified,"}},
+		{name: "unsafe with a Count hook", promise: "idempotent", count: true, code: 1,
+			want: []string{"FAIL after_dispatch:1", "DUPLICATE: post_note operation", "applied 2 times", "what to do:",
+				"declare the promise it really keeps"}},
+		{name: "honest: promises nothing", promise: "none", code: 0,
+			want:    []string{"needs_human", " 0 failed, 0 unverified"},
+			notWant: []string{"UNVERIFIED", "FAIL"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out, code := notesCrashtest(t, tc.promise, tc.count, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the output lacks %q", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("the output has %q", w)
+				}
+			}
+		})
 	}
 }

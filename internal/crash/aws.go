@@ -18,13 +18,33 @@ import (
 
 // On DynamoDB a restarted keel dev does not end the leases of the one that
 // died (the table may be shared with live workers), so they run out their
-// TTL: the step's budget plus the lease TTL. The suite gives keel dev short
-// ones, so a run is stepped again a few seconds after a crash instead of
-// the default 90.
+// TTL: the step's budget plus the lease TTL. Lease "short" (the dynamo
+// default) gives keel dev short ones, so a run is stepped again a few
+// seconds after a crash instead of the default 90.
 const (
-	dynamoStepBudget = 2 * time.Second
-	dynamoLeaseTTL   = time.Second
+	shortStepBudget = 2 * time.Second
+	shortLeaseTTL   = time.Second
 )
+
+// keel dev's own defaults (internal/config: KEEL_STEP_BUDGET 60s,
+// KEEL_LEASE_TTL 30s), which Lease "default" leaves in force.
+const (
+	keelStepBudget = 60 * time.Second
+	keelLeaseTTL   = 30 * time.Second
+)
+
+// leaseWait is how long a killed keel dev's lease can keep its run from
+// being stepped again: nothing where a restart ends it (SQLite), its step
+// budget and TTL on DynamoDB.
+func (c Config) leaseWait() time.Duration {
+	switch {
+	case c.Store != "dynamo":
+		return 0
+	case c.Lease == "default":
+		return keelStepBudget + keelLeaseTTL
+	}
+	return shortStepBudget + shortLeaseTTL
+}
 
 // AWS is the DynamoDB and S3 endpoint of the dynamo scenarios. It outlives
 // every keel process the suite kills: it is served by the suite's own

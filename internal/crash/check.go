@@ -34,9 +34,20 @@ type Verdict struct {
 	NeedsHuman   bool       `json:"needs_human"` // the run ended needs_human
 	OpsTruth     bool       `json:"ops_agree"`   // every operation's status equals the destination's truth
 	Gapless      bool       `json:"gapless"`     // the event log is seq 1..n, complete
-	Violations   []string   `json:"violations,omitempty"`
-	// Findings are notes that are not violations.
-	Findings []string `json:"-"`
+	// EndedUnsettled counts operations a completed, failed or cancelled
+	// run ended over without settling them (ViolationUnsettled).
+	EndedUnsettled int `json:"ended_unsettled,omitempty"`
+	// NeedsHumanMoved counts run_needs_human events the runtime went on
+	// from without a person's decision (ViolationNeedsHumanMoved).
+	NeedsHumanMoved int      `json:"needs_human_moved,omitempty"`
+	Violations      []string `json:"violations,omitempty"`
+	// Unverified are operations whose outcome at the destination could
+	// not be checked (a program's effects only; advice.go). A run with
+	// any is not a pass, nor a failure.
+	Unverified []string `json:"unverified,omitempty"`
+	// Advice says what the program's author can do about the violations
+	// and the unverified operations, one line per cause.
+	Advice []string `json:"advice,omitempty"`
 }
 
 func (v *Verdict) fail(format string, a ...any) {
@@ -60,7 +71,9 @@ func (v *Verdict) fail(format string, a ...any) {
 //     tells what happened: one op_intent per operation, then exactly one of
 //     op_succeeded, op_reconciled, op_failed, op_needs_human agreeing with
 //     the operation's status, and the run's final event agreeing with its
-//     status.
+//     status;
+//   - no run ended over an operation it has not settled, and no
+//     needs_human run moved without a person's decision (settled.go).
 func Check(ev Evidence, x Expect) Verdict {
 	v := Verdict{Status: ev.Run.Status, Publications: len(ev.Pubs), NeedsHuman: ev.Run.Status == run.StatusNeedsHuman, OpsTruth: true, Gapless: true}
 	statuses := x.Statuses
@@ -79,6 +92,8 @@ func Check(ev Evidence, x Expect) Verdict {
 		checkPublications(ev, x, &v)
 	}
 	checkLog(ev, &v)
+	checkSettled(ev, &v)
+	checkNeedsHumanWaits(ev, &v)
 	return v
 }
 

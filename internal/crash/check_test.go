@@ -1,6 +1,8 @@
 package crash
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +104,90 @@ func TestCheck(t *testing.T) {
 			}
 			if v.Duplicates != tc.dups {
 				t.Errorf("duplicates %d, want %d", v.Duplicates, tc.dups)
+			}
+		})
+	}
+}
+
+// logOf numbers events 1..n.
+func logOf(evs ...api.Event) []api.Event {
+	for i := range evs {
+		evs[i].Seq = int64(i + 1)
+	}
+	return evs
+}
+
+func by(who string) json.RawMessage { return json.RawMessage(`{"by":"` + who + `"}`) }
+
+// The two invariants of issue 34 on the shapes it reports, and on the
+// honest runs next to them.
+func TestCheckSettledAndNeedsHumanWaits(t *testing.T) {
+	intent := api.Event{Type: run.EventOpIntent, OperationID: "op_1"}
+	opNH := api.Event{Type: run.EventOpNeedsHuman, OperationID: "op_1"}
+	runNH := api.Event{Type: run.EventRunNeedsHuman}
+	lease := api.Event{Type: run.EventLeaseAcquired}
+	cases := []struct {
+		name      string
+		status    run.Status
+		op        run.OpStatus
+		events    []api.Event
+		want      string // a violation beginning so; "" for none of the two
+		unsettled int
+		moved     int
+	}{
+		{name: "issue 34 item 1: failed by finalize, operation still pending", status: run.StatusFailed, op: run.OpPending,
+			events: logOf(api.Event{Type: run.EventRunCreated}, lease, api.Event{Type: run.EventApprovalGranted}, intent,
+				api.Event{Type: run.EventRunFailed, Data: json.RawMessage(`{"by":"finalize","error":"RetryableError: lease held by another worker, retry after 5s"}`)}),
+			want: ViolationUnsettled + " run failed over operation op_1 (publish_report) pending", unsettled: 1},
+		{name: "completed over a pending operation", status: run.StatusCompleted, op: run.OpPending,
+			events: logOf(lease, intent, api.Event{Type: run.EventRunCompleted}), want: ViolationUnsettled + " run completed", unsettled: 1},
+		{name: "cancelled over a pending operation", status: run.StatusCancelled, op: run.OpPending,
+			events: logOf(lease, intent, api.Event{Type: run.EventCancelRequested, Data: by("alice")}, api.Event{Type: run.EventRunCancelled}),
+			want:   ViolationUnsettled + " run cancelled", unsettled: 1},
+		{name: "issue 34 item 2: completed after run_needs_human, no decision", status: run.StatusCompleted, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, runNH, lease, api.Event{Type: run.EventCheckpointWritten},
+				api.Event{Type: run.EventModelCallStarted}, api.Event{Type: run.EventModelCallCompleted}, api.Event{Type: run.EventRunCompleted}),
+			want: ViolationNeedsHumanMoved + " seq 5 lease_acquired", unsettled: 1, moved: 1},
+		{name: "failed over needs_human with no decision", status: run.StatusFailed, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, api.Event{Type: run.EventRunFailed, Data: by("finalize")}),
+			want:   ViolationUnsettled + " run failed over operation op_1 (publish_report) needs_human with no person's decision", unsettled: 1},
+		{name: "a runtime cancel is no person's decision", status: run.StatusCancelled, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, runNH, api.Event{Type: run.EventCancelRequested, Data: by("finalize")}, lease, api.Event{Type: run.EventRunCancelled}),
+			want:   ViolationNeedsHumanMoved + " seq 6 lease_acquired", unsettled: 1, moved: 1},
+		{name: "a decision before the operation's op_needs_human does not cover it", status: run.StatusCancelled, op: run.OpNeedsHuman,
+			events: logOf(api.Event{Type: run.EventCancelRequested, Data: by("alice")}, lease, intent, opNH, api.Event{Type: run.EventRunCancelled}),
+			want:   ViolationUnsettled, unsettled: 1},
+		{name: "needs_human, waiting, a person's input appended", status: run.StatusNeedsHuman, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, runNH, api.Event{Type: run.EventInputReceived}, api.Event{Type: run.EventRunSwept})},
+		{name: "needs_human, cancelled by a person, then ended", status: run.StatusCancelled, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, runNH, api.Event{Type: run.EventCancelRequested, Data: by("alice")}, lease, api.Event{Type: run.EventRunCancelled})},
+		{name: "needs_human, a person gave up (settled), then failed", status: run.StatusFailed, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, runNH, api.Event{Type: "op_settled", OperationID: "op_1", Data: by("alice")}, lease, api.Event{Type: run.EventRunFailed})},
+		{name: "completed, every operation settled", status: run.StatusCompleted, op: run.OpSucceeded,
+			events: logOf(lease, intent, api.Event{Type: run.EventOpSucceeded, OperationID: "op_1"}, api.Event{Type: run.EventRunCompleted})},
+		{name: "needs_human again after a second lease is still one breach", status: run.StatusNeedsHuman, op: run.OpNeedsHuman,
+			events: logOf(lease, intent, opNH, runNH, lease, runNH),
+			want:   ViolationNeedsHumanMoved + " seq 5 lease_acquired", moved: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := Evidence{Run: api.Run{Status: tc.status}, Events: tc.events,
+				Ops: []run.Operation{{ID: "op_1", Tool: "publish_report", Status: tc.op, Attempts: 1}}}
+			var v Verdict
+			checkSettled(ev, &v)
+			checkNeedsHumanWaits(ev, &v)
+			if tc.want == "" && len(v.Violations) > 0 {
+				t.Fatalf("violations %q, want none", v.Violations)
+			}
+			if tc.want != "" && !slices.ContainsFunc(v.Violations, func(s string) bool { return strings.HasPrefix(s, tc.want) }) {
+				t.Fatalf("violations %q, want one beginning %q", v.Violations, tc.want)
+			}
+			if v.EndedUnsettled != tc.unsettled || v.NeedsHumanMoved != tc.moved {
+				t.Errorf("ended unsettled %d, needs_human moved %d; want %d, %d", v.EndedUnsettled, v.NeedsHumanMoved, tc.unsettled, tc.moved)
+			}
+			// Check itself reports them too.
+			if got := Check(ev, Expect{Statuses: allowed(tc.status)}); got.EndedUnsettled != tc.unsettled || got.NeedsHumanMoved != tc.moved {
+				t.Errorf("Check: ended unsettled %d, needs_human moved %d", got.EndedUnsettled, got.NeedsHumanMoved)
 			}
 		})
 	}

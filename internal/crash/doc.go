@@ -17,16 +17,21 @@
 // store and S3 artifacts, a table and a bucket of its own, at an endpoint
 // that outlives the processes the suite kills (Config.AWS: served by the
 // suite's process, LocalAWS with internal/crash/localaws, or the caller's,
-// ExternalAWS). keel dev
-// gets a short step budget and lease TTL there: a restart does not end a
-// dead incarnation's lease on a shared table, it runs out.
+// ExternalAWS; `crash -moto` starts moto for it). keel dev gets a short
+// step budget and lease TTL there by default (Config.Lease): a restart
+// does not end a dead incarnation's lease on a shared table, it runs out.
+// Lease "default" keeps keel dev's own settings, on either store, and the
+// suite's hang guards grow by what such a lease can hold a run.
 //
 // After each run the suite reads Keel's records through the HTTP API
 // (run, events, approvals) and, once keel dev has stopped, the operations
 // and plan items through the store (a copy of the SQLite file, or the
 // table; the API does not show operations), and checks the invariants
 // documented on Check against the destination's own log. They are the
-// same for both stores.
+// same for both stores. Beyond the destination's count, they hold the
+// records to the protocol: no run ended over an operation it has not
+// settled, and no needs_human run moved without a person's decision
+// (settled.go).
 //
 // Matrix plays every hit of every fault point, contract variants, and the
 // scenarios beyond fault points (two workers on one run, a stale worker
@@ -46,6 +51,9 @@
 // KEEL_FAULTPOINT=* first counts each point's hits; then every point is
 // killed at its first hit (or every hit), and a soak kills at random
 // moments. Check holds each operation to its observation (checkEffects).
+// An operation it cannot check — dispatched more than once with neither
+// a count hook nor a Lookup, or whose count or Lookup failed — makes its
+// run unverified, which crashtest does not call a pass (advice.go).
 //
 // Contracts: Play ends every process it started before it returns, and
 // keeps a failing scenario's directory (logs, data, the destination's log)

@@ -197,7 +197,8 @@ func (n *node) tick(ctx context.Context, st *driveState) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !decided && !n.sc.idle && time.Since(st.decidedAt) > resumeGuard {
+	// A dead incarnation's lease may hold the run that long on top.
+	if guard := resumeGuard + n.cfg.leaseWait(); !decided && !n.sc.idle && time.Since(st.decidedAt) > guard {
 		return false, fmt.Errorf("LOST WAKEUP: the approval was decided (the API accepted it) %s ago and the run is still awaiting_approval",
 			time.Since(st.decidedAt).Round(time.Second))
 	}

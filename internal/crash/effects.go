@@ -84,7 +84,10 @@ type EffectRow struct {
 	By          string `json:"by"`
 	// NeedsHuman: Keel could not know and handed the operation to a
 	// person — the destination's contract is too weak to be sure.
-	NeedsHuman bool     `json:"needs_human"`
+	NeedsHuman bool `json:"needs_human"`
+	// Unverified: the destination could not be asked about one of its
+	// operations that a duplicate could have hit (advice.go).
+	Unverified bool     `json:"unverified,omitempty"`
 	Problems   []string `json:"problems,omitempty"`
 }
 
@@ -108,6 +111,7 @@ func effectRows(ev Evidence) []EffectRow {
 		r.Destination += o.Count
 		r.By = o.By
 		r.NeedsHuman = r.NeedsHuman || op.Status == run.OpNeedsHuman
+		r.Unverified = r.Unverified || unverifiable(op, o) != ""
 	}
 	out := make([]EffectRow, 0, len(order))
 	for _, t := range order {
@@ -124,8 +128,10 @@ func effectRows(ev Evidence) []EffectRow {
 //     lookup's external id to be Keel's), failed requires it to hold
 //     nothing, pending is never a final state; needs_human says Keel does
 //     not know, so any count up to 1 is allowed;
-//   - an effect the destination cannot be asked about passes with a note:
-//     only a person can check it;
+//   - an operation the destination cannot be asked about (no Count hook,
+//     no Lookup) and that Keel dispatched more than once, or whose Count
+//     or Lookup failed, is unverified (advice.go): not a violation, not a
+//     pass either;
 //   - one operation per plan item, and, when Expect.OpsPerEffect is set
 //     (the unkilled run's), as many operations per effect as it had: a
 //     crash must not make the agent perform an effect again;
@@ -143,49 +149,7 @@ func checkEffects(ev Evidence, x Expect, v *Verdict) {
 	for _, op := range ev.Ops {
 		perItem[op.PlanItemID]++
 		perTool[op.Tool]++
-		o, ok := ev.Observed[op.ID]
-		switch {
-		case !ok:
-			v.fail("operation %s (%s): no observation from the destination", op.ID, op.Tool)
-			continue
-		case o.Error != "":
-			v.fail("operation %s (%s): the destination could not be asked: %s", op.ID, op.Tool, o.Error)
-			continue
-		}
-		v.Publications += o.Count
-		if o.Count > 1 {
-			v.Duplicates += o.Count - 1
-			v.OpsTruth = false
-			v.fail("DUPLICATE: %s operation %s applied %d times at the destination (%d dispatches recorded)", op.Tool, op.ID, o.Count, op.Attempts)
-		}
-		if o.By == "" {
-			if op.Status != run.OpNeedsHuman {
-				v.Findings = append(v.Findings, fmt.Sprintf("%s: its destination can be neither counted nor looked up; only a person can check operation %s (%s)", op.Tool, op.ID, op.Status))
-			}
-			if op.Status == run.OpPending {
-				v.fail("operation %s (%s) left pending", op.ID, op.Tool)
-			}
-			continue
-		}
-		switch op.Status {
-		case run.OpSucceeded:
-			if o.Count == 0 {
-				v.OpsTruth = false
-				v.fail("operation %s (%s) is recorded succeeded but the destination does not hold it", op.ID, op.Tool)
-			} else if o.ExternalID != "" && op.ExternalID != o.ExternalID {
-				v.OpsTruth = false
-				v.fail("operation %s (%s) records external id %s, the destination says %s", op.ID, op.Tool, op.ExternalID, o.ExternalID)
-			}
-		case run.OpFailed:
-			if o.Count != 0 {
-				v.OpsTruth = false
-				v.fail("operation %s (%s) is recorded failed but the destination applied it %d times", op.ID, op.Tool, o.Count)
-			}
-		case run.OpNeedsHuman:
-		default:
-			v.OpsTruth = false
-			v.fail("operation %s (%s) left %s", op.ID, op.Tool, op.Status)
-		}
+		checkOperation(op, ev.Observed, v)
 	}
 	for item, n := range perItem {
 		if n > 1 {
@@ -205,7 +169,16 @@ func checkEffects(ev Evidence, x Expect, v *Verdict) {
 		}
 	}
 
-	// Approvals.
+	checkEffectApprovals(ev, items, v)
+	if ev.Run.Status == run.StatusCompleted && x.NoEffect && v.Publications != 0 {
+		v.fail("the destination holds %d effects, want none", v.Publications)
+	}
+}
+
+// checkEffectApprovals: one approval_granted per approved approval, none
+// left pending by a completed run, and every mutating operation's args
+// hash approved.
+func checkEffectApprovals(ev Evidence, items map[string]run.PlanItem, v *Verdict) {
 	granted := countType(ev.Events, run.EventApprovalGranted)
 	approved := 0
 	for _, a := range ev.Approvals {
@@ -232,7 +205,60 @@ func checkEffects(ev Evidence, x Expect, v *Verdict) {
 			v.fail("operation %s (%s) dispatched args %s that no approved approval covers", op.ID, op.Tool, op.ArgsHash)
 		}
 	}
-	if ev.Run.Status == run.StatusCompleted && x.NoEffect && v.Publications != 0 {
-		v.fail("the destination holds %d effects, want none", v.Publications)
+}
+
+// checkOperation holds one operation's recorded outcome to its
+// destination's observation.
+func checkOperation(op run.Operation, observed map[string]Observation, v *Verdict) {
+	o, ok := observed[op.ID]
+	if !ok {
+		v.fail("operation %s (%s): no observation from the destination", op.ID, op.Tool)
+		v.advise(adviceKeel)
+		return
+	}
+	if why := unverifiable(op, o); why != "" {
+		advice := adviceCannotAsk(op.Tool)
+		if o.Error != "" {
+			advice = adviceAskFailed(op.Tool, o.By)
+		}
+		v.unverified(op, why, advice)
+		return
+	}
+	v.Publications += o.Count
+	if o.Count > 1 {
+		v.Duplicates += o.Count - 1
+		v.OpsTruth = false
+		v.fail("DUPLICATE: %s operation %s applied %d times at the destination (%d dispatches recorded)", op.Tool, op.ID, o.Count, op.Attempts)
+		v.advise(adviceDuplicate(op.Tool))
+	}
+	if o.By == "" {
+		// Dispatched at most once, or handed to a person: nothing a
+		// count could contradict, except a pending operation.
+		if op.Status == run.OpPending {
+			v.fail("operation %s (%s) left pending", op.ID, op.Tool)
+		}
+		return
+	}
+	switch op.Status {
+	case run.OpSucceeded:
+		if o.Count == 0 {
+			v.OpsTruth = false
+			v.fail("operation %s (%s) is recorded succeeded but the destination does not hold it", op.ID, op.Tool)
+			v.advise(adviceNotFound(op.Tool, o.By))
+		} else if o.ExternalID != "" && op.ExternalID != o.ExternalID {
+			v.OpsTruth = false
+			v.fail("operation %s (%s) records external id %s, the destination says %s", op.ID, op.Tool, op.ExternalID, o.ExternalID)
+			v.advise(adviceNotFound(op.Tool, o.By))
+		}
+	case run.OpFailed:
+		if o.Count != 0 {
+			v.OpsTruth = false
+			v.fail("operation %s (%s) is recorded failed but the destination applied it %d times", op.ID, op.Tool, o.Count)
+			v.advise(adviceRejected(op.Tool))
+		}
+	case run.OpNeedsHuman:
+	default:
+		v.OpsTruth = false
+		v.fail("operation %s (%s) left %s", op.ID, op.Tool, op.Status)
 	}
 }

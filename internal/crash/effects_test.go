@@ -26,10 +26,13 @@ func TestCheckEffects(t *testing.T) {
 		expect Expect
 		want   string // a violation containing this; "" for none
 		dups   int
+		// unverified: an unverified operation containing this; "" for none
+		unverified string
+		advice     string // advice containing this
 	}{
 		{name: "good", mutate: func(*Evidence) {}},
 		{name: "applied twice", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{By: "count", Count: 2} },
-			want: "DUPLICATE: update_ticket operation op_1 applied 2 times", dups: 1},
+			want: "DUPLICATE: update_ticket operation op_1 applied 2 times", dups: 1, advice: "declare the promise it really keeps"},
 		{name: "succeeded, not at the destination", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{By: "count"} },
 			want: "recorded succeeded but the destination does not hold it"},
 		{name: "failed, yet applied", mutate: func(e *Evidence) {
@@ -48,10 +51,26 @@ func TestCheckEffects(t *testing.T) {
 			e.Events[5].Type = run.EventRunNeedsHuman
 			e.Observed["op_1"] = Observation{By: "lookup"}
 		}, expect: Expect{Statuses: statuses}},
-		{name: "the destination cannot be asked", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{} }},
+		{name: "cannot be asked, dispatched once", mutate: func(e *Evidence) { e.Observed["op_1"] = Observation{} }},
+		{name: "cannot be asked, dispatched twice", mutate: func(e *Evidence) {
+			e.Observed["op_1"] = Observation{}
+			e.Ops[0].Attempts = 2
+		}, unverified: "UNVERIFIED: update_ticket operation op_1 (succeeded, 2 dispatches): dispatched 2 times, and the effect has no Count hook and no Lookup",
+			advice: "add a Lookup"},
+		{name: "cannot be asked, handed to a person", mutate: func(e *Evidence) {
+			e.Run.Status = run.StatusNeedsHuman
+			e.LogDone = false
+			e.Ops[0].Status, e.Ops[0].Attempts = run.OpNeedsHuman, 2
+			e.Events[4].Type = run.EventOpNeedsHuman
+			e.Events[5].Type = run.EventRunNeedsHuman
+			e.Observed["op_1"] = Observation{}
+		}, expect: Expect{Statuses: statuses}},
 		{name: "the destination could not answer", mutate: func(e *Evidence) {
 			e.Observed["op_1"] = Observation{By: "count", Error: "connection refused"}
-		}, want: "could not be asked: connection refused"},
+		}, unverified: "its Count hook could not answer: connection refused", advice: "--env K=V"},
+		{name: "a Lookup that cannot find what Dispatch created", mutate: func(e *Evidence) {
+			e.Observed["op_1"] = Observation{By: "lookup"}
+		}, want: "recorded succeeded but the destination does not hold it", advice: "must search by the operation id"},
 		{name: "two operations for one plan item", mutate: func(e *Evidence) {
 			e.Ops = append(e.Ops, run.Operation{ID: "op_2", Tool: "update_ticket", PlanItemID: "item_1", Status: run.OpSucceeded, ArgsHash: "h1"})
 			e.Observed["op_2"] = Observation{By: "count", Count: 1}
@@ -87,6 +106,13 @@ func TestCheckEffects(t *testing.T) {
 			if v.Duplicates != tc.dups {
 				t.Errorf("duplicates %d, want %d", v.Duplicates, tc.dups)
 			}
+			unv := strings.Join(v.Unverified, "; ")
+			if (tc.unverified == "") != (unv == "") || !strings.Contains(unv, tc.unverified) {
+				t.Errorf("unverified %q, want %q", unv, tc.unverified)
+			}
+			if adv := strings.Join(v.Advice, "; "); !strings.Contains(adv, tc.advice) || (tc.advice == "" && tc.want == "" && adv != "") {
+				t.Errorf("advice %q, want %q", adv, tc.advice)
+			}
 		})
 	}
 }
@@ -102,5 +128,31 @@ func TestEffectRows(t *testing.T) {
 	r := rows[0]
 	if r.Effect != "update_ticket" || r.Operations != 2 || r.Dispatches != 3 || r.Recorded != "succeeded,needs_human" || r.Destination != 2 || !r.NeedsHuman || r.By != "count" {
 		t.Fatalf("row %+v", r)
+	}
+}
+
+// TestPrintProgramUnverified: a run that broke nothing but could not be
+// checked is neither passed nor failed, in the table, the summary and
+// ProgramReport.Unverified, and its advice is printed.
+func TestPrintProgramUnverified(t *testing.T) {
+	row := func(name string, violations, unverified []string) Result {
+		return Result{Name: name, Verdict: Verdict{Status: run.StatusCompleted, Violations: violations, Unverified: unverified, Advice: []string{"do " + name}},
+			Effects: []EffectRow{{Effect: "post_note", Dispatches: 2, Recorded: "succeeded", Unverified: len(unverified) > 0}}}
+	}
+	rep := ProgramReport{Baseline: row("unkilled", nil, nil), Rows: []Result{
+		row("after_dispatch:1", nil, []string{"UNVERIFIED: post_note operation op_1"}),
+		row("after_intent:1", []string{"DUPLICATE: x"}, []string{"UNVERIFIED: post_note operation op_2"}),
+	}}
+	if got := rep.Unverified(); len(got) != 1 || got[0] != "after_dispatch:1" {
+		t.Errorf("Unverified() = %q, want [after_dispatch:1]", got)
+	}
+	var b strings.Builder
+	PrintProgram(&b, rep)
+	out := b.String()
+	for _, want := range []string{"?(cannot ask)", "UNVERIFIED after_dispatch:1", "FAIL after_intent:1", "what to do:\n    - do after_dispatch:1",
+		"1 passed, 1 failed, 1 unverified"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -89,8 +89,10 @@ func (n *node) keelEnv() []string {
 	}
 	if n.table != "" {
 		env = append(env, n.cfg.AWS.env...)
-		env = append(env, "KEEL_STORE=dynamo:"+n.table, "KEEL_ARTIFACTS=s3:"+n.bucket,
-			"KEEL_STEP_BUDGET="+dynamoStepBudget.String(), "KEEL_LEASE_TTL="+dynamoLeaseTTL.String())
+		env = append(env, "KEEL_STORE=dynamo:"+n.table, "KEEL_ARTIFACTS=s3:"+n.bucket)
+	}
+	if n.cfg.Lease == "short" {
+		env = append(env, "KEEL_STEP_BUDGET="+shortStepBudget.String(), "KEEL_LEASE_TTL="+shortLeaseTTL.String())
 	}
 	return append(env, n.sc.Env...)
 }

@@ -14,11 +14,34 @@ func yesNo(b bool, yes, no string) string {
 	return no
 }
 
+// summary is a row's progress line. A program's run names its effects
+// (how often the destination applied each, and how that was known); the
+// research suite's names its publications.
 func summary(r Result) string {
-	if r.Pass() {
-		return fmt.Sprintf("PASS  kills=%d pubs=%d status=%s", r.Kills, r.Publications, r.Status)
+	switch {
+	case !r.Pass():
+		return "FAIL  " + r.Violations[0]
+	case !r.Verified():
+		return "UNVERIFIED  " + r.Unverified[0]
 	}
-	return "FAIL  " + r.Violations[0]
+	applied := fmt.Sprintf("pubs=%d", r.Publications)
+	if len(r.Effects) > 0 {
+		var es []string
+		for _, e := range r.Effects {
+			es = append(es, fmt.Sprintf("%s=%s", e.Effect, atDestination(e)))
+		}
+		applied = strings.Join(es, " ")
+	}
+	return fmt.Sprintf("PASS  kills=%d %s status=%s", r.Kills, applied, r.Status)
+}
+
+// atDestination says how often the destination applied an effect's
+// operations and how that is known.
+func atDestination(e EffectRow) string {
+	if e.By == "" {
+		return "?(cannot ask)"
+	}
+	return fmt.Sprintf("%d(%s)", e.Destination, e.By)
 }
 
 // PrintMatrix writes one row per scenario, then the violations and notes.

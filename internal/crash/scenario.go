@@ -37,6 +37,12 @@ type Config struct {
 	Store string
 	// AWS is the endpoint of the dynamo scenarios (required with "dynamo").
 	AWS *AWS
+	// Lease is keel dev's lease settings: "short" (KEEL_STEP_BUDGET and
+	// KEEL_LEASE_TTL of a few seconds: a run is stepped again soon after
+	// a crash), "default" (keel dev's own: nothing set), or "" for short
+	// on dynamo, where a dead incarnation's lease runs out its TTL, and
+	// default on sqlite, where a restarted keel dev ends it.
+	Lease string
 	// Parallel bounds the scenarios played at once (default 3).
 	Parallel int
 	// Progress, when set, gets one line per finished scenario.
@@ -86,6 +92,13 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("-store %q: want sqlite or dynamo", c.Store)
 	}
+	switch c.Lease {
+	case "":
+		c.Lease = map[string]string{"sqlite": "default", "dynamo": "short"}[c.Store]
+	case "default", "short":
+	default:
+		return fmt.Errorf("-lease %q: want default or short", c.Lease)
+	}
 	bins := []string{c.Keel}
 	if c.Counter == nil {
 		if len(c.Script) == 0 {
@@ -105,7 +118,7 @@ func (c *Config) Validate() error {
 		c.Parallel = 3
 	}
 	if c.ScenarioTimeout <= 0 {
-		c.ScenarioTimeout = 8 * time.Minute
+		c.ScenarioTimeout = 8*time.Minute + 4*c.leaseWait()
 	}
 	return nil
 }
@@ -187,6 +200,21 @@ type Result struct {
 // Pass reports whether every invariant held.
 func (r Result) Pass() bool { return len(r.Violations) == 0 }
 
+// Verified reports whether every invariant held and every operation's
+// outcome was checked at its destination (Unverified is empty).
+func (r Result) Verified() bool { return r.Pass() && len(r.Unverified) == 0 }
+
+// Outcome is the row's result: PASS, FAIL or UNVERIFIED.
+func (r Result) Outcome() string {
+	switch {
+	case !r.Pass():
+		return "FAIL"
+	case !r.Verified():
+		return "UNVERIFIED"
+	}
+	return "PASS"
+}
+
 func (r *Result) fail(format string, a ...any) {
 	r.Violations = append(r.Violations, fmt.Sprintf(format, a...))
 }
@@ -250,7 +278,6 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 		v := Check(ev, sc.Expect)
 		v.Violations = append(res.Violations, v.Violations...)
 		res.Verdict = v
-		res.Notes = append(res.Notes, v.Findings...)
 		if ev.Observed != nil {
 			res.Effects = effectRows(ev)
 		}
@@ -265,11 +292,11 @@ func Play(ctx context.Context, cfg Config, sc *Scenario) Result {
 	if res.Kills < sc.Expect.Kills {
 		res.fail("fault point not reached: %d kills, want %d", res.Kills, sc.Expect.Kills)
 	}
-	if !res.Pass() && ev.Observed != nil {
+	if !res.Verified() && ev.Observed != nil {
 		res.Explain = explain(ev)
 	}
 	res.Elapsed = time.Since(start)
-	if res.Pass() && !cfg.Keep {
+	if res.Verified() && !cfg.Keep {
 		_ = os.RemoveAll(dir)
 		res.Dir = ""
 		if n.table != "" {

@@ -21,12 +21,20 @@ type SoakOptions struct {
 	Seed uint64
 	// MaxKills bounds the armed incarnations of one run (default 3).
 	MaxKills int
-	// KillWindow bounds the random delays of the suite's own kills
-	// (default 200ms: a research run takes about 110ms here from keel dev
-	// serving to done, so kills land before, during and after the
+	// KillMin and KillMax bound the random delays of the suite's own
+	// kills, drawn uniformly in [KillMin, KillMax] after keel dev serves
+	// (default 0 to 200ms: a research run takes about 110ms here from keel
+	// dev serving to done, so kills land before, during and after the
 	// approval, and some after the end).
-	KillWindow time.Duration
+	KillMin, KillMax time.Duration
+	// Contract fixes the destination's contract of every run: lookup,
+	// full, idempotent or none. "" or "mixed" draws one per run (40%
+	// lookup, 25% full, 15% idempotent, 20% none).
+	Contract string
 }
+
+// Contracts are the values of SoakOptions.Contract.
+var Contracts = []string{"lookup", "full", "idempotent", "none", "mixed"}
 
 // SoakSummary is the soak's table.
 type SoakSummary struct {
@@ -35,12 +43,17 @@ type SoakSummary struct {
 	RandomKills  int // kills at a random moment; the rest hit fault points
 	Publications int
 	Duplicates   int
-	NeedsHuman   int
-	Violations   int // runs that broke at least one invariant
-	Wall         time.Duration
-	Seed         uint64
-	Parallel     int
-	Failed       []Result
+	// EndedUnsettled and NeedsHumanMoved count the runs that broke issue
+	// 34's invariants: ended over an unsettled operation, went on from
+	// needs_human without a person's decision.
+	EndedUnsettled  int
+	NeedsHumanMoved int
+	NeedsHuman      int
+	Violations      int // runs that broke at least one invariant
+	Wall            time.Duration
+	Seed            uint64
+	Parallel        int
+	Failed          []Result
 }
 
 // hits is one more than how often a research run reaches each point in
@@ -67,12 +80,17 @@ func SoakScenario(opt SoakOptions, i int) *Scenario {
 	if opt.MaxKills <= 0 {
 		opt.MaxKills = 3
 	}
-	if opt.KillWindow <= 0 {
-		opt.KillWindow = 200 * time.Millisecond
+	if opt.KillMax <= 0 {
+		opt.KillMax = 200 * time.Millisecond
 	}
+	opt.KillMin = min(max(opt.KillMin, 0), opt.KillMax)
 	rng := rand.New(rand.NewPCG(opt.Seed, uint64(i)))
 	var contract string
+	// Drawn even when fixed, so that one seed kills the same way in
+	// every contract.
 	switch x := rng.IntN(100); {
+	case opt.Contract != "" && opt.Contract != "mixed":
+		contract = opt.Contract
 	case x < 40:
 		contract = "lookup"
 	case x < 65:
@@ -90,7 +108,8 @@ func SoakScenario(opt SoakOptions, i int) *Scenario {
 			p := Points[rng.IntN(len(Points))]
 			in.Fault = fmt.Sprintf("%s:%d", p, 1+rng.IntN(hits[p]))
 		} else {
-			in.KillAfter = time.Duration(rng.Int64N(int64(opt.KillWindow)))
+			// At least 1ns: a zero delay would arm no kill at all.
+			in.KillAfter = max(opt.KillMin+time.Duration(rng.Int64N(int64(opt.KillMax-opt.KillMin)+1)), 1)
 		}
 		incs = append(incs, in)
 		desc = append(desc, in.String())
@@ -124,6 +143,12 @@ func Soak(ctx context.Context, cfg Config, opt SoakOptions) SoakSummary {
 				sum.RandomKills += r.RandomKills
 				sum.Publications += r.Publications
 				sum.Duplicates += r.Duplicates
+				if r.EndedUnsettled > 0 {
+					sum.EndedUnsettled++
+				}
+				if r.NeedsHumanMoved > 0 {
+					sum.NeedsHumanMoved++
+				}
 				if r.NeedsHuman {
 					sum.NeedsHuman++
 				}
@@ -153,11 +178,12 @@ func Soak(ctx context.Context, cfg Config, opt SoakOptions) SoakSummary {
 // PrintSoak writes the soak's table and its failed runs.
 func PrintSoak(w io.Writer, s SoakSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "runs\tkills\tpublications\tduplicates\tneeds_human\tviolations\twall time\tparallel\tseed\t")
-	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Runs, s.Kills, s.Publications, s.Duplicates, s.NeedsHuman,
-		s.Violations, s.Wall.Round(time.Second), s.Parallel, s.Seed)
+	fmt.Fprintln(tw, "runs\tkills\tpublications\tduplicates\tended unsettled\tneeds_human moved\tneeds_human\tviolations\twall time\tparallel\tseed\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", s.Runs, s.Kills, s.Publications, s.Duplicates, s.EndedUnsettled,
+		s.NeedsHumanMoved, s.NeedsHuman, s.Violations, s.Wall.Round(time.Second), s.Parallel, s.Seed)
 	tw.Flush()
 	fmt.Fprintf(w, "kills: %d at fault points, %d at random moments\n", s.Kills-s.RandomKills, s.RandomKills)
+	fmt.Fprintf(w, "runs ended over an unsettled operation: %d; needs_human runs moved without a decision: %d\n", s.EndedUnsettled, s.NeedsHumanMoved)
 	for _, r := range s.Failed {
 		for _, v := range r.Violations {
 			fmt.Fprintf(w, "  FAIL %s: %s\n", r.Name, v)

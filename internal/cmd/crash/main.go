@@ -3,17 +3,24 @@
 //	crash [flags] matrix     every fault point and scenario, one row each
 //	crash [flags] soak       N randomized runs killed at random moments
 //
-// `make crash` and `make soak N=…` build bin/keel and bin/pubserver and run
-// it. The exit status is 1 when any invariant broke.
+// `make crash`, `make soak N=…` and `make soak-dynamo` (the soak on the
+// DynamoDB store, moto serialized) build bin/keel and bin/pubserver and
+// run it. The exit status is 1 when any invariant broke, 2 on a usage
+// error.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/keelrun/keel/internal/awslocal"
 	"github.com/keelrun/keel/internal/crash"
 	"github.com/keelrun/keel/internal/crash/localaws"
 )
@@ -29,18 +37,35 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	keel := flag.String("keel", "bin/keel", "keel binary under test")
-	pub := flag.String("pubserver", "bin/pubserver", "publication server binary")
-	scriptPath := flag.String("script", "examples/research/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
-	store := flag.String("store", "sqlite", "store backend: sqlite, or dynamo (DynamoDB and S3: at AWS_ENDPOINT_URL when set, e.g. LocalStack, else served in-process by minidyn and gofakes3)")
-	parallel := flag.Int("parallel", 3, "scenarios played at once")
-	n := flag.Int("n", 100, "soak: number of runs")
-	seed := flag.Uint64("seed", 0, "soak: random seed (0: from the clock)")
-	only := flag.String("only", "", "matrix: only rows whose name matches this regexp")
-	task := flag.Bool("task", true, "matrix: include the rows that kill the long-running task child (over two minutes each, run in parallel)")
-	keep := flag.Bool("keep", false, "keep the directories of passing scenarios too")
-	dir := flag.String("dir", "", "scratch directory (default: a new temporary one)")
+// options are the command line.
+type options struct {
+	keel, pub, script, store, lease, contract, only, dir, moto string
+	parallel, n                                                int
+	seed                                                       uint64
+	task, keep                                                 bool
+	killMin, killMax                                           time.Duration
+	onlyRE                                                     *regexp.Regexp
+}
+
+// parseFlags reads the command line; a usage error is reported and ends
+// the program with status 2.
+func parseFlags() (options, bool) {
+	var o options
+	flag.StringVar(&o.keel, "keel", "bin/keel", "keel binary under test")
+	flag.StringVar(&o.pub, "pubserver", "bin/pubserver", "publication server binary")
+	flag.StringVar(&o.script, "script", "examples/research/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
+	flag.StringVar(&o.store, "store", "sqlite", "store backend: sqlite, or dynamo (DynamoDB and S3: moto started by -moto, else at AWS_ENDPOINT_URL when set, e.g. LocalStack, else served in-process by minidyn and gofakes3)")
+	flag.StringVar(&o.moto, "moto", "", "with -store dynamo: start moto with this python (e.g. python3; moto[server] 5 installed) on a loopback port, every request serialized, and stop it at the end")
+	flag.StringVar(&o.lease, "lease", "", "keel dev's lease settings: default (keel dev's own: KEEL_STEP_BUDGET and KEEL_LEASE_TTL unset) or short (2s and 1s); empty: short on dynamo, default on sqlite")
+	flag.StringVar(&o.contract, "contract", "mixed", "soak: the destination's contract of every run: lookup (honours lookups, ignores keys), idempotent (honours keys, no lookup), none (promises nothing), full (both), or mixed (drawn per run)")
+	killMS := flag.String("kill-ms", "0:200", "soak: the suite's random-delay kills land MIN:MAX milliseconds (uniform) after keel dev serves")
+	flag.IntVar(&o.parallel, "parallel", 3, "scenarios played at once")
+	flag.IntVar(&o.n, "n", 100, "soak: number of runs")
+	flag.Uint64Var(&o.seed, "seed", 0, "soak: random seed (0: from the clock)")
+	flag.StringVar(&o.only, "only", "", "matrix: only rows whose name matches this regexp")
+	flag.BoolVar(&o.task, "task", true, "matrix: include the rows that kill the long-running task child (over two minutes each, run in parallel)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the directories of passing scenarios too")
+	flag.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary one)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: crash [flags] matrix|soak\n")
 		flag.PrintDefaults()
@@ -48,35 +73,72 @@ func run() int {
 	flag.Parse()
 	if flag.NArg() != 1 || (flag.Arg(0) != "matrix" && flag.Arg(0) != "soak") {
 		flag.Usage()
-		return 2
+		return o, false
 	}
-	var onlyRE *regexp.Regexp
-	if *only != "" {
-		var err error
-		if onlyRE, err = regexp.Compile(*only); err != nil {
-			fmt.Fprintf(os.Stderr, "crash: -only: %v\n", err)
-			return 2
+	var err error
+	if o.only != "" {
+		if o.onlyRE, err = regexp.Compile(o.only); err != nil {
+			err = fmt.Errorf("-only: %w", err)
 		}
 	}
-	if *dir == "" {
+	if err == nil {
+		o.killMin, o.killMax, err = parseKillMS(*killMS)
+	}
+	if err == nil && !slices.Contains(crash.Contracts, o.contract) {
+		err = fmt.Errorf("-contract %q: want one of %s", o.contract, strings.Join(crash.Contracts, ", "))
+	}
+	if err == nil && o.moto != "" && o.store != "dynamo" {
+		err = errors.New("-moto serves the dynamo store: add -store dynamo")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crash:", err)
+		return o, false
+	}
+	return o, true
+}
+
+// parseKillMS reads -kill-ms MIN:MAX (milliseconds, 0 ≤ MIN ≤ MAX, MAX > 0).
+func parseKillMS(s string) (time.Duration, time.Duration, error) {
+	bad := fmt.Errorf("-kill-ms %q: want MIN:MAX in milliseconds with 0 <= MIN <= MAX and MAX > 0, e.g. 15:250", s)
+	lo, hi, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, bad
+	}
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if err1 != nil || err2 != nil || a < 0 || a > b || b == 0 {
+		return 0, 0, bad
+	}
+	return time.Duration(a) * time.Millisecond, time.Duration(b) * time.Millisecond, nil
+}
+
+func run() int {
+	o, ok := parseFlags()
+	if !ok {
+		return 2
+	}
+	if o.dir == "" {
 		d, err := os.MkdirTemp("", "keel-crash-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "crash:", err)
 			return 1
 		}
-		*dir = d
+		o.dir = d
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	script, err := os.ReadFile(*scriptPath)
+	script, err := os.ReadFile(o.script)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash: -script:", err)
-		os.Exit(2)
+		return 2
 	}
-	cfg := crash.Config{Keel: *keel, PubServer: *pub, Script: script, Dir: *dir, Keep: *keep, Store: *store, Parallel: *parallel, Progress: os.Stderr}
+	cfg := crash.Config{Keel: o.keel, PubServer: o.pub, Script: script, Dir: o.dir, Keep: o.keep, Store: o.store, Lease: o.lease,
+		Parallel: o.parallel, Progress: os.Stderr}
 	where := cfg.Store
 	if cfg.Store == "dynamo" {
-		a, err := awsEndpoint(ctx)
+		// Closed on every way out of run, failures and interrupts too:
+		// a moto started here must not outlive the soak.
+		a, err := awsEndpoint(ctx, o.moto, o.dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "crash:", err)
 			return 1
@@ -89,43 +151,68 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "crash:", err)
 		return 2
 	}
-	start := time.Now()
-	switch flag.Arg(0) {
-	case "matrix":
-		fmt.Fprintf(os.Stderr, "crash matrix: %s on %s, %d at once (scratch %s)\n", *keel, where, cfg.Parallel, *dir)
-		rows := crash.Matrix(ctx, cfg, crash.MatrixOptions{Only: onlyRE, Task: *task})
-		crash.PrintMatrix(os.Stdout, rows)
-		failed := crash.Failed(rows)
-		fmt.Printf("%d rows, %d failed, %s\n", len(rows), failed, time.Since(start).Round(time.Second))
-		if ctx.Err() == nil && (failed > 0 || len(rows) == 0) {
-			return 1
-		}
-	case "soak":
-		s := *seed
-		if s == 0 {
-			s = uint64(time.Now().UnixNano())
-		}
-		fmt.Fprintf(os.Stderr, "crash soak: %d runs on %s, %d at once, seed %d (scratch %s)\n", *n, where, cfg.Parallel, s, *dir)
-		sum := crash.Soak(ctx, cfg, crash.SoakOptions{N: *n, Seed: s})
-		crash.PrintSoak(os.Stdout, sum)
-		if ctx.Err() == nil && (sum.Violations > 0 || sum.Runs < *n) {
-			return 1
-		}
-	}
+	where += ", " + cfg.Lease + " leases"
+	code := play(ctx, cfg, o, where)
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "crash: interrupted; the runs cut short are reported as failed")
 		return 130
 	}
-	if !*keep {
-		_ = os.Remove(*dir) // empty when everything passed
+	if code == 0 && !o.keep {
+		_ = os.RemoveAll(filepath.Join(o.dir, "moto")) // its log
+		_ = os.Remove(o.dir)                           // empty when everything passed
+	}
+	return code
+}
+
+// play runs the matrix or the soak and returns the exit status.
+func play(ctx context.Context, cfg crash.Config, o options, where string) int {
+	start := time.Now()
+	switch flag.Arg(0) {
+	case "matrix":
+		fmt.Fprintf(os.Stderr, "crash matrix: %s on %s, %d at once (scratch %s)\n", o.keel, where, cfg.Parallel, o.dir)
+		rows := crash.Matrix(ctx, cfg, crash.MatrixOptions{Only: o.onlyRE, Task: o.task})
+		crash.PrintMatrix(os.Stdout, rows)
+		failed := crash.Failed(rows)
+		fmt.Printf("%d rows, %d failed, %s\n", len(rows), failed, time.Since(start).Round(time.Second))
+		if failed > 0 || len(rows) == 0 {
+			return 1
+		}
+	case "soak":
+		s := o.seed
+		if s == 0 {
+			s = uint64(time.Now().UnixNano())
+		}
+		fmt.Fprintf(os.Stderr, "crash soak: %d runs on %s, contract %s, random kills %s to %s after serving, %d at once, seed %d (scratch %s)\n",
+			o.n, where, o.contract, o.killMin, o.killMax, cfg.Parallel, s, o.dir)
+		sum := crash.Soak(ctx, cfg, crash.SoakOptions{N: o.n, Seed: s, Contract: o.contract, KillMin: o.killMin, KillMax: o.killMax})
+		crash.PrintSoak(os.Stdout, sum)
+		if sum.Violations > 0 || sum.Runs < o.n {
+			return 1
+		}
 	}
 	return 0
 }
 
-// awsEndpoint is the DynamoDB and S3 endpoint of -store dynamo: the one at
-// AWS_ENDPOINT_URL (LocalStack) with the usual AWS configuration, or one
-// served by this process, which outlives every keel process it kills.
-func awsEndpoint(ctx context.Context) (*crash.AWS, error) {
+// awsEndpoint is the DynamoDB and S3 endpoint of -store dynamo: moto
+// started with python (internal/awslocal's launcher: loopback, requests
+// served one at a time, its log in dir/moto), the one at AWS_ENDPOINT_URL
+// (LocalStack) with the usual AWS configuration, or one served by this
+// process. Each outlives every keel process the suite kills.
+func awsEndpoint(ctx context.Context, python, dir string) (*crash.AWS, error) {
+	if python != "" {
+		if why := awslocal.MotoAvailable(python); why != "" {
+			return nil, fmt.Errorf("-moto: %s", why)
+		}
+		mdir := filepath.Join(dir, "moto")
+		if err := os.MkdirAll(mdir, 0o755); err != nil {
+			return nil, err
+		}
+		m, err := awslocal.StartMoto(ctx, python, mdir)
+		if err != nil {
+			return nil, fmt.Errorf("-moto: %w", err)
+		}
+		return crash.LocalAWS(m.URL, m.Close), nil
+	}
 	endpoint := os.Getenv("AWS_ENDPOINT_URL")
 	if endpoint == "" {
 		s, err := localaws.Start()
