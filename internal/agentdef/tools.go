@@ -213,6 +213,7 @@ func (e effectTool[A]) Observe(ctx context.Context, op run.Operation) Observatio
 	if e.f.Count != nil {
 		o.By = "count"
 		n, err := e.f.Count(ctx, op.IdempotencyKey)
+		o.Error = "" // the count answers for the lookup: its error, if any, is the one that stands
 		if err != nil {
 			o.Error = err.Error()
 		}
