@@ -48,7 +48,7 @@ func (c *cli) runCost(ctx context.Context, cl costClient, id, pricesFile string)
 	if pricesFile == "" {
 		cfg, err := config.FromEnv(c.getenv)
 		if err != nil {
-			return rep, usagef("%v", err)
+			return rep, &configError{err}
 		}
 		pricesFile = cfg.Prices
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/devserver"
@@ -46,7 +48,7 @@ func devCommand() command {
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
-				return usagef("%v", err)
+				return &configError{err}
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -59,14 +61,16 @@ func devCommand() command {
 			}
 			rt, err := compose.Open(ctx, cfg, c.app, b)
 			if err != nil {
-				return usagef("%v", err)
+				return &configError{err}
 			}
 			srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr, Token: *tok,
 				Runtime: rt, TaskCommand: []string{self, "task"}, StepBudget: rt.Config.StepBudget, AllowRemote: *allowRemote, Logger: log})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "keel dev: serving on %s (data in %s)\n", srv.URL, rt.Config.DataDir)
+			fmt.Fprintf(c.stdout, "%s dev: serving on %s (data in %s)\n", c.prog, srv.URL, rt.Config.DataDir)
+			fmt.Fprintf(c.stdout, "  run viewer: %s/  (token: %s)\n", strings.TrimRight(srv.URL, "/"), srv.Token)
+			fmt.Fprintf(c.stdout, "  client commands in this directory find it through %s; elsewhere:\n", filepath.Join(rt.Config.DataDir, "url"))
 			fmt.Fprintf(c.stdout, "  export KEEL_URL=%s\n  export KEEL_TOKEN=%s\n", srv.URL, srv.Token)
 			if cfg.FaultPoint != "" {
 				fmt.Fprintf(c.stdout, "  fault point armed: %s (the process SIGKILLs itself there)\n", cfg.FaultPoint)
