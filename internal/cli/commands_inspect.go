@@ -110,7 +110,11 @@ func showCommand() command {
 		row("tokens", fmt.Sprintf("%d of %d", r.Counters.TokensUsed, r.Limits.MaxTokens))
 		row("spend", fmt.Sprintf("$%.4f of $%.2f", float64(r.Counters.SpendUsedMicroUSD)/1e6, float64(r.Limits.MaxSpendMicroUSD)/1e6))
 		if costRep != nil {
-			row("cost", fmt.Sprintf("$%.6f on AWS + $%.4f model (%s cost %s)", costRep.AWSUSD, costRep.TotalUSD-costRep.AWSUSD, c.prog, r.RunID))
+			where := "on AWS"
+			if isLocal(cl.BaseURL()) {
+				where = "if on AWS"
+			}
+			row("cost", fmt.Sprintf("$%.6f %s + $%.4f model (%s cost %s)", costRep.AWSUSD, where, costRep.TotalUSD-costRep.AWSUSD, c.prog, r.RunID))
 		}
 		row("events", fmt.Sprint(r.Counters.Events))
 		row("checkpoint", r.CheckpointID)
