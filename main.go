@@ -40,8 +40,8 @@ import (
 // So one binary, built once from your main package, is every function and
 // the task image, and they cannot disagree on an agent.
 //
-// Configuration is read once from the environment (KEEL_*; see the
-// README). Agents that are invalid — a duplicate name, a tool whose
+// Configuration is read once from the environment (KEEL_*; see
+// docs/configuration.md). Agents that are invalid — a duplicate name, a tool whose
 // arguments are not a struct, an effect whose Promises need a Lookup it
 // lacks, a model spec that names no provider — are reported before
 // anything starts, and the process exits 2.
