@@ -34,6 +34,10 @@ import (
 //	prog step RUN_ID         one harness step of a run, by hand
 //	prog init DIR            a new agent module
 //
+// The client commands find the API through --url, KEEL_URL, or the url
+// and token files `prog dev` writes into .keel/ (looked for in the working
+// directory and its parents), so a new shell needs no exports.
+//
 // With KEEL_ROLE set (the CDK stack sets it), Main plays that role of the
 // deployment: api, step, approval, finalize or schedule as a Lambda
 // function on the Lambda Runtime API, or task as the run's Fargate task.
