@@ -70,7 +70,12 @@ func devCommand() command {
 			}
 			fmt.Fprintf(c.stdout, "%s dev: serving on %s (data in %s)\n", c.prog, srv.URL, rt.Config.DataDir)
 			fmt.Fprintf(c.stdout, "  run viewer: %s/  (token: %s)\n", strings.TrimRight(srv.URL, "/"), srv.Token)
-			fmt.Fprintf(c.stdout, "  client commands in this directory find it through %s; elsewhere:\n", filepath.Join(rt.Config.DataDir, "url"))
+			if filepath.Base(rt.Config.DataDir) == devDirName {
+				// What client() discovers: nothing to export below here.
+				fmt.Fprintf(c.stdout, "  client commands here and below find it through %s; elsewhere:\n", filepath.Join(rt.Config.DataDir, "url"))
+			} else {
+				fmt.Fprintf(c.stdout, "  client commands find it with KEEL_DATA_DIR=%s, or:\n", rt.Config.DataDir)
+			}
 			fmt.Fprintf(c.stdout, "  export KEEL_URL=%s\n  export KEEL_TOKEN=%s\n", srv.URL, srv.Token)
 			if cfg.FaultPoint != "" {
 				fmt.Fprintf(c.stdout, "  fault point armed: %s (the process SIGKILLs itself there)\n", cfg.FaultPoint)
