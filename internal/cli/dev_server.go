@@ -72,7 +72,11 @@ func devCommand() command {
 			fmt.Fprintf(c.stdout, "  run viewer: %s/  (token: %s)\n", strings.TrimRight(srv.URL, "/"), srv.Token)
 			if filepath.Base(rt.Config.DataDir) == devDirName {
 				// What client() discovers: nothing to export below here.
-				fmt.Fprintf(c.stdout, "  client commands here and below find it through %s; elsewhere:\n", filepath.Join(rt.Config.DataDir, "url"))
+				project := "."
+				if abs, err := filepath.Abs(rt.Config.DataDir); err == nil {
+					project = filepath.Dir(abs)
+				}
+				fmt.Fprintf(c.stdout, "  client commands in %s and below find it through %s; elsewhere:\n", project, filepath.Join(rt.Config.DataDir, "url"))
 			} else {
 				fmt.Fprintf(c.stdout, "  client commands find it with KEEL_DATA_DIR=%s, or:\n", rt.Config.DataDir)
 			}
