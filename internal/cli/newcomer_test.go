@@ -210,3 +210,22 @@ func approvalRequested(runID, approvalID string) api.Event {
 	return api.Event{Seq: 1, Type: run.EventApprovalRequested,
 		Data: data(map[string]any{"approval_id": approvalID, "tool": "send_email", "args_hash": "sha256:ab"})}
 }
+
+// TestOwnCommands: explain's suggestions name the user's program.
+func TestOwnCommands(t *testing.T) {
+	cases := []struct{ prog, in, want string }{
+		{"shop", "next: keel approve run_1 apr_1   (or: keel deny run_1 apr_1 --reason …)\n",
+			"next: shop approve run_1 apr_1   (or: shop deny run_1 apr_1 --reason …)\n"},
+		{"go run .", "keel bundle run_1 -o run_1.tar.gz", "go run . bundle run_1 -o run_1.tar.gz"},
+		{"shop", "keel dev restarted; github.com/keelrun/keel keeps it", "shop dev restarted; github.com/keelrun/keel keeps it"},
+		{"keel", "keel fork run_1", "keel fork run_1"},
+		{"a$1", "keel events run_1", "a$1 events run_1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.prog+" "+tc.in, func(t *testing.T) {
+			if got := ownCommands(tc.in, tc.prog); got != tc.want {
+				t.Errorf("ownCommands(%q, %q) = %q, want %q", tc.in, tc.prog, got, tc.want)
+			}
+		})
+	}
+}
