@@ -2,6 +2,7 @@ package keel_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -221,4 +222,40 @@ func hasAnchor(md, anchor string) bool {
 		}
 	}
 	return false
+}
+
+// TestBenchmarksMatchResults: the peers table of docs/benchmarks.md is
+// the one `make bench-peers` wrote to bench/results/peers.json — each
+// row's system, N, ms per step and ratio to the floor, as the bench prints
+// them — so a new measurement cannot leave the page behind.
+func TestBenchmarksMatchResults(t *testing.T) {
+	var res struct {
+		Rows []struct {
+			System string  `json:"system"`
+			N      int     `json:"n"`
+			MS     float64 `json:"ms_per_step"`
+			Ratio  float64 `json:"ratio_to_floor"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, "bench/results/peers.json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) == 0 {
+		t.Fatal("bench/results/peers.json has no rows")
+	}
+	rows := map[string]bool{}
+	for l := range strings.SplitSeq(readFile(t, "docs/benchmarks.md"), "\n") {
+		if f := strings.Fields(l); len(f) >= 4 {
+			rows[strings.Join(f[:4], " ")] = true
+		}
+	}
+	for _, r := range res.Rows {
+		if r.MS == 0 {
+			continue // a peer that could not run: a row saying why
+		}
+		want := fmt.Sprintf("%s %d %.3f %.2f×", r.System, r.N, r.MS, r.Ratio)
+		if !rows[want] {
+			t.Errorf("docs/benchmarks.md has no row %q of bench/results/peers.json: paste the table make bench-peers printed", want)
+		}
+	}
 }
