@@ -3,7 +3,9 @@
 // days-long approvals, without ever performing a side effect twice.
 //
 // You declare an [Agent] — instructions, a [Model], and tools — and hand it
-// to [Main] from your main package. That one program is then everything
+// to [Main] from your main package (or to [MainFunc], when building the
+// agents needs configuration of their own that client commands such as
+// `run` and `approve` should not demand). That one program is then everything
 // Keel runs: `go run . dev` starts the embedded runtime on this machine
 // (SQLite and files, no cloud), and the same binary, deployed by Keel's CDK
 // app, is every Lambda function (api, step, approval, finalize, schedule)

@@ -151,3 +151,18 @@ func ExampleReject() {
 	// Output:
 	// true destination rejected the operation: room blue: at most 4 hours, not 6
 }
+
+// A program whose agent needs configuration of its own reads it inside
+// MainFunc's function: `shop run`, `shop approve` and the other client
+// commands then work in a shell without SHOP_DB_URL, and `shop dev`
+// without it exits 2 naming the variable. (An example with no output
+// comment is compiled, never run: MainFunc would exit.)
+func ExampleMainFunc() {
+	keel.MainFunc(func() ([]keel.Agent, error) {
+		db := os.Getenv("SHOP_DB_URL")
+		if db == "" {
+			return nil, fmt.Errorf("SHOP_DB_URL is not set (the order database)")
+		}
+		return []keel.Agent{{Name: "shop", Instructions: "Answer questions about orders in " + db}}, nil
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/keelrun/keel/internal/agentdef"
@@ -32,28 +34,89 @@ import (
 //	prog step RUN_ID         one harness step of a run, by hand
 //	prog init DIR            a new agent module
 //
+// The client commands find the API through --url, KEEL_URL, or the url
+// and token files `prog dev` writes into .keel/ (looked for in the working
+// directory and its parents), so a new shell needs no exports.
+//
 // With KEEL_ROLE set (the CDK stack sets it), Main plays that role of the
 // deployment: api, step, approval, finalize or schedule as a Lambda
 // function on the Lambda Runtime API, or task as the run's Fargate task.
 // So one binary, built once from your main package, is every function and
 // the task image, and they cannot disagree on an agent.
 //
-// Configuration is read once from the environment (KEEL_*; see the
-// README). Agents that are invalid — a duplicate name, a tool whose
+// Configuration is read once from the environment (KEEL_*; see
+// docs/configuration.md). Agents that are invalid — a duplicate name, a tool whose
 // arguments are not a struct, an effect whose Promises need a Lookup it
 // lacks, a model spec that names no provider — are reported before
 // anything starts, and the process exits 2.
+//
+// Every message and hint names the program as it was started (the base
+// name of os.Args[0]; "go run ." under go run), not "keel".
 func Main(agents ...Agent) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	app, err := build(agents)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "keel:", err)
-		stop()
+		fmt.Fprintf(os.Stderr, "%s: %v\n", progName(os.Args[0]), err)
 		os.Exit(2)
 	}
-	code := cli.Main(ctx, cli.IO{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}, app)
-	stop()
-	os.Exit(code)
+	os.Exit(mainLazy(os.Args, func() (compose.App, error) { return app, nil }))
+}
+
+// MainFunc is [Main] for a program whose agents need configuration of
+// their own (a service URL, a credential): it calls agents only for the
+// commands that run them — dev, step, task, crashtest and every KEEL_ROLE
+// — and at most once. The client commands (run, runs, show, events,
+// approve, deny, cancel, cost, ...) and init never call it, so they work
+// in a shell that has none of the agents' configuration.
+//
+// An error from agents, or an invalid agent, is a configuration error:
+// the command prints it, without a usage block, and the process exits 2.
+// Read the configuration inside agents, not before MainFunc:
+//
+//	func main() {
+//		keel.MainFunc(func() ([]keel.Agent, error) {
+//			cfg, err := tickets.ConfigFromEnv(os.Getenv)
+//			if err != nil {
+//				return nil, err
+//			}
+//			return []keel.Agent{newAgent(tickets.New(cfg))}, nil
+//		})
+//	}
+func MainFunc(agents func() ([]Agent, error)) {
+	os.Exit(mainLazy(os.Args, lazyApp(agents)))
+}
+
+// lazyApp turns MainFunc's agents into the command line's loader.
+func lazyApp(agents func() ([]Agent, error)) func() (compose.App, error) {
+	return func() (compose.App, error) {
+		as, err := agents()
+		if err != nil {
+			return compose.App{}, err
+		}
+		return build(as)
+	}
+}
+
+// mainLazy runs the command line of args (os.Args) and returns the exit
+// code; ctx ends on SIGINT/SIGTERM.
+func mainLazy(args []string, load func() (compose.App, error)) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	in := cli.IO{Prog: progName(args[0]), Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	return cli.MainLazy(ctx, in, load)
+}
+
+// progName is how the user runs this program again: the base name of
+// argv[0], or "go run ." for the temporary binary go run builds (the user
+// typed no name the shell would find).
+func progName(argv0 string) string {
+	slash := filepath.ToSlash(argv0)
+	if strings.Contains(slash, "/go-build") && strings.Contains(slash, "/exe/") {
+		return "go run ."
+	}
+	if b := filepath.Base(argv0); b != "" && b != "." && b != "/" {
+		return b
+	}
+	return "keel"
 }
 
 // build checks the agents and turns them into the runtime's definitions.
@@ -123,7 +186,7 @@ func (a Agent) def() (compose.AgentDef, error) {
 		choice.Spec = m.spec
 	case scriptModel:
 		if _, err := scripted.Parse(m.script); err != nil {
-			return fail(fmt.Errorf("scripted model: %w", err))
+			return fail(err) // its message names the scripted model already
 		}
 		choice.Script = m.script
 	default:

@@ -23,9 +23,9 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/roles"
 )
@@ -42,6 +42,10 @@ const (
 
 // IO is what a process gives the command line.
 type IO struct {
+	// Prog is the program's name as the user types it, used in every
+	// message and hint ("answer with: PROG approve ..."); empty means
+	// "keel".
+	Prog   string
 	Args   []string // without the program name
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -54,8 +58,25 @@ type IO struct {
 // instead (see internal/config): a Lambda role on the Lambda Runtime API,
 // or the long-running task. ctx ends on SIGINT/SIGTERM.
 func Main(ctx context.Context, in IO, app compose.App) int {
-	c := &cli{stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, app: app}
+	return MainLazy(ctx, in, func() (compose.App, error) { return app, nil })
+}
+
+// MainLazy is Main with the agents built by load, called only when a
+// command runs them (dev, step, task, crashtest, a KEEL_ROLE) and at most
+// once: the client commands (run, approve, events, ...) never call it, so
+// they need none of the agents' own configuration. An error from load is a
+// configuration error (exit 2).
+func MainLazy(ctx context.Context, in IO, load func() (compose.App, error)) int {
+	prog := in.Prog
+	if prog == "" {
+		prog = "keel"
+	}
+	c := &cli{prog: prog, stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, loadApp: load}
 	if role := strings.TrimSpace(in.Getenv("KEEL_ROLE")); role != "" {
+		if err := c.needApp(); err != nil {
+			fmt.Fprintf(c.stderr, "%s: %v\n", prog, err)
+			return exitUsage
+		}
 		return c.serveRole(ctx, role)
 	}
 	if roles.Narrowed {
@@ -68,17 +89,24 @@ func Main(ctx context.Context, in IO, app compose.App) int {
 // cli is what a command may use: its streams, the environment, and the
 // connection settings resolved from flags and environment.
 type cli struct {
+	prog   string // the program's name, for messages and hints
 	stdin  *bufio.Reader
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
-	// app holds the program's agents, for the commands that run them.
-	app compose.App
+	// app holds the program's agents, for the commands that run them;
+	// needApp fills it from loadApp before such a command runs.
+	app     compose.App
+	loadApp func() (compose.App, error)
+	// dir is where .keel/ is looked for (and in its parents); empty means
+	// the working directory.
+	dir string
 	// hc, when set, is the HTTP client for the API (tests); nil means a
 	// default one.
 	hc *http.Client
 
 	url, token string // from the global flags
+	apiURL     string // the URL client() resolved, for hints
 
 	// fs is the flag set of the command being run, to print its help.
 	fs *flag.FlagSet
@@ -94,11 +122,17 @@ type command struct {
 	fields map[string]string
 	// hidden: not listed in the usage (a program's internal command).
 	hidden bool
+	// agents: the command runs the program's agents, so they are built
+	// before it runs (see MainLazy).
+	agents bool
 }
+
+// agentCommands are the commands that run the program's agents.
+var agentCommands = []string{"dev", "task", "step", "crashtest", observeCommandName}
 
 // commands is the dispatch table.
 func commands() map[string]command {
-	return map[string]command{
+	m := map[string]command{
 		"run":         runCommand(),
 		"runs":        runsCommand(),
 		"show":        showCommand(),
@@ -125,6 +159,26 @@ func commands() map[string]command {
 
 		observeCommandName: observeCommand(),
 	}
+	for _, n := range agentCommands {
+		cmd := m[n]
+		cmd.agents = true
+		m[n] = cmd
+	}
+	return m
+}
+
+// needApp builds the program's agents once.
+func (c *cli) needApp() error {
+	if c.loadApp == nil {
+		return nil
+	}
+	app, err := c.loadApp()
+	c.loadApp = nil
+	if err != nil {
+		return err
+	}
+	c.app = app
+	return nil
 }
 
 // usageError is a mistake in the command line; its message names the flag
@@ -135,6 +189,14 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// configError is a configuration the command cannot run with (an
+// environment variable, the program's agents): exit 2 like a usage error,
+// but the command line was right, so no usage follows it.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
 // declinedError: the person answered no at a prompt.
 type declinedError struct{ msg string }
 
@@ -143,12 +205,15 @@ func (e *declinedError) Error() string { return e.msg }
 // execute parses the global flags, dispatches, and maps the outcome to an exit
 // code.
 func execute(ctx context.Context, args []string, c *cli) int {
+	if c.prog == "" {
+		c.prog = "keel"
+	}
 	cmds := commands()
-	global := flag.NewFlagSet("keel", flag.ContinueOnError)
+	global := flag.NewFlagSet(c.prog, flag.ContinueOnError)
 	global.SetOutput(c.stderr)
 	global.StringVar(&c.url, "url", "", "Keel API URL (default $KEEL_URL)")
 	global.StringVar(&c.token, "token", "", "API token (default $KEEL_TOKEN)")
-	global.Usage = func() { printUsage(c.stderr, cmds) }
+	global.Usage = func() { printUsage(c.stderr, c.prog, cmds) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -157,26 +222,34 @@ func execute(ctx context.Context, args []string, c *cli) int {
 	}
 	rest := global.Args()
 	if len(rest) == 0 {
-		printUsage(c.stderr, cmds)
+		printUsage(c.stderr, c.prog, cmds)
 		return exitUsage
 	}
 	name := rest[0]
 	if name == "help" {
-		printUsage(c.stdout, cmds)
+		printUsage(c.stdout, c.prog, cmds)
 		return exitOK
 	}
 	cmd, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(c.stderr, "keel: unknown command %q\n", name)
-		printUsage(c.stderr, cmds)
+		fmt.Fprintf(c.stderr, "%s: unknown command %q\n", c.prog, name)
+		printUsage(c.stderr, c.prog, cmds)
 		return exitUsage
 	}
-	err := cmd.run(ctx, c, rest[1:])
+	var err error
+	if cmd.agents {
+		if aerr := c.needApp(); aerr != nil {
+			err = &configError{aerr}
+		}
+	}
+	if err == nil {
+		err = cmd.run(ctx, c, rest[1:])
+	}
 	if err == nil {
 		return exitOK
 	}
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(c.stdout, "usage: keel %s %s\n\n%s\n", name, cmd.usage, cmd.summary)
+		fmt.Fprintf(c.stdout, "usage: %s %s %s\n\n%s\n", c.prog, name, cmd.usage, cmd.summary)
 		if c.fs != nil {
 			fmt.Fprintln(c.stdout, "\nflags:")
 			c.fs.SetOutput(c.stdout)
@@ -184,20 +257,25 @@ func execute(ctx context.Context, args []string, c *cli) int {
 		}
 		return exitOK
 	}
-	return report(c.stderr, name, cmd, err)
+	return c.report(name, cmd, err)
 }
 
 // report prints err for the user and returns its exit code.
-func report(w io.Writer, name string, cmd command, err error) int {
+func (c *cli) report(name string, cmd command, err error) int {
+	w, prog := c.stderr, c.prog
 	var ue *usageError
 	var ae *api.Error
 	var de *declinedError
+	var ce *configError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(w, "keel %s: %s\nusage: keel %s %s\n", name, ue.msg, name, cmd.usage)
+		fmt.Fprintf(w, "%s %s: %s\nusage: %s %s %s\n", prog, name, ue.msg, prog, name, cmd.usage)
+		return exitUsage
+	case errors.As(err, &ce):
+		fmt.Fprintf(w, "%s %s: %v\n", prog, name, ce.err)
 		return exitUsage
 	case errors.As(err, &de):
-		fmt.Fprintf(w, "keel %s: %s\n", name, de.msg)
+		fmt.Fprintf(w, "%s %s: %s\n", prog, name, de.msg)
 		return exitFailure
 	case errors.As(err, &ae):
 		where := ""
@@ -208,32 +286,35 @@ func report(w io.Writer, name string, cmd command, err error) int {
 			}
 			where = " [" + where + "]"
 		}
-		fmt.Fprintf(w, "keel %s: %s%s: %s\n", name, ae.Code, where, ae.Message)
+		fmt.Fprintf(w, "%s %s: %s%s: %s\n", prog, name, ae.Code, where, ae.Message)
 		switch {
 		case ae.Status == http.StatusNotFound:
 			return exitNotFound
 		case ae.Status == http.StatusConflict:
 			return exitConflict
 		case ae.Status == http.StatusUnauthorized:
-			fmt.Fprintln(w, "keel: check KEEL_TOKEN or --token")
+			fmt.Fprintf(w, "%s: check the token: --token, KEEL_TOKEN, or the token file beside .keel/url\n", prog)
 			return exitFailure
 		case ae.Status == http.StatusBadRequest || ae.Status == http.StatusRequestEntityTooLarge:
 			return exitUsage
 		}
 		return exitFailure
 	case errors.As(err, new(*conflictError)):
-		fmt.Fprintf(w, "keel %s: %v\n", name, err)
+		fmt.Fprintf(w, "%s %s: %v\n", prog, name, err)
 		return exitConflict
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(w, "keel %s: interrupted\n", name)
+		fmt.Fprintf(w, "%s %s: interrupted\n", prog, name)
 		return exitInterrupted
 	}
-	fmt.Fprintf(w, "keel %s: %v\n", name, err)
+	fmt.Fprintf(w, "%s %s: %v\n", prog, name, err)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		fmt.Fprintf(w, "%s: nothing answers at %s: is `%s dev` running?\n", prog, c.apiURL, prog)
+	}
 	return exitFailure
 }
 
-func printUsage(w io.Writer, cmds map[string]command) {
-	fmt.Fprintln(w, "usage: keel [--url URL] [--token TOKEN] COMMAND [flags] [args]")
+func printUsage(w io.Writer, prog string, cmds map[string]command) {
+	fmt.Fprintf(w, "usage: %s [--url URL] [--token TOKEN] COMMAND [flags] [args]\n", prog)
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
@@ -245,18 +326,19 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nKEEL_URL and KEEL_TOKEN set the API and its token; --url and --token override them.")
+	fmt.Fprintln(w, "\nThe API and its token: --url and --token, else KEEL_URL and KEEL_TOKEN, else the url and token")
+	fmt.Fprintf(w, "files `%s dev` writes to .keel/ (looked for in this directory and its parents).\n", prog)
 	fmt.Fprintln(w, "exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict, 130 interrupted")
 }
 
 // flags returns a flag set for a command, with --url and --token.
 func (c *cli) flags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("keel "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(c.prog+" "+name, flag.ContinueOnError)
 	// Errors are reported once, by report; -h is printed by execute.
 	fs.SetOutput(io.Discard)
 	c.fs = fs
-	fs.StringVar(&c.url, "url", c.url, "Keel API URL (default $KEEL_URL)")
-	fs.StringVar(&c.token, "token", c.token, "API token (default $KEEL_TOKEN)")
+	fs.StringVar(&c.url, "url", c.url, "Keel API URL (default $KEEL_URL, else .keel/url)")
+	fs.StringVar(&c.token, "token", c.token, "API token (default $KEEL_TOKEN, else .keel/token)")
 	return fs
 }
 
@@ -282,26 +364,6 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-}
-
-// client builds the API client from flags, then the environment.
-func (c *cli) client() (*client.Client, error) {
-	u := c.url
-	if u == "" {
-		u = c.getenv("KEEL_URL")
-	}
-	if u == "" {
-		return nil, usagef("no Keel URL: set KEEL_URL or pass --url (keel dev prints it)")
-	}
-	tok := c.token
-	if tok == "" {
-		tok = c.getenv("KEEL_TOKEN")
-	}
-	cl, err := client.New(u, tok, c.hc)
-	if err != nil {
-		return nil, usagef("--url: %v", err)
-	}
-	return cl, nil
 }
 
 // readText joins words into one text; a single "-" reads stdin, at most

@@ -156,7 +156,7 @@ func forkCommand() command {
 	}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("fork")
-		cp := fs.String("checkpoint", "", "the checkpoint to fork from (keel checkpoints RUN_ID lists them)")
+		cp := fs.String("checkpoint", "", "the checkpoint to fork from (the checkpoints command lists them)")
 		key := fs.String("idempotency-key", "", "the same key returns the same fork (default: a fresh key)")
 		watch := fs.Bool("watch", false, "follow the new run until it ends")
 		asJSON := fs.Bool("json", false, "print the new run as JSON")

@@ -56,7 +56,7 @@ func runsCommand() command {
 		}
 		tw.Flush()
 		if list.NextPageToken != "" {
-			fmt.Fprintf(c.stdout, "more: keel runs --page-token %s\n", list.NextPageToken)
+			fmt.Fprintf(c.stdout, "more: %s runs --page-token %s\n", c.prog, list.NextPageToken)
 		}
 		return nil
 	}
@@ -110,7 +110,11 @@ func showCommand() command {
 		row("tokens", fmt.Sprintf("%d of %d", r.Counters.TokensUsed, r.Limits.MaxTokens))
 		row("spend", fmt.Sprintf("$%.4f of $%.2f", float64(r.Counters.SpendUsedMicroUSD)/1e6, float64(r.Limits.MaxSpendMicroUSD)/1e6))
 		if costRep != nil {
-			row("cost", fmt.Sprintf("$%.6f on AWS + $%.4f model (keel cost %s)", costRep.AWSUSD, costRep.TotalUSD-costRep.AWSUSD, r.RunID))
+			where := "on AWS"
+			if isLocal(cl.BaseURL()) {
+				where = "if on AWS"
+			}
+			row("cost", fmt.Sprintf("$%.6f %s + $%.4f model (%s cost %s)", costRep.AWSUSD, where, costRep.TotalUSD-costRep.AWSUSD, c.prog, r.RunID))
 		}
 		row("events", fmt.Sprint(r.Counters.Events))
 		row("checkpoint", r.CheckpointID)
@@ -128,8 +132,8 @@ func showCommand() command {
 			// A finished run's approval cannot be decided (409
 			// run_finished): never offer it, even if it is still pending.
 			if a.Status == run.ApprovalPending && !r.Status.Terminal() {
-				fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  keel approve %s %s   |   keel deny %s %s\n",
-					a.ApprovalID, a.Tool, clip(string(a.Args), 200), a.ArgsHash, r.RunID, a.ApprovalID, r.RunID, a.ApprovalID)
+				fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
+					a.ApprovalID, a.Tool, clip(string(a.Args), 200), a.ArgsHash, c.prog, r.RunID)
 			}
 		}
 		return nil

@@ -99,7 +99,7 @@ func runCommand() command {
 // watchRun follows a run to its end, rendering progress, then prints the
 // outcome. A run that does not complete is a failure (exit 1).
 func watchRun(ctx context.Context, c *cli, cl *client.Client, id string, asJSON bool) error {
-	rd := newRenderer(c.stdout, id)
+	rd := newRenderer(c.stdout, c.prog, strings.TrimRight(cl.BaseURL(), "/")+"/", id)
 	if asJSON {
 		rd = nil
 	}
@@ -110,7 +110,7 @@ func watchRun(ctx context.Context, c *cli, cl *client.Client, id string, asJSON 
 		return nil
 	})
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(c.stderr, "stopped watching; the run goes on: keel events -f %s\n", id)
+		fmt.Fprintf(c.stderr, "stopped watching; the run goes on: %s events -f %s\n", c.prog, id)
 		return err
 	}
 	if err != nil {

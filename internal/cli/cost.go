@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/url"
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/cost"
@@ -9,10 +12,12 @@ import (
 
 // costCommand prints what a run cost on AWS and on which part: the API
 // measures the usage from the run's records; the price table is the dated
-// default, or the JSON file KEEL_PRICES (or --prices) names.
+// default, or the JSON file KEEL_PRICES (or --prices) names. A run on
+// `dev` is priced as if it had run on AWS, and the output says so: only
+// its model spend was real.
 func costCommand() command {
 	cmd := command{usage: "[--json] [--prices FILE] RUN_ID",
-		summary: "what a run cost on AWS, part by part (state transitions, Lambda, DynamoDB, S3, Fargate, model)"}
+		summary: "what a run costs on AWS, part by part (state transitions, Lambda, DynamoDB, S3, Fargate, model); a local run as if deployed"}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("cost")
 		asJSON := fs.Bool("json", false, "print JSON")
@@ -28,9 +33,30 @@ func costCommand() command {
 		if *asJSON {
 			return printJSON(c, rep)
 		}
-		return rep.Print(c.stdout)
+		if err := rep.Print(c.stdout); err != nil {
+			return err
+		}
+		if isLocal(cl.BaseURL()) {
+			fmt.Fprintf(c.stdout, "note: this run ran on this machine (%s), not on AWS: the AWS lines are what it would cost deployed; only the model's spend was real\n", cl.BaseURL())
+		}
+		return nil
 	}
 	return cmd
+}
+
+// isLocal reports whether an API URL is on this machine (a loopback
+// host): `dev`, not a deployment.
+func isLocal(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // costClient is what costing a run needs of the API client.
@@ -48,7 +74,7 @@ func (c *cli) runCost(ctx context.Context, cl costClient, id, pricesFile string)
 	if pricesFile == "" {
 		cfg, err := config.FromEnv(c.getenv)
 		if err != nil {
-			return rep, usagef("%v", err)
+			return rep, &configError{err}
 		}
 		pricesFile = cfg.Prices
 	}

@@ -51,7 +51,7 @@ func kindFlag(flag, v, local, localPath, cloud, cloudDefault string, spec, name 
 func (c *cli) config() (config.Config, error) {
 	cfg, err := config.FromEnv(c.getenv)
 	if err != nil {
-		return cfg, usagef("%v", err)
+		return cfg, &configError{err}
 	}
 	return cfg, nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/devserver"
@@ -46,7 +48,7 @@ func devCommand() command {
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
-				return usagef("%v", err)
+				return &configError{err}
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -59,14 +61,25 @@ func devCommand() command {
 			}
 			rt, err := compose.Open(ctx, cfg, c.app, b)
 			if err != nil {
-				return usagef("%v", err)
+				return &configError{err}
 			}
 			srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr, Token: *tok,
 				Runtime: rt, TaskCommand: []string{self, "task"}, StepBudget: rt.Config.StepBudget, AllowRemote: *allowRemote, Logger: log})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "keel dev: serving on %s (data in %s)\n", srv.URL, rt.Config.DataDir)
+			fmt.Fprintf(c.stdout, "%s dev: serving on %s (data in %s)\n", c.prog, srv.URL, rt.Config.DataDir)
+			fmt.Fprintf(c.stdout, "  run viewer: %s/  (token: %s)\n", strings.TrimRight(srv.URL, "/"), srv.Token)
+			if filepath.Base(rt.Config.DataDir) == devDirName {
+				// What client() discovers: nothing to export below here.
+				project := "."
+				if abs, err := filepath.Abs(rt.Config.DataDir); err == nil {
+					project = filepath.Dir(abs)
+				}
+				fmt.Fprintf(c.stdout, "  client commands in %s and below find it through %s; elsewhere:\n", project, filepath.Join(rt.Config.DataDir, "url"))
+			} else {
+				fmt.Fprintf(c.stdout, "  client commands find it with KEEL_DATA_DIR=%s, or:\n", rt.Config.DataDir)
+			}
 			fmt.Fprintf(c.stdout, "  export KEEL_URL=%s\n  export KEEL_TOKEN=%s\n", srv.URL, srv.Token)
 			if cfg.FaultPoint != "" {
 				fmt.Fprintf(c.stdout, "  fault point armed: %s (the process SIGKILLs itself there)\n", cfg.FaultPoint)

@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"sort"
+	"strings"
 )
 
 // explainCommand is `keel explain RUN_ID`: the run's story from its
@@ -23,8 +26,25 @@ func explainCommand() command {
 		if *asJSON {
 			return printJSON(c, st)
 		}
-		_, err = fmt.Fprint(c.stdout, st.Text)
+		_, err = fmt.Fprint(c.stdout, ownCommands(st.Text, c.prog))
 		return err
 	}
 	return cmd
+}
+
+// ownCommands rewrites the commands the API suggests ("keel approve ...")
+// in the name of the program the user runs: the API cannot know it.
+func ownCommands(text, prog string) string {
+	if prog == "" || prog == "keel" {
+		return text
+	}
+	// Built here, not in a package variable: commands() refers back to
+	// this function through explainCommand.
+	names := make([]string, 0, len(commands()))
+	for n := range commands() {
+		names = append(names, regexp.QuoteMeta(n))
+	}
+	sort.Strings(names)
+	keelCommand := regexp.MustCompile(`\bkeel (` + strings.Join(names, "|") + `)\b`)
+	return keelCommand.ReplaceAllString(text, strings.ReplaceAll(prog, "$", "$$")+" $1")
 }

@@ -49,7 +49,7 @@ func initCommand() command {
 		usage:   "[--module PATH] [--replace DIR] DIR",
 		summary: "create a new agent module in DIR: go.mod, main.go, an agent with a read-only tool and an effect, its test",
 		run: func(_ context.Context, c *cli, args []string) error {
-			set := flag.NewFlagSet("keel init", flag.ContinueOnError)
+			set := flag.NewFlagSet(c.prog+" init", flag.ContinueOnError)
 			set.SetOutput(io.Discard)
 			c.fs = set
 			mod := set.String("module", "", "module path (default: the base name of DIR)")
@@ -99,14 +99,23 @@ func initCommand() command {
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			fmt.Fprintf(c.stdout, "keel init: created %s (module %s): %s\n", dir, d.Module, strings.Join(names, " "))
+			fmt.Fprintf(c.stdout, "%s init: created %s (module %s): %s\n", c.prog, dir, d.Module, strings.Join(names, " "))
+			next := "go mod tidy && go test ./... && go run . dev"
 			if !released && d.Replace == "" {
-				fmt.Fprintf(c.stderr, "keel init: warning: this keel is a development build with no released version to require;\n"+
+				fmt.Fprintf(c.stderr, "%s init: warning: this %s is a development build with no released version to require;\n"+
 					"  until you use a released Keel, go.mod needs `replace %s => PATH_TO_KEEL_CHECKOUT`\n"+
-					"  (run keel init with --replace PATH_TO_KEEL_CHECKOUT, or add the line to %s)\n",
-					keelModule, filepath.Join(dir, "go.mod"))
+					"  (run %s init with --replace PATH_TO_KEEL_CHECKOUT, or add the line to %s)\n",
+					c.prog, c.prog, keelModule, c.prog, filepath.Join(dir, "go.mod"))
+				checkout := enclosingCheckout(c.dir)
+				if checkout == "" {
+					// go mod tidy would fail on the zero version: the
+					// next step is the replace, which only the user can name.
+					fmt.Fprintf(c.stdout, "next:\n  cd %s && go mod edit -replace %s=PATH_TO_KEEL_CHECKOUT && %s\n", shellQuote(dir), keelModule, next)
+					return nil
+				}
+				next = fmt.Sprintf("go mod edit -replace %s=%s && %s", keelModule, shellQuote(checkout), next)
 			}
-			fmt.Fprintf(c.stdout, "next:\n  cd %s && go mod tidy && go test ./... && go run . dev\n", shellQuote(dir))
+			fmt.Fprintf(c.stdout, "next:\n  cd %s && %s\n", shellQuote(dir), next)
 			return nil
 		},
 	}
@@ -134,6 +143,29 @@ func keelVersion(bi *debug.BuildInfo, ok bool) string {
 		return ""
 	}
 	return v
+}
+
+// enclosingCheckout returns the Keel checkout that holds dir (empty: the
+// working directory), or "": the one a development build was most likely
+// built from, to name in the next step.
+func enclosingCheckout(dir string) string {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return ""
+		}
+		dir = wd
+	}
+	for d := filepath.Clean(dir); ; {
+		if abs, err := keelCheckout(d); err == nil {
+			return abs
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
 }
 
 // keelCheckout returns dir as an absolute path, checked to hold Keel's
@@ -229,6 +261,10 @@ func renderTemplates(d initData) (map[string][]byte, error) {
 			return err
 		}
 		name := strings.TrimPrefix(p, templateRoot+"/")
+		if name == "gitignore" {
+			// Stored without its dot: go:embed leaves dot files out.
+			name = ".gitignore"
+		}
 		if base, ok := strings.CutSuffix(name, ".tmpl"); ok {
 			t, err := template.New(path.Base(p)).Option("missingkey=error").Parse(string(b))
 			if err != nil {

@@ -444,7 +444,7 @@ func TestErrors(t *testing.T) {
 		})
 	}
 	t.Run("no url", func(t *testing.T) {
-		c := &cli{stdin: bufio.NewReader(strings.NewReader("")), stdout: &strings.Builder{}, stderr: &strings.Builder{}, getenv: func(string) string { return "" }}
+		c := &cli{dir: t.TempDir(), stdin: bufio.NewReader(strings.NewReader("")), stdout: &strings.Builder{}, stderr: &strings.Builder{}, getenv: func(string) string { return "" }}
 		if code := execute(ctx, []string{"runs"}, c); code != exitUsage || !strings.Contains(c.stderr.(*strings.Builder).String(), "KEEL_URL") {
 			t.Errorf("exit %d, %s", code, c.stderr)
 		}

@@ -103,13 +103,16 @@ func summarize(ev api.Event) string {
 type renderer struct {
 	w     io.Writer
 	runID string
+	// prog and viewer name where to answer an approval: the program's
+	// approve command, and the run viewer's URL.
+	prog, viewer string
 	// items remembers the tool and plan position of each plan item, for
 	// events that carry only the plan item id.
 	items map[string]eventData
 }
 
-func newRenderer(w io.Writer, runID string) *renderer {
-	return &renderer{w: w, runID: runID, items: map[string]eventData{}}
+func newRenderer(w io.Writer, prog, viewer, runID string) *renderer {
+	return &renderer{w: w, prog: prog, viewer: viewer, runID: runID, items: map[string]eventData{}}
 }
 
 func (r *renderer) event(ev api.Event) {
@@ -165,7 +168,10 @@ func (r *renderer) event(ev api.Event) {
 		if len(d.Args) > 0 {
 			line += "\n  args " + clip(oneLine(string(d.Args)), 300)
 		}
-		line += fmt.Sprintf("\n  answer with: keel approve %s %s   (or: keel deny …)", r.runID, d.ApprovalID)
+		line += fmt.Sprintf("\n  answer with: %s approve %s %s   (or: %s deny …)", r.prog, r.runID, d.ApprovalID, r.prog)
+		if r.viewer != "" {
+			line += "\n  or in the run viewer: " + r.viewer
+		}
 	case run.EventApprovalGranted:
 		line = "✓ approved" + by(d)
 	case run.EventApprovalDenied:

@@ -18,7 +18,7 @@ func verifyCommand() command {
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("verify")
 		asJSON := fs.Bool("json", false, "print the audit export as JSON")
-		export := fs.String("export", "", "also write the audit export to `FILE` (to verify offline; see README)")
+		export := fs.String("export", "", "also write the audit export to `FILE` (to verify offline; see docs/operating.md)")
 		pos, cl, err := c.connect(fs, args, "RUN_ID")
 		if err != nil {
 			return err

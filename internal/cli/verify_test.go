@@ -62,7 +62,8 @@ func TestVerify(t *testing.T) {
 	offline(t, bad, false)
 }
 
-// offline runs scripts/verify-audit.py, which the README shows, on an export.
+// offline runs scripts/verify-audit.py, which docs/operating.md shows, on
+// an export.
 func offline(t *testing.T, export string, want bool, keptHead ...string) {
 	t.Helper()
 	py, err := exec.LookPath("python3")
@@ -71,7 +72,7 @@ func offline(t *testing.T, export string, want bool, keptHead ...string) {
 		return
 	}
 	script := filepath.Join("..", "..", "scripts", "verify-audit.py")
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +80,8 @@ func offline(t *testing.T, export string, want bool, keptHead ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), string(src)) {
-		t.Fatal("the README does not show scripts/verify-audit.py as it is")
+	if !strings.Contains(string(page), string(src)) {
+		t.Fatal("docs/operating.md does not show scripts/verify-audit.py as it is")
 	}
 	out, err := exec.Command(py, append([]string{script, export}, keptHead...)...).CombinedOutput()
 	if ok := err == nil; ok != want || !strings.Contains(string(out), map[bool]string{true: "verified", false: "TAMPERED"}[want]) {

@@ -267,10 +267,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, ev := range res.Events[from:] {
 		say("        %4d %-20s %s", ev.Seq, ev.Type, compact(ev.Data))
 	}
-	say("      read any run the same way: keel events RUN_ID (KEEL_URL, KEEL_TOKEN from %s)", dataDir)
 	keel.stop()
 	pub.stop()
 	say("stopped keel dev and the publication service; nothing is left running.")
+	// The hint comes after the stop, and starts dev again: a client
+	// command alone would find nothing answering at the old URL.
+	say("the run's records stay in %s; to read them again, start dev on them and ask in another shell:", dataDir)
+	say("  KEEL_DATA_DIR=%s %s dev", dataDir, cfg.Keel)
+	say("  KEEL_DATA_DIR=%s %s events %s", dataDir, cfg.Keel, r.RunID)
 	return res, nil
 }
 
