@@ -5,11 +5,11 @@
 // deployment (`make synth APP=./examples/triage`).
 //
 // It reads TRIAGE_TICKETS_URL and TRIAGE_TICKETS_TOKEN (the ticket
-// service; see cmd/ticketd) and exits 2 when one is missing or malformed.
+// service; see cmd/ticketd) when a command runs the agent, and exits 2
+// when one is missing or malformed.
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/keelrun/keel"
@@ -17,15 +17,17 @@ import (
 )
 
 func main() {
-	cfg, err := agent.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "triage:", err)
-		os.Exit(2)
-	}
-	a, err := agent.New(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "triage:", err)
-		os.Exit(2)
-	}
-	keel.Main(a)
+	// The agent is built only for the commands that run it: `triage runs`
+	// or `triage approve` in a new shell needs no TRIAGE_* variables.
+	keel.MainFunc(func() ([]keel.Agent, error) {
+		cfg, err := agent.ConfigFromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		a, err := agent.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return []keel.Agent{a}, nil
+	})
 }
