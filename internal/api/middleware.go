@@ -1,12 +1,13 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/keelrun/keel/internal/httpbuf"
 )
 
 // authenticate resolves the principal before h runs; without one the
@@ -86,44 +87,24 @@ func (s *server) jsonFallbacks(mux *http.ServeMux) http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		rec := &bufferedWriter{header: http.Header{}}
+		rec := httpbuf.New() // the mux's own fallback answer, rewritten below
 		mux.ServeHTTP(rec, r)
-		switch rec.status {
+		switch rec.Status {
 		case http.StatusNotFound:
 			writeError(w, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
 				Message: "no such endpoint: " + r.URL.Path})
 		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", rec.header.Get("Allow"))
+			w.Header().Set("Allow", rec.Header().Get("Allow"))
 			writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
-				Message: fmt.Sprintf("method %s is not allowed here; allowed: %s", r.Method, rec.header.Get("Allow"))})
+				Message: fmt.Sprintf("method %s is not allowed here; allowed: %s", r.Method, rec.Header().Get("Allow"))})
 		default: // a redirect to the canonical path, or anything else: pass it on
-			for k, v := range rec.header {
+			for k, v := range rec.Header() {
 				w.Header()[k] = v
 			}
-			w.WriteHeader(rec.status)
-			_, _ = w.Write(rec.body.Bytes())
+			w.WriteHeader(rec.Status)
+			_, _ = w.Write(rec.Body.Bytes())
 		}
 	})
-}
-
-// bufferedWriter captures the mux's own fallback answers.
-type bufferedWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedWriter) Header() http.Header { return b.header }
-func (b *bufferedWriter) WriteHeader(code int) {
-	if b.status == 0 {
-		b.status = code
-	}
-}
-func (b *bufferedWriter) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.body.Write(p)
 }
 
 // clientGone reports whether err only says the client went away, which is

@@ -19,6 +19,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/keelrun/keel/internal/httpbuf"
+
 	"github.com/keelrun/keel/internal/api"
 )
 
@@ -56,9 +58,9 @@ func (g Gateway) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	w := &bufferedResponse{header: http.Header{}}
+	w := httpbuf.New()
 	g.Handler.ServeHTTP(w, r)
-	return w.response(), nil
+	return response(w), nil
 }
 
 func toRequest(ctx context.Context, req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
@@ -114,50 +116,29 @@ func toRequest(ctx context.Context, req events.APIGatewayV2HTTPRequest) (*http.R
 	return r, nil
 }
 
-// bufferedResponse is the http.ResponseWriter the handler writes to. It
-// implements http.Flusher as a no-op: API Gateway sends the response only
-// when the invocation returns.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header { return b.header }
-
-func (b *bufferedResponse) WriteHeader(code int) {
-	if b.status == 0 {
-		b.status = code
-	}
-}
-
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	b.WriteHeader(http.StatusOK)
-	return b.body.Write(p)
-}
-
-func (b *bufferedResponse) Flush() {}
-
-func (b *bufferedResponse) response() events.APIGatewayV2HTTPResponse {
-	status := b.status
+// response turns what the handler wrote into API Gateway's answer. The
+// handler writes to an httpbuf.Response, whose Flush does nothing: API
+// Gateway sends the response only when the invocation returns.
+func response(b *httpbuf.Response) events.APIGatewayV2HTTPResponse {
+	status := b.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if b.body.Len() > MaxResponseBytes {
+	if b.Body.Len() > MaxResponseBytes {
 		msg := fmt.Sprintf(`{"error":{"code":"response_too_large","message":"the response exceeds the %d-byte limit of the Lambda API"}}`, MaxResponseBytes)
 		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusBadGateway,
 			Headers: map[string]string{"Content-Type": "application/json"}, Body: msg}
 	}
 	out := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{}}
-	for k, vs := range b.header {
+	for k, vs := range b.Header() {
 		if k == "Set-Cookie" {
 			out.Cookies = append(out.Cookies, vs...)
 			continue
 		}
 		out.Headers[k] = strings.Join(vs, ", ")
 	}
-	body := b.body.Bytes()
-	if textual(b.header.Get("Content-Type")) && utf8.Valid(body) {
+	body := b.Body.Bytes()
+	if textual(b.Header().Get("Content-Type")) && utf8.Valid(body) {
 		out.Body = string(body)
 	} else if len(body) > 0 {
 		out.Body = base64.StdEncoding.EncodeToString(body)
