@@ -25,8 +25,10 @@ import (
 	"github.com/keelrun/keel/internal/run"
 )
 
-// HangGuard bounds every wait of this package.
-var HangGuard = 2 * time.Minute
+// HangGuard bounds every wait of this package: a test that hangs fails
+// after it instead of at the test binary's timeout. A constant: a test
+// that needs another bound wraps its own wait.
+const HangGuard = 2 * time.Minute
 
 // Run is a run as the API shows it.
 type Run struct {
@@ -77,17 +79,20 @@ func connect(t testing.TB, url, token string) *Runtime {
 	return &Runtime{URL: url, Token: token, c: c}
 }
 
-// RunOption sets a field of a new run.
-type RunOption func(*api.CreateRunRequest)
+// RunOption sets a field of a new run; InSession and WithInputPolicy make
+// them.
+type RunOption struct{ set func(*api.CreateRunRequest) }
 
 // InSession makes the run part of session id (created by its first run):
 // confirm-once grants hold across the runs of a session.
-func InSession(id string) RunOption { return func(r *api.CreateRunRequest) { r.SessionID = id } }
+func InSession(id string) RunOption {
+	return RunOption{func(r *api.CreateRunRequest) { r.SessionID = id }}
+}
 
 // WithInputPolicy sets the run's input policy (reject, queue, interrupt,
 // rollback) over its agent's.
 func WithInputPolicy(p string) RunOption {
-	return func(r *api.CreateRunRequest) { r.InputPolicy = run.InputPolicy(p) }
+	return RunOption{func(r *api.CreateRunRequest) { r.InputPolicy = run.InputPolicy(p) }}
 }
 
 // StartRun creates a run of agent with input and returns its id.
@@ -95,7 +100,9 @@ func (r *Runtime) StartRun(t testing.TB, agent, input string, opts ...RunOption)
 	t.Helper()
 	req := api.CreateRunRequest{Agent: agent, Input: input}
 	for _, o := range opts {
-		o(&req)
+		if o.set != nil {
+			o.set(&req)
+		}
 	}
 	got, _, err := r.c.CreateRun(context.Background(), req, run.NewID("key"))
 	if err != nil {
