@@ -246,6 +246,10 @@ func (h *Harness) Finalize(ctx context.Context, runID, errMsg string) (run.Run, 
 			c.Events = append(c.Events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "finalize")})
 		}
 	}
+	if err := h.closeOrphans(ctx, &c); err != nil {
+		_ = h.opt.Store.ReleaseLease(ctx, runID, r.Lease.Token)
+		return run.Run{}, &RetryableError{Err: err}
+	}
 	c.Events = append(c.Events, run.Event{Type: run.EventRunFailed, Data: jsonObj("error", errMsg, "by", "finalize")})
 	_, err = h.opt.Store.Commit(ctx, c)
 	if err != nil {

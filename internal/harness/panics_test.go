@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/keelrun/keel/internal/explain"
 	"github.com/keelrun/keel/internal/harness"
@@ -258,4 +259,56 @@ func TestEffectPanic(t *testing.T) {
 			checkExplained(t, e, r.ID, tc.explainKind, tc.explainMsg)
 		})
 	}
+}
+
+// panicAt panics at one fault point: a defect of the worker itself, which
+// no recovery around a tool call catches.
+type panicAt string
+
+func (p panicAt) Hit(name string) {
+	if name == string(p) {
+		panic("worker defect at " + name)
+	}
+}
+
+// A panic that escapes the step between intent and result fails the run
+// (the state machine's Catch calls Finalize); the operation it leaves
+// pending would never be reconciled, so Finalize hands it to a person.
+func TestFinalizeHandsOverAnOperationInFlight(t *testing.T) {
+	e := newEnv(t)
+	eff := &panicky{contract: ops.Contract{Lookup: true}, applied: map[string]bool{}}
+	script := `{"turns":[{"tool_calls":[{"name":"lint","args":{}}]},{"tool_calls":[{"name":"pub","args":{}}]}],"final":"done"}`
+	agents := e.agent("a", script, failing, eff)
+	r := e.createRun("a", "s1", nil)
+	e.stepUntil(e.harness(nil, agents, nil), r.ID)
+	e.decide(r.ID, e.pendingApproval(r.ID), true)
+	h := e.harness(nil, agents, func(o *harness.Options) { o.Faults = panicAt(harness.FaultAfterIntent) })
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = h.Step(e.ctx, r.ID, time.Minute)
+		t.Fatal("the step did not panic")
+	}()
+	if _, err := h.Finalize(e.ctx, r.ID, run.HandlerPanicked("worker defect at after_intent")); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.getRun(r.ID); got.Status != run.StatusFailed {
+		t.Fatalf("run %s, want failed", got.Status)
+	}
+	opList, err := e.store.ListOperations(e.ctx, r.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opList) != 1 || opList[0].Status != run.OpNeedsHuman || !strings.Contains(opList[0].Error, "ask wiki for idempotency key "+opList[0].ID) {
+		t.Fatalf("operations %+v, want one needs_human naming its key", opList)
+	}
+	items, err := e.store.ListPlanItems(e.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if it.ID == opList[0].PlanItemID && it.Status != run.PlanNeedsHuman {
+			t.Errorf("the operation's plan item is %s, want needs_human", it.Status)
+		}
+	}
+	checkExplained(t, e, r.ID, run.EventRunFailed, "handler panic: worker defect at after_intent")
 }
