@@ -216,8 +216,14 @@ func open(b telemetry.Bundle, tl telemetry.Timeline) []Open {
 			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: fmt.Sprintf(
 				"needs a person: %s (destination %s, idempotency key %s)", firstNonEmpty(reasons[op.ID], op.Error), op.Destination, op.IdempotencyKey)})
 		case run.OpPending:
-			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: fmt.Sprintf(
-				"pending: intent recorded, outcome not yet known at %s; reconciled before the run does anything else", op.Destination)})
+			why := fmt.Sprintf("pending: intent recorded, outcome not yet known at %s; reconciled before the run does anything else", op.Destination)
+			if b.Run.Status.Terminal() {
+				// Records of a Keel whose Finalize left it pending: an ended
+				// run is never stepped, so nothing will reconcile it.
+				why = fmt.Sprintf("needs a person: pending when the run ended, so nothing will reconcile it; it may or may not have happened (destination %s, idempotency key %s)",
+					op.Destination, op.IdempotencyKey)
+			}
+			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: why})
 		}
 	}
 	for _, ap := range b.Approvals {
