@@ -40,10 +40,13 @@ type Decision struct {
 // FirstError is the first thing that went wrong, and what the run did
 // after it.
 type FirstError struct {
-	Seq      int64    `json:"seq"`
-	Kind     string   `json:"kind"` // tool_failed, model_call_failed, op_failed, budget_exceeded, ...
-	Tool     string   `json:"tool,omitempty"`
-	Message  string   `json:"message"`
+	Seq     int64  `json:"seq"`
+	Kind    string `json:"kind"` // tool_failed, model_call_failed, op_failed, budget_exceeded, ...
+	Tool    string `json:"tool,omitempty"`
+	Message string `json:"message"`
+	// Panic: the error is a panic (run.TellsOfPanic), ranked first
+	// whenever the run has one.
+	Panic    bool     `json:"panic,omitempty"`
 	Followed []string `json:"followed"`
 }
 

@@ -15,7 +15,11 @@ func Render(s Story) string {
 	}
 	b.WriteString(".\n")
 	if s.FirstErr != nil {
-		fmt.Fprintf(&b, "\nFirst error (seq %d, %s): %s", s.FirstErr.Seq, s.FirstErr.Kind, clip(s.FirstErr.Message, 200))
+		kind := s.FirstErr.Kind
+		if s.FirstErr.Panic {
+			kind += ", a panic: its stack is in the worker's log"
+		}
+		fmt.Fprintf(&b, "\nFirst error (seq %d, %s): %s", s.FirstErr.Seq, kind, clip(s.FirstErr.Message, 200))
 		if s.FirstErr.Tool != "" {
 			fmt.Fprintf(&b, " [%s]", s.FirstErr.Tool)
 		}

@@ -132,41 +132,67 @@ func path(b telemetry.Bundle) []Decision {
 	return out
 }
 
+// firstError is the error that explains the run best: a panic (a tool's,
+// recovered, or one that escaped the worker) ranks first even when an
+// ordinary tool error came earlier, because a panic is a defect in code
+// and what the run did next followed from it; otherwise the earliest
+// error.
 func firstError(b telemetry.Bundle) *FirstError {
+	first, firstAt := (*FirstError)(nil), 0
 	for i, e := range b.Events {
-		d := read(e)
-		var f *FirstError
-		switch e.Type {
-		case run.EventToolFailed:
-			f = &FirstError{Tool: d.Tool, Message: d.Error}
-		case run.EventModelCallFailed:
-			f = &FirstError{Message: d.Error}
-		case run.EventOpFailed, run.EventOpUncertain:
-			f = &FirstError{Tool: toolOf(b, e.PlanItemID), Message: d.Error}
-		case run.EventOpNeedsHuman:
-			f = &FirstError{Tool: toolOf(b, e.PlanItemID), Message: d.Reason}
-		case run.EventBudgetExceeded:
-			f = &FirstError{Message: fmt.Sprintf("%s (%s)", d.Limit, strings.Trim(string(d.Value), `"`))}
-		case run.EventRunFailed:
-			f = &FirstError{Message: d.Error}
-		}
+		f := errorOf(b, e)
 		if f == nil {
 			continue
 		}
-		f.Seq, f.Kind, f.Followed = e.Seq, string(e.Type), []string{}
-		for _, later := range path(telemetry.Bundle{Events: b.Events[i+1:]}) {
-			w := later.What
-			if later.Times > 1 {
-				w = fmt.Sprintf("%s (×%d)", w, later.Times)
-			}
-			f.Followed = append(f.Followed, w)
-			if len(f.Followed) == 4 {
-				break
-			}
+		if run.TellsOfPanic(f.Message) {
+			f.Panic = true
+			first, firstAt = f, i
+			break
 		}
-		return f
+		if first == nil {
+			first, firstAt = f, i
+		}
 	}
-	return nil
+	if first == nil {
+		return nil
+	}
+	first.Followed = []string{}
+	for _, later := range path(telemetry.Bundle{Events: b.Events[firstAt+1:]}) {
+		w := later.What
+		if later.Times > 1 {
+			w = fmt.Sprintf("%s (×%d)", w, later.Times)
+		}
+		first.Followed = append(first.Followed, w)
+		if len(first.Followed) == 4 {
+			break
+		}
+	}
+	return first
+}
+
+// errorOf is the error an event records, nil for an event that records
+// none.
+func errorOf(b telemetry.Bundle, e run.Event) *FirstError {
+	d := read(e)
+	var f *FirstError
+	switch e.Type {
+	case run.EventToolFailed:
+		f = &FirstError{Tool: d.Tool, Message: d.Error}
+	case run.EventModelCallFailed:
+		f = &FirstError{Message: d.Error}
+	case run.EventOpFailed, run.EventOpUncertain:
+		f = &FirstError{Tool: toolOf(b, e.PlanItemID), Message: d.Error}
+	case run.EventOpNeedsHuman:
+		f = &FirstError{Tool: toolOf(b, e.PlanItemID), Message: d.Reason}
+	case run.EventBudgetExceeded:
+		f = &FirstError{Message: fmt.Sprintf("%s (%s)", d.Limit, strings.Trim(string(d.Value), `"`))}
+	case run.EventRunFailed:
+		f = &FirstError{Message: d.Error}
+	default:
+		return nil
+	}
+	f.Seq, f.Kind = e.Seq, string(e.Type)
+	return f
 }
 
 func toolOf(b telemetry.Bundle, planItem string) string {
@@ -190,8 +216,14 @@ func open(b telemetry.Bundle, tl telemetry.Timeline) []Open {
 			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: fmt.Sprintf(
 				"needs a person: %s (destination %s, idempotency key %s)", firstNonEmpty(reasons[op.ID], op.Error), op.Destination, op.IdempotencyKey)})
 		case run.OpPending:
-			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: fmt.Sprintf(
-				"pending: intent recorded, outcome not yet known at %s; reconciled before the run does anything else", op.Destination)})
+			why := fmt.Sprintf("pending: intent recorded, outcome not yet known at %s; reconciled before the run does anything else", op.Destination)
+			if b.Run.Status.Terminal() {
+				// Records of a Keel whose Finalize left it pending: an ended
+				// run is never stepped, so nothing will reconcile it.
+				why = fmt.Sprintf("needs a person: pending when the run ended, so nothing will reconcile it; it may or may not have happened (destination %s, idempotency key %s)",
+					op.Destination, op.IdempotencyKey)
+			}
+			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: why})
 		}
 	}
 	for _, ap := range b.Approvals {

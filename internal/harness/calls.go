@@ -261,7 +261,7 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, hel
 	// A new name, not ctx: the progress callback above captures ctx, and
 	// reassigning it would move it to the heap on every call.
 	tctx, sp := s.startTool(ctx, it, false)
-	res, err := t.Run(tctx, call)
+	res, err := s.runTool(tctx, t, it.Tool, call)
 	s.endTool(tctx, sp, res, err)
 	return res, err
 }

@@ -62,4 +62,14 @@
 //     with "[redacted]" in every result, error, progress note and outcome
 //     it records or shows the model (TestSecretsNeverRecorded plants
 //     canaries and greps every record, log and file).
+//  11. A tool's panic is its error, not the worker's end. A panic in Run or
+//     in an effect's Intent, Dispatch or Lookup is recovered around that
+//     one call, logged once with its stack ("tool panicked"), and recorded
+//     as "tool X panicked: <value>" ([PanicError]); the call then goes the
+//     way of an error it returned: the item fails (Run, Intent), the
+//     outcome is unknown (Dispatch), the destination could not answer
+//     (Lookup). A run that fails anyway with an operation in flight (a
+//     panic that escaped the Step) has it handed to a person by Finalize,
+//     never left pending (TestEffectPanic,
+//     TestFinalizeHandsOverAnOperationInFlight).
 package harness

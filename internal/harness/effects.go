@@ -136,6 +136,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		if !ok || it.ID == "" {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
+		eff = s.guardEffect(eff)
 		rctx, rsp := s.startOp(ctx, op, true)
 		verdict, out, rerr := ops.Reconcile(rctx, eff, op)
 		s.endReconcile(rctx, rsp, verdict, rerr)

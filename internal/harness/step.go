@@ -456,7 +456,7 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		}
 		if eff, ok := t.(tool.Effectful); ok {
 			tctx, tsp := s.startTool(ctx, it, true)
-			d, stop, err := s.runEffect(tctx, it, eff)
+			d, stop, err := s.runEffect(tctx, it, s.guardEffect(eff))
 			s.endEffect(tctx, tsp, it.CallID, err)
 			if err != nil || stop {
 				return d, stop, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tool"
 )
 
 // endFailed ends the run leased in r as failed with msg, adding c's
@@ -40,19 +41,31 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 		}
 		return Decision{Next: NextFailed, Error: msg}, nil
 	}
+	items, err := h.opt.Store.ListPlanItems(ctx, r.ID)
+	if err != nil {
+		_ = h.opt.Store.ReleaseLease(ctx, r.ID, r.Lease.Token)
+		return Decision{}, &RetryableError{Err: err}
+	}
 	var ids []string
 	for _, op := range unsettled {
 		ids = append(ids, fmt.Sprintf("%s (%s, %s)", op.ID, op.Tool, op.Status))
-		if op.Status != run.OpPending {
+		// Three items each, and room for the run's own events: the rest
+		// stay pending, which the store's refusal still covers, and the
+		// run is needs_human either way.
+		if op.Status != run.OpPending || store.CommitItems(&c)+5 > store.MaxItemsPerCommit {
 			continue
 		}
-		why := fmt.Sprintf("the run stopped on an error (%s) before this operation's outcome was known: it may or may not have happened at %s", msg, op.Destination)
+		why := fmt.Sprintf("the run stopped on an error (%s) with operation %s at %s in flight: it may or may not have happened; ask %s for idempotency key %s",
+			msg, op.ID, op.Destination, op.Destination, op.IdempotencyKey)
 		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
-		c.Events = append(c.Events, run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
-		if it, ok := h.planItem(ctx, r.ID, op.PlanItemID); ok {
-			it.Status = run.PlanNeedsHuman
-			it.UpdatedAt = h.opt.Clock()
-			c.PlanItems = append(c.PlanItems, it)
+		c.Events = append(c.Events, run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID,
+			Data: jsonObj("reason", why, "by", by)})
+		for _, it := range items {
+			if it.ID == op.PlanItemID {
+				it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
+				it.UpdatedAt = h.opt.Clock()
+				c.PlanItems = append(c.PlanItems, it)
+			}
 		}
 	}
 	reason := fmt.Sprintf("%s; not failed, because operation %s has no known outcome: a person must find out whether it happened", msg, strings.Join(ids, ", "))
@@ -77,19 +90,6 @@ func (h *Harness) unsettled(ctx context.Context, runID string) ([]run.Operation,
 		}
 	}
 	return out, nil
-}
-
-func (h *Harness) planItem(ctx context.Context, runID, id string) (run.PlanItem, bool) {
-	items, err := h.opt.Store.ListPlanItems(ctx, runID)
-	if err != nil {
-		return run.PlanItem{}, false
-	}
-	for _, it := range items {
-		if it.ID == id {
-			return it, true
-		}
-	}
-	return run.PlanItem{}, false
 }
 
 // busy is the decision of a Step that found another worker's unexpired

@@ -191,7 +191,7 @@ func (f Finalize) Handle(ctx context.Context, in FinalizeInput) (FinalizeOutput,
 	}
 	msg := in.Decision.Error
 	if in.Error != nil && in.Error.Error != "" {
-		msg = fmt.Sprintf("%s: %s", in.Error.Error, in.Error.Cause)
+		msg = in.Error.Text()
 	}
 	if in.Decision.Next == harness.NextFailed && msg == "" {
 		msg = "failed"

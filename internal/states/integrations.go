@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/keelrun/keel/internal/lambdaerr"
 )
@@ -68,8 +69,11 @@ func (e *Executor) invokeLambda(ctx context.Context, params json.RawMessage) (an
 	out, err := callHandler(ctx, fn, payload)
 	if err != nil {
 		name := lambdaerr.Type(err)
-		if p, ok := err.(*handlerPanicError); ok {
-			name = lambdaerr.Type(p.v) // as aws-lambda-go names a panic
+		if hp, ok := err.(*handlerPanicError); ok {
+			name = lambdaerr.Type(hp.v) // as aws-lambda-go names a panic
+			// The state's error carries the message only; the stack is for
+			// whoever reads the process's log.
+			e.log.ErrorContext(ctx, "lambda handler panicked", "function", p.FunctionName, "panic", fmt.Sprint(hp.v), "stack", string(hp.stack))
 		}
 		cause, _ := json.Marshal(map[string]any{"errorMessage": err.Error(), "errorType": name})
 		return nil, &StateError{Name: name, Cause: string(cause)}
@@ -99,16 +103,19 @@ func (e *Executor) invokeLambda(ctx context.Context, params json.RawMessage) (an
 	return v, nil
 }
 
-// errHandlerPanic reports a handler panic as a Lambda function error
-// instead of crashing the executor.
-type handlerPanicError struct{ v any }
+// handlerPanicError reports a handler panic as a Lambda function error
+// instead of crashing the executor; stack is where it panicked.
+type handlerPanicError struct {
+	v     any
+	stack []byte
+}
 
 func (p *handlerPanicError) Error() string { return fmt.Sprintf("handler panic: %v", p.v) }
 
 func callHandler(ctx context.Context, fn LambdaFunc, payload json.RawMessage) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &handlerPanicError{v: r}
+			err = &handlerPanicError{v: r, stack: debug.Stack()}
 		}
 	}()
 	return fn(ctx, payload)

@@ -1,9 +1,12 @@
 package states
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/harness"
@@ -31,7 +34,8 @@ func TestLambdaErrorNamesAsOnAWS(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := &Executor{lambdas: map[string]LambdaFunc{"f": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			var logs bytes.Buffer
+			e := &Executor{log: slog.New(slog.NewTextHandler(&logs, nil)), lambdas: map[string]LambdaFunc{"f": func(context.Context, json.RawMessage) (json.RawMessage, error) {
 				if err, ok := tc.fail.(error); ok {
 					return nil, err
 				}
@@ -40,6 +44,13 @@ func TestLambdaErrorNamesAsOnAWS(t *testing.T) {
 			_, se := e.invokeLambda(context.Background(), json.RawMessage(`{"FunctionName":"f"}`))
 			if se == nil || se.Name != tc.want || se.Name != lambdaerr.Type(tc.fail) {
 				t.Fatalf("state error %+v, want name %q", se, tc.want)
+			}
+			// A panic is logged once, with its stack; an error is the
+			// caller's to report.
+			_, panicked := tc.fail.(string)
+			if got := strings.Count(logs.String(), "lambda handler panicked"); got != map[bool]int{true: 1}[panicked] ||
+				panicked && !strings.Contains(logs.String(), "lambdaname_test.go") {
+				t.Errorf("log:\n%s", logs.String())
 			}
 		})
 	}
