@@ -25,8 +25,8 @@ import (
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/sweeper"
 	"github.com/keelrun/keel/internal/telemetry"
+	"github.com/keelrun/keel/stepfunctions"
 )
 
 // StepInput is the Step task's payload.
@@ -239,7 +239,7 @@ type Starter struct {
 func (s Starter) StartRun(ctx context.Context, runID string) error {
 	// The sweeper starts a stored run the same way (name and input), so
 	// the two starts are one execution.
-	return s.Executions.StartExecution(ctx, s.StateMachineARN, sweeper.ExecutionName(runID, 0), sweeper.ExecutionInput(runID, 0))
+	return s.Executions.StartExecution(ctx, s.StateMachineARN, stepfunctions.ExecutionName(runID, 0), stepfunctions.ExecutionInput(runID, 0))
 }
 
 // RunCreator is what the schedule handler needs.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/stepfunctions"
 )
 
 // ErrNoExecution is what Executions.ExecutionStatus returns for a name no
@@ -109,23 +110,6 @@ type Report struct {
 // drives it. needs_human is parked for a person, not for an execution.
 var unfinished = []run.Status{run.StatusCreated, run.StatusPlanned, run.StatusRunning, run.StatusAwaitingApproval}
 
-// ExecutionName is the name of generation gen of the run's execution: the
-// run id for 0 (as the API starts it), {run_id}-g{gen} after (as Rollover
-// names it).
-func ExecutionName(runID string, gen int) string {
-	if gen == 0 {
-		return runID
-	}
-	return fmt.Sprintf("%s-g%d", runID, gen)
-}
-
-// ExecutionInput is the state machine input of generation gen: the same
-// bytes the API's start (roles.Starter) sends for generation 0.
-func ExecutionInput(runID string, gen int) string {
-	b, _ := json.Marshal(map[string]any{"run_id": runID, "generation": gen})
-	return string(b)
-}
-
 // Sweep checks every unfinished run once. It returns an error only when
 // the runs could not be listed; a run that could not be repaired is
 // counted in Report.Errors (with its Repair.Error) and tried again by the
@@ -205,13 +189,13 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 		return rp, false, nil
 	}
 	if gen < 0 {
-		rp.Found, rp.Action, rp.NewExecution = "no_execution", ActionStarted, ExecutionName(r.ID, 0)
-		if err := s.Executions.StartExecution(ctx, rp.NewExecution, ExecutionInput(r.ID, 0)); err != nil {
+		rp.Found, rp.Action, rp.NewExecution = "no_execution", ActionStarted, stepfunctions.ExecutionName(r.ID, 0)
+		if err := s.Executions.StartExecution(ctx, rp.NewExecution, stepfunctions.ExecutionInput(r.ID, 0)); err != nil {
 			return rp, true, err
 		}
 		return rp, true, s.record(ctx, r, rp)
 	}
-	rp.Found, rp.Execution = "execution_"+strings.ToLower(status), ExecutionName(r.ID, gen)
+	rp.Found, rp.Execution = "execution_"+strings.ToLower(status), stepfunctions.ExecutionName(r.ID, gen)
 	resumes, err := s.resumes(ctx, r.ID)
 	if err != nil {
 		return rp, false, err
@@ -225,9 +209,9 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 		_, err := s.Finalizer.Finalize(ctx, r.ID, rp.Reason)
 		return rp, true, err
 	}
-	rp.Action, rp.NewExecution = ActionResumed, ExecutionName(r.ID, gen+1)
+	rp.Action, rp.NewExecution = ActionResumed, stepfunctions.ExecutionName(r.ID, gen+1)
 	rp.Reason = fmt.Sprintf("execution %s ended %s while the run was %s", rp.Execution, status, r.Status)
-	if err := s.Executions.StartExecution(ctx, rp.NewExecution, ExecutionInput(r.ID, gen+1)); err != nil {
+	if err := s.Executions.StartExecution(ctx, rp.NewExecution, stepfunctions.ExecutionInput(r.ID, gen+1)); err != nil {
 		return rp, true, err
 	}
 	return rp, true, s.record(ctx, r, rp)
@@ -238,12 +222,12 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 func (s *Sweeper) latest(ctx context.Context, runID string) (int, string, error) {
 	gen, status := -1, ""
 	for g := 0; g < maxGenerations; g++ {
-		st, err := s.Executions.ExecutionStatus(ctx, ExecutionName(runID, g))
+		st, err := s.Executions.ExecutionStatus(ctx, stepfunctions.ExecutionName(runID, g))
 		if errors.Is(err, ErrNoExecution) {
 			return gen, status, nil
 		}
 		if err != nil {
-			return gen, status, fmt.Errorf("describe execution %s: %w", ExecutionName(runID, g), err)
+			return gen, status, fmt.Errorf("describe execution %s: %w", stepfunctions.ExecutionName(runID, g), err)
 		}
 		gen, status = g, st
 		if st == StatusRunning {

@@ -10,6 +10,7 @@ import (
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store/sqlite"
 	"github.com/keelrun/keel/internal/sweeper"
+	"github.com/keelrun/keel/stepfunctions"
 )
 
 // executions is a table of execution statuses by name. The end-to-end
@@ -115,15 +116,15 @@ func TestSweepDecisions(t *testing.T) {
 }
 
 func TestExecutionNaming(t *testing.T) {
-	if got := sweeper.ExecutionName("run_1", 0); got != "run_1" {
+	if got := stepfunctions.ExecutionName("run_1", 0); got != "run_1" {
 		t.Fatal(got)
 	}
-	if got := sweeper.ExecutionName("run_1", 3); got != "run_1-g3" {
+	if got := stepfunctions.ExecutionName("run_1", 3); got != "run_1-g3" {
 		t.Fatal(got)
 	}
 	// The bytes the API's start sends (roles.Starter), so that a start
 	// racing it is the same execution.
-	if got := sweeper.ExecutionInput("run_1", 0); got != `{"generation":0,"run_id":"run_1"}` {
+	if got := stepfunctions.ExecutionInput("run_1", 0); got != `{"generation":0,"run_id":"run_1"}` {
 		t.Fatal(got)
 	}
 }
