@@ -36,9 +36,10 @@
 // taken. mtime is settable by any tool (cp -p, touch -r, tar) and coarse
 // within a clock tick, so a stat cache can miss a change the way git's
 // "racy" index can; a missed change here would silently lose work at the
-// next restore. sha256 runs at about a gigabyte per second, so a 100 MB
-// workspace costs about a tenth of a second per checkpoint; a stat cache
-// with a racy window is the optimisation to add if that ever matters.
+// next restore. The price is reading and hashing the whole tree per checkpoint
+// (BenchmarkSnapshotOneFileChange: 0.74 s for 100 MiB on a 2-vCPU VM, while
+// the bytes written stay one blob and a manifest); a stat cache with a
+// racy window, as git has, is the optimisation to add when that matters.
 //
 // A fork needs no copy: the child's first checkpoint carries the parent's
 // version string. Entries name the run holding their blob, so the child's
