@@ -114,4 +114,3 @@ func (d *Dir) List(name string) ([]Info, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
-
