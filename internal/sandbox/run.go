@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Result is what a command did.
+type Result struct {
+	ExitCode       int // the command's; 128+n when killed by signal n
+	Stdout, Stderr []byte
+	Truncated      bool   // output past MaxOutputBytes was dropped
+	Killed         bool   // the worker or the kernel killed it
+	Reason         Reason // the limit it hit, or ""
+	Duration       time.Duration
+	FirstOutput    time.Duration // start → first byte of output; 0 if none
+	CPUTime        time.Duration
+}
+
+// Run runs argv in the workspace at dir (a host path) under p. A non-zero
+// exit is a Result, not an error; a command stopped by a bound returns its
+// Result and a *LimitError (errors.Is(err, ErrLimit)); a sandbox that could
+// not be set up returns ErrSetup. ctx cancelled kills the command.
+func (s *Sandbox) Run(ctx context.Context, dir string, argv []string, p Policy) (Result, error) {
+	p = p.withDefaults()
+	if len(argv) == 0 {
+		return Result{}, fmt.Errorf("%w: empty command", ErrSetup)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return Result{}, fmt.Errorf("%w: workspace %s is not a directory (%v)", ErrSetup, dir, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.WallTime)
+	defer cancel()
+	cmd, status, err := s.command(ctx, dir, argv, p)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.execute(ctx, cmd, status, p)
+}
+
+// command builds the exec.Cmd: bwrap around prlimit around argv, or argv
+// alone when unsafe. status is bwrap's --json-status-fd (nil when unsafe).
+func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Policy) (*exec.Cmd, *os.File, error) {
+	if s.cfg.Unsafe {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.SysProcAttr = dir, s.procAttr()
+		return cmd, nil, nil
+	}
+	if s.asUser {
+		if err := s.handOver(dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	cpu := int64((p.CPUTime + time.Second - 1) / time.Second)
+	args := append(s.mounts(p.Network()),
+		"--bind", dir, WorkspacePath, "--chdir", WorkspacePath, "--json-status-fd", "3",
+		"--", s.prlimit,
+		"--cpu="+strconv.FormatInt(cpu, 10)+":"+strconv.FormatInt(cpu+1, 10),
+		"--as="+strconv.FormatInt(p.MemoryBytes, 10),
+		"--nproc="+strconv.Itoa(p.MaxProcs),
+		"--fsize="+strconv.FormatInt(p.MaxFileBytes, 10),
+		"--")
+	cmd := exec.CommandContext(ctx, s.bwrap, append(args, argv...)...)
+	cmd.Env = []string{} // bwrap itself gets nothing of the worker's either
+	cmd.SysProcAttr = s.procAttr()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	cmd.ExtraFiles = []*os.File{w}
+	return cmd, r, nil
+}
+
+// handOver makes the workspace the sandbox uid's (the worker is root) and
+// checks that uid can reach it.
+func (s *Sandbox) handOver(dir string) error {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%w: workspace %s: %s (mode %o) is not searchable by sandbox uid %d; keep workspaces under o+x directories",
+				ErrSetup, dir, d, fi.Mode().Perm(), s.cfg.UID)
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, s.cfg.UID, s.cfg.GID)
+	})
+	if err != nil {
+		return fmt.Errorf("%w: hand the workspace to uid %d: %w", ErrSetup, s.cfg.UID, err)
+	}
+	return nil
+}
+
+// killGroup kills the process group: bwrap, and with it (die-with-parent,
+// pid namespace) every process of the command.
+func killGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
