@@ -41,9 +41,24 @@ lint: $(BIN)/staticcheck
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
 test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
+# sandbox-deps: the run sandbox (internal/sandbox) isolates commands with
+# Debian's bubblewrap; its isolation tests also use curl. Installed with
+# apt-get when missing (as root), as test-viewer installs Chromium.
+.PHONY: sandbox-deps
+sandbox-deps:
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	if [ -n "$$missing" ]; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			echo "sandbox-deps: installing$$missing"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || \
+				{ echo "sandbox-deps: apt-get install$$missing failed"; exit 1; }; \
+		else echo "sandbox-deps: missing$$missing and apt-get cannot install it here: the sandbox tests will skip"; fi; \
+	fi
+
 # test-go's second line: the deployed builds' telemetry path (otlphttp,
 # -tags keel_lambda) end to end.
-test-go:
+test-go: sandbox-deps
 	$(GO) test -count=1 -timeout 12m ./...
 	$(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/otelkeel/... ./internal/harness ./internal/compose
 
