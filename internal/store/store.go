@@ -277,5 +277,6 @@ type Store interface {
 	Control
 	Checkpoints
 	Signals
+	Settler
 	Close() error
 }

@@ -319,6 +319,31 @@ func ValidateCancel(runID, by string) error {
 	return checkIDs(field{"run id", runID}, field{"cancelled by", by})
 }
 
+// ValidateSettlement checks a Settlement: ids and By present, a known
+// outcome, a Reason (what the person found out is the record), sizes in
+// bounds.
+func ValidateSettlement(s Settlement) error {
+	if err := checkIDs(field{"run id", s.RunID}, field{"operation id", s.OperationID}, field{"settled by", s.By}); err != nil {
+		return err
+	}
+	if !s.Outcome.Valid() {
+		return invalid("outcome %q: want happened, not_happened or give_up", s.Outcome)
+	}
+	if s.Reason == "" {
+		return invalid("reason is empty: say what was established, or why nobody can")
+	}
+	if s.Outcome != SettleHappened && (s.ExternalID != "" || len(s.Result) > 0) {
+		return invalid("external_id and result are for an operation that happened")
+	}
+	if err := checkSize("reason", len(s.Reason), MaxText); err != nil {
+		return err
+	}
+	if err := checkSize("external id", len(s.ExternalID), 1024); err != nil {
+		return err
+	}
+	return checkSize("result", len(s.Result), MaxArgs)
+}
+
 // ValidateInput checks the input of Control.EnqueueInput: run id present,
 // text of 1 to MaxText bytes.
 func ValidateInput(runID, text string) error {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +143,152 @@ func jsonHas(data []byte, key, want string) bool {
 		return false
 	}
 	return m[key] == want
+}
+
+// testSettle: a person's answer on a needs_human operation, recorded in
+// one write with who and why; refused for an operation or run that is not
+// needs_human; exactly one of two racing settles wins.
+func testSettle(t *testing.T, e *env) {
+	parked := func(t *testing.T, ids ...string) run.Run {
+		t.Helper()
+		r, tok := e.leased()
+		c := store.Commit{RunID: r.ID, Token: tok, Run: &store.RunPatch{Status: run.StatusRunning}}
+		for _, id := range ids {
+			c.NewOperations = append(c.NewOperations, run.Operation{ID: id, PlanItemID: "p_" + id, Tool: "publish", ArgsHash: "h_" + id})
+		}
+		_, err := e.s.Commit(e.ctx, c)
+		must(t, err)
+		c = store.Commit{RunID: r.ID, Token: tok, Run: &store.RunPatch{Status: run.StatusNeedsHuman, Error: str("unknown outcome"), ReleaseLease: true},
+			Events: []run.Event{{Type: run.EventRunNeedsHuman}}}
+		for _, id := range ids {
+			c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: id, Status: run.OpNeedsHuman, Error: "unknown outcome"})
+		}
+		_, err = e.s.Commit(e.ctx, c)
+		must(t, err)
+		return r
+	}
+	settle := func(r run.Run, op string, o store.SettleOutcome, ext string) (run.Run, error) {
+		return e.s.SettleOperation(e.ctx, store.Settlement{RunID: r.ID, OperationID: op, Outcome: o, ExternalID: ext,
+			By: "alice", Reason: "checked the destination's console"})
+	}
+	opStatus := func(t *testing.T, r run.Run, id string) run.Operation {
+		t.Helper()
+		op, err := e.operation(r.ID, id)
+		must(t, err)
+		return op
+	}
+	t.Run("Happened", func(t *testing.T) {
+		r := parked(t, "op_1")
+		got, err := settle(r, "op_1", store.SettleHappened, "post-9")
+		must(t, err)
+		if got.Status != run.StatusRunning || got.Error != "" {
+			t.Fatalf("run %s %q after settling its one operation, want running", got.Status, got.Error)
+		}
+		if op := opStatus(t, r, "op_1"); op.Status != run.OpSucceeded || op.ExternalID != "post-9" {
+			t.Fatalf("operation %s %q, want succeeded post-9", op.Status, op.ExternalID)
+		}
+		evs, err := e.s.ReadEvents(e.ctx, r.ID, 0, 100)
+		must(t, err)
+		last := evs[len(evs)-1]
+		if last.Type != run.EventOpSettled || last.OperationID != "op_1" || !jsonHas(last.Data, "by", "alice") || !jsonHas(last.Data, "outcome", "happened") {
+			t.Fatalf("last event %s %s %s, want op_settled by alice", last.Type, last.OperationID, last.Data)
+		}
+		a, err := store.ReadAudit(e.ctx, e.s, r.ID)
+		must(t, err)
+		if len(a.Problems) != 0 {
+			t.Fatalf("the settle broke the hash chain: %v", a.Problems)
+		}
+		_, err = e.s.AcquireLease(e.ctx, r.ID, "w2", time.Minute)
+		must(t, err) // a worker may take it again
+	})
+	t.Run("Refused", func(t *testing.T) {
+		r := parked(t, "op_1")
+		before := e.snap(e.s, r.ID)
+		_, err := settle(r, "op_nope", store.SettleHappened, "")
+		wantErr(t, err, store.ErrNotFound)
+		_, err = settle(r, "op_1", "maybe", "")
+		wantErr(t, err, store.ErrInvalid)
+		_, err = e.s.SettleOperation(e.ctx, store.Settlement{RunID: r.ID, OperationID: "op_1", Outcome: store.SettleHappened, By: "alice"})
+		wantErr(t, err, store.ErrInvalid) // no reason
+		_, err = settle(r, "op_1", store.SettleNotHappened, "post-1")
+		wantErr(t, err, store.ErrInvalid) // an external id for what did not happen
+		e.sameSnap(before, e.snap(e.s, r.ID))
+		_, err = settle(r, "op_1", store.SettleHappened, "x")
+		must(t, err)
+		_, err = settle(r, "op_1", store.SettleHappened, "x")
+		wantErr(t, err, store.ErrConflict) // the run moved on
+		running, _ := e.leased()
+		_, err = settle(running, "op_1", store.SettleHappened, "x")
+		wantErr(t, err, store.ErrConflict)
+	})
+	t.Run("OneOfTwo", func(t *testing.T) {
+		r := parked(t, "op_a", "op_b")
+		got, err := settle(r, "op_a", store.SettleHappened, "x")
+		must(t, err)
+		if got.Status != run.StatusNeedsHuman {
+			t.Fatalf("run %s with op_b still needs_human, want needs_human", got.Status)
+		}
+		_, err = e.s.AcquireLease(e.ctx, r.ID, "w2", time.Minute)
+		wantErr(t, err, store.ErrNeedsHuman)
+		got, err = settle(r, "op_b", store.SettleNotHappened, "")
+		must(t, err)
+		if got.Status != run.StatusRunning {
+			t.Fatalf("run %s after settling both, want running", got.Status)
+		}
+		if op := opStatus(t, r, "op_b"); op.Status != run.OpFailed || !strings.Contains(op.Error, "did not happen") {
+			t.Fatalf("op_b %s %q, want failed: did not happen", op.Status, op.Error)
+		}
+	})
+	t.Run("GiveUp", func(t *testing.T) {
+		r := parked(t, "op_1")
+		got, err := e.s.SettleOperation(e.ctx, store.Settlement{RunID: r.ID, OperationID: "op_1", Outcome: store.SettleGiveUp,
+			By: "bob", Reason: "the destination keeps no log"})
+		must(t, err)
+		stored, err := e.s.GetRun(e.ctx, r.ID)
+		must(t, err)
+		for _, x := range []run.Run{got, stored} {
+			if x.Status != run.StatusFailed || x.Error != "the destination keeps no log" {
+				t.Fatalf("run %s %q, want failed with the reason", x.Status, x.Error)
+			}
+		}
+		if op := opStatus(t, r, "op_1"); op.Status != run.OpNeedsHuman {
+			t.Fatalf("operation %s, want still needs_human: nobody knows", op.Status)
+		}
+		evs, err := e.s.ReadEvents(e.ctx, r.ID, 0, 100)
+		must(t, err)
+		if last := evs[len(evs)-1]; last.Type != run.EventRunFailed || !jsonHas(last.Data, "by", "bob") {
+			t.Fatalf("last event %s %s, want run_failed by bob", last.Type, last.Data)
+		}
+	})
+	t.Run("Race", func(t *testing.T) {
+		r := parked(t, "op_1")
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() { _, err := settle(r, "op_1", store.SettleHappened, "x"); errs <- err }()
+		}
+		won := 0
+		for range 4 {
+			err := <-errs
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("a losing settle: %v, want ErrConflict", err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d settles won, want exactly 1", won)
+		}
+		evs, err := e.s.ReadEvents(e.ctx, r.ID, 0, 100)
+		must(t, err)
+		n := 0
+		for _, ev := range evs {
+			if ev.Type == run.EventOpSettled {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d op_settled events, want 1", n)
+		}
+	})
 }

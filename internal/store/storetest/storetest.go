@@ -64,6 +64,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"LeaseTerminal", testLeaseTerminal},
 		{"NeedsHumanWaitsForAPerson", testNeedsHumanWaitsForAPerson},
 		{"EndsOnlySettled", testEndsOnlySettled},
+		{"Settle", testSettle},
 		{"CommitStep", testCommitStep},
 		{"CommitAllOrNothing", testCommitAllOrNothing},
 		{"CommitFenced", testCommitFenced},
