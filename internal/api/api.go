@@ -27,6 +27,8 @@ type Store interface {
 	EnqueueInput(ctx context.Context, runID, text string) (run.Input, error)
 	GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error)
 	ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error)
+	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
+	store.Settler
 }
 
 // Artifacts is what the API needs from the artifact store (downloads).
@@ -238,6 +240,8 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/events", s.events)
 	authed("GET /v1/runs/{id}/audit", s.audit)
 	authed("GET /v1/runs/{id}/approvals", s.listApprovals)
+	authed("GET /v1/runs/{id}/operations", s.listOperations)
+	authed("POST /v1/runs/{id}/operations/{op}/settle", s.settle)
 	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
 	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)
 	authed("POST /v1/runs/{id}/cancel", s.cancel)

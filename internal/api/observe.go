@@ -39,6 +39,11 @@ type records struct {
 	RunRecords
 }
 
+// ListOperations reads through the run records (both interfaces have it).
+func (r records) ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error) {
+	return r.RunRecords.ListOperations(ctx, runID, pendingOnly)
+}
+
 // runRecords is the run's records, or false (answered 404) when the API
 // was built without RunRecords.
 func (s *server) runRecords(w http.ResponseWriter) (telemetry.Records, bool) {

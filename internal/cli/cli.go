@@ -140,6 +140,8 @@ func commands() map[string]command {
 		"approve":     decideCommand(api.DecisionApprove),
 		"deny":        decideCommand(api.DecisionDeny),
 		"cancel":      cancelCommand(),
+		"operations":  operationsCommand(),
+		"settle":      settleCommand(),
 		"input":       inputCommand(),
 		"fork":        forkCommand(),
 		"checkpoints": checkpointsCommand(),

@@ -264,6 +264,20 @@ func (c *Client) Cancel(ctx context.Context, id string) (api.CancelResponse, err
 	return out, err
 }
 
+// Operations lists the run's operations, oldest first.
+func (c *Client) Operations(ctx context.Context, id string) (api.OperationList, error) {
+	var out api.OperationList
+	_, err := c.call(ctx, http.MethodGet, runPath(id, "operations"), nil, nil, nil, &out)
+	return out, err
+}
+
+// Settle records what a person established about a needs_human operation.
+func (c *Client) Settle(ctx context.Context, runID, opID string, req api.SettleRequest) (api.Run, error) {
+	var out api.Run
+	_, err := c.call(ctx, http.MethodPost, runPath(runID, "operations", opID, "settle"), nil, nil, req, &out)
+	return out, err
+}
+
 // Input sends text to a run, under its input policy.
 func (c *Client) Input(ctx context.Context, id, text string) (api.InputResponse, error) {
 	var out api.InputResponse

@@ -148,3 +148,49 @@ func typesOf(evs []run.Event) []run.EventType {
 	}
 	return out
 }
+
+// TestSettleContinuesTheRun: on both stores, a person settles the
+// operation a run stopped on through the api function; the run leaves
+// needs_human and a new execution drives it on (ContinueRun), without
+// waiting for the sweeper.
+func TestSettleContinuesTheRun(t *testing.T) {
+	for _, be := range []backend{onSQLite, onAWS} {
+		t.Run(be.String(), func(t *testing.T) {
+			w := newWorld(t, be, worldOptions{})
+			ctx := context.Background()
+			r := createRun(t, w.store, fixtureRun, iamARN)
+			r, err := w.store.AcquireLease(ctx, r.ID, "worker", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := run.Operation{ID: "op_s1", PlanItemID: "item_s1", Tool: "publish_report", Destination: "publication", ArgsHash: "h"}
+			if _, err := w.store.Commit(ctx, store.Commit{RunID: r.ID, Token: r.Lease.Token,
+				Run: &store.RunPatch{Status: run.StatusRunning}, NewOperations: []run.Operation{op}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.store.Commit(ctx, store.Commit{RunID: r.ID, Token: r.Lease.Token,
+				Run:              &store.RunPatch{Status: run.StatusNeedsHuman, ReleaseLease: true},
+				OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpNeedsHuman, Error: "unknown"}},
+				Events:           []run.Event{{Type: run.EventRunNeedsHuman}}}); err != nil {
+				t.Fatal(err)
+			}
+			resp := w.as(t, "POST", "/v1/runs/"+fixtureRun+"/operations/op_s1/settle",
+				`{"outcome":"not_happened","reason":"the publication server has no such post"}`)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("settle: %d %s", resp.StatusCode, resp.Body)
+			}
+			// The research run goes on from scratch and asks to publish.
+			w.awaitApproval(t, fixtureRun)
+			evs := w.events(t)
+			settled := -1
+			for i, e := range evs {
+				if e.Type == run.EventOpSettled {
+					settled = i
+				}
+			}
+			if settled < 0 || countEvents(evs[settled:], run.EventLeaseAcquired) == 0 {
+				t.Fatalf("events %v: want op_settled, then a worker taking the run", typesOf(evs))
+			}
+		})
+	}
+}

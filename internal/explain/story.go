@@ -262,8 +262,8 @@ func next(b telemetry.Bundle, s Story) []Action {
 				Command: fmt.Sprintf("keel approve %s %s   (or: keel deny %s %s --reason …)", r.ID, o.ID, r.ID, o.ID)})
 		case "operation":
 			if strings.HasPrefix(o.Why, "needs a person") {
-				out = append(out, Action{Why: fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key) before doing anything again", o.ID),
-					Command: fmt.Sprintf("keel events %s --json", r.ID)})
+				out = append(out, Action{Why: fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key), then record what you found: the run goes on and the model is told the truth", o.ID),
+					Command: fmt.Sprintf("keel settle %s %s --happened|--not-happened|--give-up --reason …", r.ID, o.ID)})
 			}
 		case "wait":
 			waiting = true
@@ -283,7 +283,7 @@ func next(b telemetry.Bundle, s Story) []Action {
 	case run.StatusCancelled:
 		out = append(out, Action{Why: "continue the cancelled work from its last checkpoint", Command: fork})
 	case run.StatusNeedsHuman:
-		out = append(out, Action{Why: "once the operation's outcome is settled, continue from the last checkpoint", Command: fork})
+		out = append(out, Action{Why: "or give up on this run and continue from its last checkpoint in a new one (the uncertain operation stays uncertain there)", Command: fork})
 	case run.StatusCompleted:
 		out = append(out, Action{Why: "read what it produced", Command: fmt.Sprintf("keel artifacts %s", r.ID)})
 	case run.StatusRunning, run.StatusCreated, run.StatusPlanned:

@@ -170,5 +170,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("operation %s at %s may or may not have happened: the destination offers no lookup and no idempotent retry", op.ID, op.Destination))
 		}
 	}
-	return Decision{}, false, nil
+	// A person may have settled what the run waited on: answer the model
+	// with the truth before anything else.
+	return s.answerSettled(ctx)
 }
