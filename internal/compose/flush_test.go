@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/otelkeel"
 	"github.com/keelrun/keel/internal/otelkeel/otlptest"
+	"github.com/keelrun/keel/internal/span"
 )
 
 // TestLambdaInvocationFlushes: a Lambda role's invocation has exported
@@ -27,7 +28,7 @@ func TestLambdaInvocationFlushes(t *testing.T) {
 	defer prov.Shutdown(context.Background())
 	rt := &Runtime{OTel: prov, Logger: slog.New(slog.DiscardHandler)}
 	handler := func(ctx context.Context, in struct{ RunID string }) (string, error) {
-		_, sp := prov.Telemetry().StartStep(ctx, otelkeel.Step{RunID: in.RunID, Agent: "research"})
+		_, sp := prov.Telemetry().StartStep(ctx, span.Step{RunID: in.RunID, Agent: "research"})
 		sp.EndStep(ctx, "continue", "", "", "")
 		return "ok", nil
 	}

@@ -115,7 +115,18 @@ func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 func (rt *Runtime) Harness(owner string, canSpill bool) (*harness.Harness, error) {
 	return harness.New(harness.Options{Store: rt.Store, Artifacts: rt.Artifacts, Agents: rt.Agents,
 		Owner: owner, LeaseTTL: rt.Config.LeaseTTL, CanSpill: canSpill, Faults: rt.Faults, Logger: rt.Logger,
-		Telemetry: rt.OTel.Telemetry()})
+		Telemetry: rt.telemetry()})
+}
+
+var _ harness.Telemetry = (*otelkeel.Telemetry)(nil)
+
+// telemetry is the harness's telemetry: a nil interface, not a typed nil
+// pointer, when nothing is exported, so the harness skips every call.
+func (rt *Runtime) telemetry() harness.Telemetry {
+	if t := rt.OTel.Telemetry(); t != nil {
+		return t
+	}
+	return nil
 }
 
 func openArtifacts(ctx context.Context, spec string, b Backends) (artifact.Store, error) {

@@ -26,7 +26,7 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 		}
 		if it.Status == run.PlanAwaitingApproval {
 			cancelApprovals = append(cancelApprovals, approvalID(it))
-			s.h.opt.Telemetry.ApprovalClosed(ctx, it.Tool)
+			s.h.approvalClosed(ctx, it.Tool)
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
@@ -50,7 +50,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision,
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
-				s.h.opt.Telemetry.ApprovalClosed(ctx, it.Tool)
+				s.h.approvalClosed(ctx, it.Tool)
 				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
 			}
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/otelkeel"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tool"
@@ -115,9 +114,9 @@ type Options struct {
 	// worker keeps between Steps (default 1024; negative: none). A kept
 	// one is used only when the run's log did not move since.
 	CacheRuns int
-	// Telemetry records spans and metrics (package otelkeel); nil records
-	// nothing, at no cost.
-	Telemetry *otelkeel.Telemetry
+	// Telemetry records spans and metrics (internal/otelkeel implements
+	// it); nil records nothing, at no cost.
+	Telemetry Telemetry
 }
 
 // Harness runs Steps. It holds no per-run state between Steps that the

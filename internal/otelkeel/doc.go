@@ -1,7 +1,8 @@
 // Package otelkeel is Keel's OpenTelemetry instrumentation: the trace and
 // meter providers every entrypoint builds from the standard OTEL_*
 // variables ([Setup], called by internal/compose), and [Telemetry], the
-// spans and metrics the harness records through it.
+// spans and metrics the harness records through it (its interface
+// harness.Telemetry, in the types of package span).
 //
 // # Conventions followed
 //
@@ -46,6 +47,9 @@
 // # Cost when off
 //
 // With no OTLP endpoint set, [Setup] builds no SDK and the harness gets a
-// nil *Telemetry: every method of a nil *Telemetry, and of the zero
-// [Span], returns at once without allocating.
+// nil *Telemetry: every method of a nil *Telemetry, and of the nil
+// [*Span] it starts, returns at once without allocating. (The harness
+// holds its telemetry as an interface of its own, harness.Telemetry,
+// that *Telemetry implements; internal/compose leaves it nil then, so
+// the harness does not even call in.)
 package otelkeel

@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/span"
 )
 
 // TestOffCostsNothing: with no endpoint Setup builds no SDK, and every
-// call the harness makes on the nil Telemetry and the zero Span returns
+// call the harness makes on the nil Telemetry and the nil Span it starts returns
 // without allocating.
 func TestOffCostsNothing(t *testing.T) {
 	p, err := Setup(t.Context(), config.OTel{}, Process{Role: "test"})
@@ -26,22 +27,22 @@ func TestOffCostsNothing(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	allocs := testing.AllocsPerRun(100, func() {
-		sctx, sp := tel.StartStep(ctx, Step{RunID: "run_1", Agent: "a", Start: now})
+		sctx, sp := tel.StartStep(ctx, span.Step{RunID: "run_1", Agent: "a", Start: now})
 		tel.LeaseAcquired(sctx, "run_1", "w", 1, now)
-		cctx, c := tel.StartChat(sctx, Chat{RunID: "run_1", Model: "m"})
-		c.EndChat(cctx, ChatResult{InputTokens: 1})
-		tctx, ts := tel.StartTool(sctx, Tool{RunID: "run_1", Tool: "t"})
-		dctx, d := tel.StartDispatch(tctx, Op{OperationID: "op_1"})
+		cctx, c := tel.StartChat(sctx, span.Chat{RunID: "run_1", Model: "m"})
+		c.EndChat(cctx, span.ChatResult{InputTokens: 1})
+		tctx, ts := tel.StartTool(sctx, span.Tool{RunID: "run_1", Tool: "t"})
+		dctx, d := tel.StartDispatch(tctx, span.Op{OperationID: "op_1"})
 		d.EndOp(dctx, "dispatched", "", "")
 		ts.EndTool(tctx, "completed", "", "", "")
-		tel.ApprovalRequested(sctx, Approval{ApprovalID: "apr_1"})
-		tel.ApprovalDecided(sctx, Approval{ApprovalID: "apr_1"})
+		tel.ApprovalRequested(sctx, span.Approval{ApprovalID: "apr_1"})
+		tel.ApprovalDecided(sctx, span.Approval{ApprovalID: "apr_1"})
 		tel.ApprovalClosed(sctx, "t")
 		tel.NeedsHuman(sctx, "a", "why")
-		tel.RunEnded(sctx, Run{RunID: "run_1", Status: "completed"})
+		tel.RunEnded(sctx, span.Run{RunID: "run_1", Status: "completed"})
 		sp.Fenced()
 		sp.EndStep(sctx, "done", "cp_1", "", "")
-		_ = tel.CaptureContent() || sp.Recording()
+		_ = tel.CaptureContent() || c.Recording()
 	})
 	if allocs != 0 {
 		t.Fatalf("a Step's telemetry calls with telemetry off allocate %.0f times, want 0", allocs)

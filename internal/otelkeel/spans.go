@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.38.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/keelrun/keel/internal/span"
 )
 
 // Keel's own attribute keys.
@@ -30,8 +32,8 @@ const (
 	KeyLeasesTaken  = attribute.Key("keel.lease.taken_over")
 )
 
-// Span is one span in flight. The zero Span (from a nil *Telemetry)
-// does nothing.
+// Span is one span in flight: every handle of package span. A nil *Span
+// (what a nil *Telemetry starts) does nothing.
 type Span struct {
 	t     *Telemetry
 	s     trace.Span
@@ -40,24 +42,23 @@ type Span struct {
 	a, b, c string
 }
 
+var (
+	_ span.StepSpan = (*Span)(nil)
+	_ span.ChatSpan = (*Span)(nil)
+	_ span.ToolSpan = (*Span)(nil)
+	_ span.OpSpan   = (*Span)(nil)
+)
+
 // Recording reports whether the span records; content is built only then.
-func (sp Span) Recording() bool { return sp.t != nil && sp.s.IsRecording() }
+func (sp *Span) Recording() bool { return sp != nil && sp.s.IsRecording() }
 
 // fail marks the span failed with a (redacted) message and an error.type.
-func (sp Span) fail(errType, msg string) {
+func (sp *Span) fail(errType, msg string) {
 	if errType == "" {
 		return
 	}
 	sp.s.SetAttributes(semconv.ErrorTypeKey.String(errType))
 	sp.s.SetStatus(codes.Error, msg)
-}
-
-// Step is one Step of a run.
-type Step struct {
-	RunID, SessionID, Agent, Provider, Model string
-	TraceParent                              string // the run's stored trace context
-	Owner                                    string
-	Start                                    time.Time // when the Step began (before its lease); zero: now
 }
 
 // runContext is ctx with the run's stored trace context as the remote
@@ -73,9 +74,9 @@ func runContext(ctx context.Context, traceParent string) context.Context {
 // StartStep starts invoke_agent {agent}, a child of the run's trace
 // context. The returned context carries it: every span the Step starts
 // under it joins the run's trace.
-func (t *Telemetry) StartStep(ctx context.Context, st Step) (context.Context, Span) {
+func (t *Telemetry) StartStep(ctx context.Context, st span.Step) (context.Context, span.StepSpan) {
 	if t == nil {
-		return ctx, Span{}
+		return ctx, (*Span)(nil)
 	}
 	start := st.Start
 	if start.IsZero() {
@@ -92,13 +93,13 @@ func (t *Telemetry) StartStep(ctx context.Context, st Step) (context.Context, Sp
 			KeyRunID.String(st.RunID),
 			KeyLeaseOwner.String(st.Owner),
 		))
-	return ctx, Span{t: t, s: s, start: start, a: st.Agent}
+	return ctx, &Span{t: t, s: s, start: start, a: st.Agent}
 }
 
 // EndStep ends the Step with its decision and the checkpoint it left;
 // errType and msg (redacted) when it failed.
-func (sp Span) EndStep(ctx context.Context, next, checkpointID, errType, msg string) {
-	if sp.t == nil {
+func (sp *Span) EndStep(ctx context.Context, next, checkpointID, errType, msg string) {
+	if sp == nil {
 		return
 	}
 	sp.s.SetAttributes(KeyNext.String(next), KeyCheckpointID.String(checkpointID))
@@ -107,18 +108,10 @@ func (sp Span) EndStep(ctx context.Context, next, checkpointID, errType, msg str
 	sp.s.End()
 }
 
-// Chat is one model call.
-type Chat struct {
-	RunID, SessionID, Provider, Model string
-	// Input and System are the (redacted) request content, set only when
-	// CaptureContent.
-	Input, System string
-}
-
 // StartChat starts chat {model}, a client span.
-func (t *Telemetry) StartChat(ctx context.Context, c Chat) (context.Context, Span) {
+func (t *Telemetry) StartChat(ctx context.Context, c span.Chat) (context.Context, span.ChatSpan) {
 	if t == nil {
-		return ctx, Span{}
+		return ctx, (*Span)(nil)
 	}
 	ctx, s := t.tracer.Start(ctx, "chat "+c.Model, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
@@ -131,23 +124,13 @@ func (t *Telemetry) StartChat(ctx context.Context, c Chat) (context.Context, Spa
 	if t.capture && s.IsRecording() {
 		s.SetAttributes(semconv.GenAIInputMessagesKey.String(c.Input), semconv.GenAISystemInstructionsKey.String(c.System))
 	}
-	return ctx, Span{t: t, s: s, start: time.Now(), a: c.Provider, b: c.Model}
-}
-
-// ChatResult is what a model call returned.
-type ChatResult struct {
-	ResponseModel, ResponseID, FinishReason string
-	InputTokens, OutputTokens               int64
-	// Output is the (redacted) answer, set only when CaptureContent.
-	Output string
-	// ErrType and Err (redacted) describe a failed call.
-	ErrType, Err string
+	return ctx, &Span{t: t, s: s, start: time.Now(), a: c.Provider, b: c.Model}
 }
 
 // EndChat ends a model call and records gen_ai.client.token.usage and
 // gen_ai.client.operation.duration.
-func (sp Span) EndChat(ctx context.Context, r ChatResult) {
-	if sp.t == nil {
+func (sp *Span) EndChat(ctx context.Context, r span.ChatResult) {
+	if sp == nil {
 		return
 	}
 	respModel := r.ResponseModel
@@ -176,18 +159,10 @@ func (sp Span) EndChat(ctx context.Context, r ChatResult) {
 	sp.s.End()
 }
 
-// Tool is one tool call.
-type Tool struct {
-	RunID, Tool, CallID, PlanItemID, Mode string
-	Effect                                bool // an external effect (the operation protocol)
-	// Args are the (redacted) arguments, set only when CaptureContent.
-	Args string
-}
-
 // StartTool starts execute_tool {tool}.
-func (t *Telemetry) StartTool(ctx context.Context, c Tool) (context.Context, Span) {
+func (t *Telemetry) StartTool(ctx context.Context, c span.Tool) (context.Context, span.ToolSpan) {
 	if t == nil {
-		return ctx, Span{}
+		return ctx, (*Span)(nil)
 	}
 	typ := "function"
 	if c.Effect {
@@ -206,14 +181,14 @@ func (t *Telemetry) StartTool(ctx context.Context, c Tool) (context.Context, Spa
 	if t.capture && s.IsRecording() {
 		s.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(c.Args))
 	}
-	return ctx, Span{t: t, s: s, start: time.Now(), a: c.Tool}
+	return ctx, &Span{t: t, s: s, start: time.Now(), a: c.Tool}
 }
 
 // EndTool ends a tool call with its outcome (completed, failed, denied,
 // needs_human, ...) and records keel.tool.duration; result is the
 // (redacted) content, used only when CaptureContent.
-func (sp Span) EndTool(ctx context.Context, outcome, errType, msg, result string) {
-	if sp.t == nil {
+func (sp *Span) EndTool(ctx context.Context, outcome, errType, msg, result string) {
+	if sp == nil {
 		return
 	}
 	sp.s.SetAttributes(KeyOutcome.String(outcome))
@@ -225,16 +200,11 @@ func (sp Span) EndTool(ctx context.Context, outcome, errType, msg, result string
 	sp.s.End()
 }
 
-// Op is one operation of the protocol.
-type Op struct {
-	RunID, OperationID, Tool, Destination string
-}
-
 // StartDispatch starts keel.operation.dispatch: the effect sent to its
 // destination under the operation id as idempotency key.
-func (t *Telemetry) StartDispatch(ctx context.Context, o Op) (context.Context, Span) {
+func (t *Telemetry) StartDispatch(ctx context.Context, o span.Op) (context.Context, span.OpSpan) {
 	if t == nil {
-		return ctx, Span{}
+		return ctx, (*Span)(nil)
 	}
 	// The tool call's span names the operation its effect runs under.
 	trace.SpanFromContext(ctx).SetAttributes(KeyOperationID.String(o.OperationID))
@@ -243,27 +213,28 @@ func (t *Telemetry) StartDispatch(ctx context.Context, o Op) (context.Context, S
 
 // StartReconcile starts keel.operation.reconcile: a pending operation
 // settled through its destination before the run goes on.
-func (t *Telemetry) StartReconcile(ctx context.Context, o Op) (context.Context, Span) {
+func (t *Telemetry) StartReconcile(ctx context.Context, o span.Op) (context.Context, span.OpSpan) {
+	if t == nil {
+		return ctx, (*Span)(nil)
+	}
 	ctx, sp := t.startOp(ctx, "keel.operation.reconcile", o)
 	sp.c = "reconcile"
 	return ctx, sp
 }
 
-func (t *Telemetry) startOp(ctx context.Context, name string, o Op) (context.Context, Span) {
-	if t == nil {
-		return ctx, Span{}
-	}
+// startOp starts an operation's span; t is not nil.
+func (t *Telemetry) startOp(ctx context.Context, name string, o span.Op) (context.Context, *Span) {
 	ctx, s := t.tracer.Start(ctx, name+" "+o.Tool, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(KeyRunID.String(o.RunID), KeyOperationID.String(o.OperationID),
 			semconv.GenAIToolName(o.Tool), KeyDestination.String(o.Destination)))
-	return ctx, Span{t: t, s: s, start: time.Now(), a: o.Tool}
+	return ctx, &Span{t: t, s: s, start: time.Now(), a: o.Tool}
 }
 
 // EndOp ends a dispatch or reconciliation with its outcome (dispatched,
 // rejected, uncertain; found, redispatched, failed, needs_human);
 // reconciliations are counted in keel.reconciliations.
-func (sp Span) EndOp(ctx context.Context, outcome, errType, msg string) {
-	if sp.t == nil {
+func (sp *Span) EndOp(ctx context.Context, outcome, errType, msg string) {
+	if sp == nil {
 		return
 	}
 	sp.s.SetAttributes(KeyOutcome.String(outcome))
@@ -274,14 +245,8 @@ func (sp Span) EndOp(ctx context.Context, outcome, errType, msg string) {
 	sp.s.End()
 }
 
-// Approval is one approval of a tool call.
-type Approval struct {
-	RunID, ApprovalID, Tool, Status string
-	Requested, Decided              time.Time
-}
-
 // ApprovalRequested counts an approval that now waits for a person.
-func (t *Telemetry) ApprovalRequested(ctx context.Context, a Approval) {
+func (t *Telemetry) ApprovalRequested(ctx context.Context, a span.Approval) {
 	if t == nil {
 		return
 	}
@@ -292,7 +257,7 @@ func (t *Telemetry) ApprovalRequested(ctx context.Context, a Approval) {
 // ApprovalDecided writes keel.approval.wait, from the request to the
 // decision (however many processes and days lie between), in the Step
 // that reads the decision, and counts the approval as no longer waiting.
-func (t *Telemetry) ApprovalDecided(ctx context.Context, a Approval) {
+func (t *Telemetry) ApprovalDecided(ctx context.Context, a span.Approval) {
 	if t == nil {
 		return
 	}
@@ -331,8 +296,8 @@ func (t *Telemetry) LeaseAcquired(ctx context.Context, runID, owner string, toke
 
 // Fenced marks the Step as stopped by a newer worker's lease: the other
 // half of a takeover.
-func (sp Span) Fenced() {
-	if sp.t == nil {
+func (sp *Span) Fenced() {
+	if sp == nil {
 		return
 	}
 	sp.s.AddEvent("keel.lease.fenced")
@@ -349,17 +314,10 @@ func (t *Telemetry) Takeover(ctx context.Context, owner string, n int64) {
 	s.End()
 }
 
-// Run is a run that ended or stopped for a person.
-type Run struct {
-	RunID, SessionID, Agent, TraceParent, Status string
-	Created                                      time.Time
-	Err                                          string // redacted
-}
-
 // RunEnded writes the run's root span, keel.run {agent}, from its
 // creation to now, with the span id its stored trace context names (so
 // every Step's span is its child), and counts the run by final status.
-func (t *Telemetry) RunEnded(ctx context.Context, r Run) {
+func (t *Telemetry) RunEnded(ctx context.Context, r span.Run) {
 	if t == nil {
 		return
 	}
