@@ -66,11 +66,14 @@ func (p *panicky) Dispatch(_ context.Context, op run.Operation) (ops.Outcome, er
 	p.applied[op.IdempotencyKey] = true
 	p.mu.Unlock()
 	if p.dispatches.Add(1) <= p.dispatchPanics {
-		var m map[string]int
-		m["page"]++ // assignment to entry in nil map, after the request left
+		p.pages()["page"]++ // assignment to entry in nil map, after the request left
 	}
 	return ops.Outcome{ExternalID: "page-1"}, nil
 }
+// pages is the destination's page index, which this defective tool never
+// made: a real runtime panic, not one it raises itself.
+func (p *panicky) pages() map[string]int { return nil }
+
 func (p *panicky) Lookup(_ context.Context, op run.Operation) (ops.Outcome, bool, error) {
 	if p.lookups.Add(1) <= p.lookupPanics {
 		panic(fmt.Sprintf("lookup of %s exploded", op.ID))
