@@ -28,43 +28,19 @@ type signalCommitter interface {
 // transcript grew.
 func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	s.fresh = nil // signals are fresh only right after the commit they came from
-	newMsgs := s.msgs[s.committed:]
 	c := extra
 	c.RunID, c.Token = s.run.ID, s.token
 	c.Used, c.Released = s.pend.used, s.pend.released
 	c.ConsumeInputs = append(c.ConsumeInputs, s.pend.consume...)
 	patch := s.pend.patch
 	patch.StepsDelta = s.pend.steps
-	var cp *run.Checkpoint
-	if len(newMsgs) > 0 {
-		state, err := json.Marshal(checkpointState{Messages: newMsgs})
-		if err != nil {
-			return err
-		}
-		cp = &run.Checkpoint{ID: run.NewCheckpointID(s.cpSeq + 1), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
-			Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), CreatedAt: s.h.opt.Clock()}
-		if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
-			info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
-			if err != nil {
-				return &RetryableError{Err: err}
-			}
-			cp.StateRef = info.Key.Path()
-		} else {
-			cp.State = state
-		}
+	cp, err := s.checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	if cp != nil {
 		c.Checkpoint = cp
 		patch.CheckpointID = cp.ID
-		ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: checkpointData(cp)}
-		// The checkpoint is part of the step: it goes before the events
-		// that end the turn or the run, so they stay the log's last word.
-		at := len(s.pend.events)
-		for i, e := range s.pend.events {
-			if closing(e.Type) {
-				at = i
-				break
-			}
-		}
-		s.pend.events = append(s.pend.events[:at], append([]run.Event{ev}, s.pend.events[at:]...)...)
 	}
 	c.Events = append(s.pend.events, c.Events...)
 	for _, id := range s.pend.itemIDs {
@@ -80,6 +56,55 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		return nil
 	}
 	s.h.opt.Faults.Hit(FaultInStepCommit)
+	seqs, err := s.commit(ctx, c)
+	if err != nil {
+		return err
+	}
+	s.committedAs(seqs, cp, patch.ReleaseLease)
+	return nil
+}
+
+// checkpoint is the checkpoint of the messages the transcript gained since
+// the last commit (nil when none), its state inline or, past
+// store.MaxInlineState, in the artifact store; its checkpoint_written
+// event joins the pending events.
+func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
+	newMsgs := s.msgs[s.committed:]
+	if len(newMsgs) == 0 {
+		return nil, nil
+	}
+	state, err := json.Marshal(checkpointState{Messages: newMsgs})
+	if err != nil {
+		return nil, err
+	}
+	cp := &run.Checkpoint{ID: run.NewCheckpointID(s.cpSeq + 1), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
+		Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), CreatedAt: s.h.opt.Clock()}
+	if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
+		info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
+		if err != nil {
+			return nil, &RetryableError{Err: err}
+		}
+		cp.StateRef = info.Key.Path()
+	} else {
+		cp.State = state
+	}
+	ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: checkpointData(cp)}
+	// The checkpoint is part of the step: it goes before the events that
+	// end the turn or the run, so they stay the log's last word.
+	at := len(s.pend.events)
+	for i, e := range s.pend.events {
+		if closing(e.Type) {
+			at = i
+			break
+		}
+	}
+	s.pend.events = append(s.pend.events[:at], append([]run.Event{ev}, s.pend.events[at:]...)...)
+	return cp, nil
+}
+
+// commit writes c under the Step's token, keeping the signals the store
+// returns with it when it can.
+func (s *step) commit(ctx context.Context, c store.Commit) ([]int64, error) {
 	var seqs []int64
 	var err error
 	if sc, ok := s.h.opt.Store.(signalCommitter); ok {
@@ -92,10 +117,16 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
-			return &FencedError{RunID: s.run.ID}
+			return nil, &FencedError{RunID: s.run.ID}
 		}
-		return fmt.Errorf("commit: %w", err)
+		return nil, fmt.Errorf("commit: %w", err)
 	}
+	return seqs, nil
+}
+
+// committedAs moves the Step's view of the run past a commit: its log
+// head, transcript, checkpoint and counters; nothing is pending after it.
+func (s *step) committedAs(seqs []int64, cp *run.Checkpoint, released bool) {
 	if len(seqs) > 0 {
 		s.run.LastSeq = seqs[len(seqs)-1] // the head the cache checks
 	}
@@ -108,11 +139,10 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	s.run.Budget.TokensUsed += s.pend.used.Tokens
 	s.run.Budget.SpendUsedMicroUSD += s.pend.used.SpendMicroUSD
 	s.run.Budget.ToolCallsUsed += s.pend.used.ToolCalls
-	if patch.ReleaseLease {
+	if released {
 		s.token = -1
 	}
 	s.pend = pending{}
-	return nil
 }
 
 // signals returns the run's signals: those the last commit returned, once,
