@@ -70,6 +70,7 @@ func (p *panicky) Dispatch(_ context.Context, op run.Operation) (ops.Outcome, er
 	}
 	return ops.Outcome{ExternalID: "page-1"}, nil
 }
+
 // pages is the destination's page index, which this defective tool never
 // made: a real runtime panic, not one it raises itself.
 func (p *panicky) pages() map[string]int { return nil }
