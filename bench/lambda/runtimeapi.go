@@ -39,46 +39,9 @@ func runOwn(ctx context.Context, bootstrap string, env []string, event string, w
 	if err != nil {
 		return ownStart{}, err
 	}
-	type answer struct {
-		at      time.Time
-		errored bool
-		body    []byte
-	}
-	nextAt := make(chan time.Time, 1)
-	answered := make(chan answer, 1)
-	mux := http.NewServeMux()
-	var served atomic.Bool
-	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		if served.Swap(true) {
-			// The bootstrap asks for its second event: there is none; hold
-			// it until the run ends, as Lambda freezes it.
-			<-r.Context().Done()
-			return
-		}
-		nextAt <- now
-		h := w.Header()
-		h.Set("Lambda-Runtime-Aws-Request-Id", "bench-1")
-		h.Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(30*time.Second).UnixMilli()))
-		h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:keel-bench")
-		h.Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
-		_, _ = io.WriteString(w, event)
-	})
-	reply := func(errored bool) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			now := time.Now()
-			b, _ := io.ReadAll(r.Body)
-			w.WriteHeader(http.StatusAccepted)
-			select {
-			case answered <- answer{at: now, errored: errored, body: b}:
-			default:
-			}
-		}
-	}
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", reply(false))
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", reply(true))
-	mux.HandleFunc("POST /2018-06-01/runtime/init/error", reply(true))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	api := newRuntimeAPI(event)
+	nextAt, answered := api.nextAt, api.answered
+	srv := &http.Server{Handler: api.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 
@@ -119,6 +82,68 @@ func runOwn(ctx context.Context, bootstrap string, env []string, event string, w
 		out.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	return out, nil
+}
+
+// runtimeAnswer is the bootstrap's answer to its event: when it came,
+// whether to an error endpoint, and its body.
+type runtimeAnswer struct {
+	at      time.Time
+	errored bool
+	body    []byte
+}
+
+// runtimeAPI is a Lambda runtime API that hands out one event and takes
+// its answer; it reports when the event was asked for on nextAt and the
+// answer (or an init error) on answered.
+type runtimeAPI struct {
+	event    string
+	nextAt   chan time.Time
+	answered chan runtimeAnswer
+	served   atomic.Bool
+}
+
+func newRuntimeAPI(event string) *runtimeAPI {
+	return &runtimeAPI{event: event, nextAt: make(chan time.Time, 1), answered: make(chan runtimeAnswer, 1)}
+}
+
+func (a *runtimeAPI) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", a.next)
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", a.reply(false))
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", a.reply(true))
+	mux.HandleFunc("POST /2018-06-01/runtime/init/error", a.reply(true))
+	return mux
+}
+
+// next hands out the event once.
+func (a *runtimeAPI) next(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	if a.served.Swap(true) {
+		// The bootstrap asks for its second event: there is none; hold
+		// it until the run ends, as Lambda freezes it.
+		<-r.Context().Done()
+		return
+	}
+	a.nextAt <- now
+	h := w.Header()
+	h.Set("Lambda-Runtime-Aws-Request-Id", "bench-1")
+	h.Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(30*time.Second).UnixMilli()))
+	h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:keel-bench")
+	h.Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
+	_, _ = io.WriteString(w, a.event)
+}
+
+// reply takes an answer; only the first is reported.
+func (a *runtimeAPI) reply(errored bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		b, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusAccepted)
+		select {
+		case a.answered <- runtimeAnswer{at: now, errored: errored, body: b}:
+		default:
+		}
+	}
 }
 
 // checkAnswer says whether body is what role answers to its bench event.

@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/keelrun/keel/examples/research"
@@ -25,6 +20,7 @@ import (
 	"github.com/keelrun/keel/internal/devserver"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/store/sqlite"
 )
 
 // Config is one load run.
@@ -103,46 +99,11 @@ func (t *timedStore) Commit(ctx context.Context, c store.Commit) ([]int64, error
 // runs through its HTTP API, approves each as it asks, and waits for all to
 // finish.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.N < 1 {
-		return Result{}, errors.New("-n: want at least 1 run")
-	}
-	if cfg.MaxBatch < 0 {
-		return Result{}, errors.New("-max-batch: want 0 (the store's default) or more")
-	}
-	if cfg.MaxInvocations < 0 {
-		return Result{}, errors.New("-max-invocations: want 0 (keel dev's default) or more")
-	}
-	if cfg.Clients < 1 {
-		cfg.Clients = 32
-	}
-	kc, err := config.FromEnv(func(string) string { return "" })
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return Result{}, err
 	}
-	kc.DataDir, kc.Addr = cfg.Dir, "127.0.0.1:0"
-	kc.Store = "sqlite:" + filepath.Join(cfg.Dir, "keel.db")
-	kc.Artifacts = "fs:" + filepath.Join(cfg.Dir, "artifacts")
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return Result{}, err
-	}
-	b, err := compose.LoadBackends(ctx, kc, nil)
-	if err != nil {
-		return Result{}, err
-	}
-	if cfg.MaxBatch > 0 {
-		b.SQLiteOptions.MaxBatch = cfg.MaxBatch
-	}
-	if cfg.NoGroup {
-		b.SQLiteOptions.MaxBatch = 1
-	}
-	rt, err := compose.Open(ctx, kc, researchtest.App(research.DirPublisher{Dir: filepath.Join(cfg.Dir, "published")}), b)
-	if err != nil {
-		return Result{}, err
-	}
-	ts := &timedStore{Store: rt.Store}
-	rt.Store = ts
-	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget,
-		HTTP: devserver.HTTPLimits{MaxConns: cfg.N + cfg.Clients + 64}, MaxInvocations: cfg.MaxInvocations})
+	rt, ts, srv, err := startServer(ctx, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -158,13 +119,131 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	before := rt.SQLite.WriteStats()
 	arts, _ := rt.Artifacts.(syncCounter)
-	var artsBefore artfs.SyncStats
-	if arts != nil {
-		artsBefore = arts.Syncs()
-	}
+	artsBefore := syncsOf(arts)
 
 	cpu0 := cpuSeconds()
 	start := time.Now()
+	ids, waitCreated := startCreators(ctx, c, cfg)
+	// The approver runs beside the creators: a run is approved as soon as
+	// a sweep finds it asking.
+	approveCtx, stopApprover := context.WithCancel(ctx)
+	approverDone := make(chan error, 1)
+	go func() { approverDone <- approve(approveCtx, c, cfg.Clients) }()
+	if err := waitCreated(); err != nil {
+		stopApprover()
+		return Result{}, err
+	}
+	createSecs := time.Since(start).Seconds()
+	counts, err := waitFinished(ctx, c, cfg.N)
+	// The load's CPU ends here: reading every run's events back for the
+	// latencies below is the report's work, not the load's.
+	cpuLoad := cpuSeconds() - cpu0
+	stopApprover()
+	if aerr := <-approverDone; aerr != nil && !errors.Is(aerr, context.Canceled) {
+		return Result{}, aerr
+	}
+	if err != nil {
+		return Result{}, err
+	}
+
+	res := Result{N: cfg.N, CreateSeconds: createSecs, StatusCounts: counts, Completed: counts[run.StatusCompleted]}
+	lat, last, err := approvalLatencies(ctx, c, ids)
+	if err != nil {
+		return Result{}, err
+	}
+	elapsed := last.Sub(start)
+	res.Seconds = elapsed.Seconds()
+	res.RunsPerSecond = float64(res.Completed) / elapsed.Seconds()
+	res.ApprovalP50Ms, res.ApprovalP99Ms = pct(lat, 0.50), pct(lat, 0.99)
+	res.setWrites(ts, before, rt.SQLite.WriteStats(), elapsed)
+	if arts != nil {
+		a := arts.Syncs()
+		res.ArtifactFsyncsPerRun = float64(a.Files+a.Dirs-artsBefore.Files-artsBefore.Dirs) / float64(cfg.N)
+	}
+	res.PeakRSSMB = peakRSSMB()
+	res.CPUSeconds = cpuLoad
+	if _, err := rt.SQLite.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return Result{}, err
+	}
+	closed = true
+	if err := srv.Close(); err != nil {
+		return Result{}, err
+	}
+	size, err := dirSize(cfg.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	res.BytesPerRun = size / int64(cfg.N)
+	return res, nil
+}
+
+// syncsOf is the fsyncs arts counted so far, none when it does not count.
+func syncsOf(arts syncCounter) artfs.SyncStats {
+	if arts == nil {
+		return artfs.SyncStats{}
+	}
+	return arts.Syncs()
+}
+
+// withDefaults refuses bounds out of range and fills in the default
+// number of clients.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.N < 1 {
+		return cfg, errors.New("-n: want at least 1 run")
+	}
+	if cfg.MaxBatch < 0 {
+		return cfg, errors.New("-max-batch: want 0 (the store's default) or more")
+	}
+	if cfg.MaxInvocations < 0 {
+		return cfg, errors.New("-max-invocations: want 0 (keel dev's default) or more")
+	}
+	if cfg.Clients < 1 {
+		cfg.Clients = 32
+	}
+	return cfg, nil
+}
+
+// startServer opens the research app on a SQLite store and fs artifacts in
+// cfg.Dir, its commits timed, and starts keel dev's server on it.
+func startServer(ctx context.Context, cfg Config) (*compose.Runtime, *timedStore, *devserver.Server, error) {
+	kc, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kc.DataDir, kc.Addr = cfg.Dir, "127.0.0.1:0"
+	kc.Store = "sqlite:" + filepath.Join(cfg.Dir, "keel.db")
+	kc.Artifacts = "fs:" + filepath.Join(cfg.Dir, "artifacts")
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, nil, nil, err
+	}
+	b, err := compose.LoadBackends(ctx, kc, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.MaxBatch > 0 {
+		b.SQLiteOptions.MaxBatch = cfg.MaxBatch
+	}
+	if cfg.NoGroup {
+		b.SQLiteOptions.MaxBatch = 1
+	}
+	rt, err := compose.Open(ctx, kc, researchtest.App(research.DirPublisher{Dir: filepath.Join(cfg.Dir, "published")}), b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ts := &timedStore{Store: rt.Store}
+	rt.Store = ts
+	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget,
+		HTTP: devserver.HTTPLimits{MaxConns: cfg.N + cfg.Clients + 64}, MaxInvocations: cfg.MaxInvocations})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rt, ts, srv, nil
+}
+
+// startCreators creates cfg.N research runs from cfg.Clients goroutines
+// and returns their ids (set as each is created) and a wait that returns
+// once all are done, with the first creation's error if one failed.
+func startCreators(ctx context.Context, c *client.Client, cfg Config) ([]string, func() error) {
 	ids := make([]string, cfg.N)
 	createErr := make(chan error, cfg.Clients)
 	idx := make(chan int)
@@ -191,40 +270,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		})
 	}
-	// The approver runs beside the creators: a run is approved as soon as
-	// a sweep finds it asking.
-	approveCtx, stopApprover := context.WithCancel(ctx)
-	approverDone := make(chan error, 1)
-	go func() { approverDone <- approve(approveCtx, c, cfg.Clients) }()
-	createWG.Wait()
-	createSecs := time.Since(start).Seconds()
-	select {
-	case err := <-createErr:
-		stopApprover()
-		return Result{}, err
-	default:
+	return ids, func() error {
+		createWG.Wait()
+		select {
+		case err := <-createErr:
+			return err
+		default:
+			return nil
+		}
 	}
-	counts, err := waitFinished(ctx, c, cfg.N)
-	// The load's CPU ends here: reading every run's events back for the
-	// latencies below is the report's work, not the load's.
-	cpuLoad := cpuSeconds() - cpu0
-	stopApprover()
-	if aerr := <-approverDone; aerr != nil && !errors.Is(aerr, context.Canceled) {
-		return Result{}, aerr
-	}
-	if err != nil {
-		return Result{}, err
-	}
+}
 
-	res := Result{N: cfg.N, CreateSeconds: createSecs, StatusCounts: counts, Completed: counts[run.StatusCompleted]}
-	// Latencies and the end from the runs' own event times: the server's
-	// clock, the decision's commit to the completion's commit.
+// approvalLatencies reads, from the runs' own event times (the server's
+// clock), each run's time from the decision's commit to the completion's
+// commit, and the last completion.
+func approvalLatencies(ctx context.Context, c *client.Client, ids []string) ([]time.Duration, time.Time, error) {
 	var lat []time.Duration
 	var last time.Time
 	for _, id := range ids {
 		granted, done, err := eventTimes(ctx, c, id)
 		if err != nil {
-			return Result{}, err
+			return nil, time.Time{}, err
 		}
 		if done.After(last) {
 			last = done
@@ -233,255 +299,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			lat = append(lat, done.Sub(granted))
 		}
 	}
-	elapsed := last.Sub(start)
-	res.Seconds = elapsed.Seconds()
-	res.RunsPerSecond = float64(res.Completed) / elapsed.Seconds()
-	res.ApprovalP50Ms, res.ApprovalP99Ms = pct(lat, 0.50), pct(lat, 0.99)
+	return lat, last, nil
+}
+
+// setWrites fills in the step commit latencies ts timed and the store's
+// writes between the stats before and st, over elapsed.
+func (res *Result) setWrites(ts *timedStore, before, st sqlite.WriteStats, elapsed time.Duration) {
 	ts.mu.Lock()
 	res.CommitP50Ms, res.CommitP99Ms = pct(ts.lat, 0.50), pct(ts.lat, 0.99)
 	res.StepCommits, res.CommitFailures = int64(len(ts.lat)), ts.fail
 	ts.mu.Unlock()
-	st := rt.SQLite.WriteStats()
 	res.Transactions, res.Writes = st.Transactions-before.Transactions, st.Writes-before.Writes
 	res.WriterBusy = (st.Busy - before.Busy).Seconds() / elapsed.Seconds()
 	res.WriterCommit = (st.Committing - before.Committing).Seconds() / elapsed.Seconds()
 	if res.StepCommits > 0 {
 		res.FsyncsPerStep = float64(res.Transactions) / float64(res.StepCommits)
 	}
-	if arts != nil {
-		a := arts.Syncs()
-		res.ArtifactFsyncsPerRun = float64(a.Files+a.Dirs-artsBefore.Files-artsBefore.Dirs) / float64(cfg.N)
-	}
-	res.PeakRSSMB = peakRSSMB()
-	res.CPUSeconds = cpuLoad
-	if _, err := rt.SQLite.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return Result{}, err
-	}
-	closed = true
-	if err := srv.Close(); err != nil {
-		return Result{}, err
-	}
-	size, err := dirSize(cfg.Dir)
-	if err != nil {
-		return Result{}, err
-	}
-	res.BytesPerRun = size / int64(cfg.N)
-	return res, nil
-}
-
-// loadHTTPClient keeps a connection per concurrent caller: with
-// http.DefaultClient's two idle connections per host, the 32 creators and
-// the approvers dialled a new TCP connection for most requests, and the
-// dialling and accepting was CPU taken from the server under test.
-func loadHTTPClient(cfg Config) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 2*cfg.Clients + 16
-	t.MaxIdleConnsPerHost = t.MaxIdleConns
-	return &http.Client{Transport: t}
-}
-
-// approve sweeps the runs awaiting approval and approves each one's
-// pending approval, until ctx ends.
-func approve(ctx context.Context, c *client.Client, workers int) error {
-	done := map[string]bool{}
-	for {
-		var todo []string
-		page := ""
-		for {
-			l, err := c.ListRuns(ctx, client.ListRunsOptions{Status: run.StatusAwaitingApproval, Limit: 1000, PageToken: page})
-			if err != nil {
-				return err
-			}
-			for _, r := range l.Runs {
-				if !done[r.RunID] {
-					todo = append(todo, r.RunID)
-				}
-			}
-			if page = l.NextPageToken; page == "" {
-				break
-			}
-		}
-		var wg sync.WaitGroup
-		errs := make(chan error, len(todo))
-		work := make(chan string)
-		for range min(workers, len(todo)) {
-			wg.Go(func() {
-				for id := range work {
-					if err := approveRun(ctx, c, id); err != nil {
-						errs <- err
-					}
-				}
-			})
-		}
-		for _, id := range todo {
-			work <- id
-			done[id] = true
-		}
-		close(work)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
-func approveRun(ctx context.Context, c *client.Client, id string) error {
-	aps, err := c.ListApprovals(ctx, id)
-	if err != nil {
-		return fmt.Errorf("run %s: approvals: %w", id, err)
-	}
-	for _, a := range aps {
-		if a.Status != run.ApprovalPending {
-			continue
-		}
-		if _, err := c.Decide(ctx, id, a.ApprovalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: a.ArgsHash}); err != nil {
-			return fmt.Errorf("run %s: approve: %w", id, err)
-		}
-	}
-	return nil
-}
-
-// waitFinished polls until n runs are in a final status, and counts them.
-// While runs are active it asks only whether any is (listing every
-// finished run four times a second took a tenth of the server's CPU), and
-// counts the final ones once none is left.
-func waitFinished(ctx context.Context, c *client.Client, n int) (map[run.Status]int, error) {
-	final := []run.Status{run.StatusCompleted, run.StatusFailed, run.StatusCancelled, run.StatusNeedsHuman}
-	active := []run.Status{run.StatusCreated, run.StatusPlanned, run.StatusRunning, run.StatusAwaitingApproval}
-	count := func(sts []run.Status, limit int) (map[run.Status]int, int, error) {
-		counts := map[run.Status]int{}
-		total := 0
-		for _, st := range sts {
-			page := ""
-			for {
-				l, err := c.ListRuns(ctx, client.ListRunsOptions{Status: st, Limit: limit, PageToken: page})
-				if err != nil {
-					return nil, 0, err
-				}
-				counts[st] += len(l.Runs)
-				total += len(l.Runs)
-				if page = l.NextPageToken; page == "" || limit == 1 {
-					break
-				}
-			}
-		}
-		return counts, total, nil
-	}
-	for {
-		// Whether any run is active needs one run of each list, not all:
-		// listing the thousand active runs four times a second was the
-		// load generator's largest cost to the server under test.
-		_, busy, err := count(active, 1)
-		if err != nil {
-			return nil, err
-		}
-		if busy == 0 {
-			// A run may have moved between two of the lists: the final
-			// count decides.
-			counts, total, err := count(final, 1000)
-			if err != nil {
-				return nil, err
-			}
-			if total >= n {
-				return counts, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// eventTimes returns when a run's approval was granted and when it ended.
-func eventTimes(ctx context.Context, c *client.Client, id string) (granted, done time.Time, err error) {
-	var after int64
-	for {
-		p, err := c.Events(ctx, id, after, 1000)
-		if err != nil {
-			return granted, done, fmt.Errorf("run %s: events: %w", id, err)
-		}
-		for _, ev := range p.Events {
-			switch ev.Type {
-			case run.EventApprovalGranted:
-				granted = ev.Time
-			case run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled, run.EventRunNeedsHuman:
-				done = ev.Time
-			}
-			after = ev.Seq
-		}
-		if len(p.Events) < 1000 {
-			return granted, done, nil
-		}
-	}
-}
-
-func pct(ds []time.Duration, p float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(p*float64(len(s)-1) + 0.5)
-	return float64(s[i].Microseconds()) / 1000
-}
-
-// peakRSSMB is this process's high-water resident set (VmHWM): the server
-// and the load clients together.
-func peakRSSMB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
-}
-
-// dirSize is the bytes of the files under dir, each file once: a small
-// artifact's key is a hard link to its object (internal/artifact/fs), not
-// a second copy.
-func dirSize(dir string) (int64, error) {
-	var n int64
-	seen := map[uint64]bool{}
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-				if seen[st.Ino] {
-					return nil
-				}
-				seen[st.Ino] = true
-			}
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n, err
 }

@@ -11,7 +11,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -149,39 +148,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, errors.New("-n: want at least 1 iteration")
 	}
 	var long, refC counters
-	calls, modelNanos := &long.calls, &long.modelNanos
-	var a compose.App
-	for _, ag := range []struct {
-		name string
-		n    int
-		c    *counters
-	}{{agentName, cfg.N, &long}, {refAgentName, max(cfg.RefN, 1), &refC}} {
-		def, err := loopAgent(ag.name, ag.n, cfg.ContextTokens, ag.c)
-		if err != nil {
-			return Result{}, err
-		}
-		a.Agents = append(a.Agents, def)
-	}
-	kc, err := config.FromEnv(func(string) string { return "" })
+	a, err := loopApp(cfg, &long, &refC)
 	if err != nil {
 		return Result{}, err
 	}
-	kc.DataDir, kc.Addr, kc.StepBudget = cfg.Dir, "127.0.0.1:0", cfg.StepBudget
 	dbPath := filepath.Join(cfg.Dir, "keel.db")
-	kc.Store = "sqlite:" + dbPath
-	kc.Artifacts = "fs:" + filepath.Join(cfg.Dir, "artifacts")
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return Result{}, err
-	}
-	b, err := compose.LoadBackends(ctx, kc, nil)
-	if err != nil {
-		return Result{}, err
-	}
-	rt, err := compose.Open(ctx, kc, a, b)
-	if err != nil {
-		return Result{}, err
-	}
-	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget})
+	rt, srv, err := startServer(ctx, cfg, a, dbPath)
 	if err != nil {
 		return Result{}, err
 	}
@@ -198,91 +170,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 
-	// The sampler: the time each iteration count was reached, and memory
-	// at each mark.
-	var mu sync.Mutex
-	reached := map[int]time.Time{}
-	inModel := map[int]int64{} // model nanoseconds when each count was reached
-	var marks []Mark
-	want := map[int]bool{}
-	var profErr error
-	for _, m := range cfg.Marks {
-		want[m] = true
-		if m-cfg.Window > 0 {
-			want[m-cfg.Window] = true
-		}
-	}
-	want[0] = true
-	reached[0] = start
+	smp := newSampler(cfg, start, dbPath, &long)
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		next := 0
-		for {
-			it := int(calls.Load())
-			now := time.Now()
-			mu.Lock()
-			for k := range want {
-				if _, ok := reached[k]; !ok && it >= k {
-					reached[k], inModel[k] = now, modelNanos.Load()
-				}
-			}
-			for next < len(cfg.Marks) && it >= cfg.Marks[next] {
-				m := cfg.Marks[next]
-				from := max(0, m-cfg.Window)
-				ms := float64(now.Sub(reached[from]).Microseconds()) / 1000 / float64(m-from)
-				modelMs := float64(modelNanos.Load()-inModel[from]) / 1e6 / float64(m-from)
-				prev := 0
-				if next > 0 {
-					prev = cfg.Marks[next-1]
-				}
-				decade := float64(now.Sub(reached[prev]).Microseconds()) / 1000 / float64(m-prev)
-				rss, heap := memory()
-				live, goMB := liveHeap()
-				if cfg.HeapProfile != "" {
-					if err := heapProfile(fmt.Sprintf("%s-%d.pb.gz", cfg.HeapProfile, m)); err != nil {
-						profErr = err
-					}
-				}
-				size, _ := dbSize(dbPath)
-				marks = append(marks, Mark{Iteration: m, MsPerIter: ms, DecadeMsPerIter: decade, ModelMsPerIter: modelMs, KeelMsPerIter: ms - modelMs,
-					RSSMB: rss, HeapMB: heap, LiveMB: live, GoMB: goMB, ElapsedSecs: now.Sub(start).Seconds(),
-					Transcript: 2*m + 1, BytesPerIter: float64(size) / float64(m)})
-				next++
-			}
-			mu.Unlock()
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
-	var final api.Run
-	for {
-		final, err = c.GetRun(ctx, r.RunID)
-		if err != nil {
-			close(stop)
-			return Result{}, err
-		}
-		if final.Status.Terminal() || final.Status == run.StatusNeedsHuman {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			close(stop)
-			return Result{}, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	go smp.run(stop, sampled)
+	final, err := waitEnd(ctx, c, r.RunID)
+	if err != nil {
+		close(stop)
+		return Result{}, err
 	}
 	elapsed := time.Since(start)
 	close(stop)
 	<-sampled
-	if profErr != nil {
-		return Result{}, fmt.Errorf("heap profile: %w", profErr)
+	if smp.profErr != nil {
+		return Result{}, fmt.Errorf("heap profile: %w", smp.profErr)
 	}
-	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: marks, Steps: final.Counters.Steps, ContextTokens: cfg.ContextTokens}
+	res := Result{N: cfg.N, Status: final.Status, Seconds: elapsed.Seconds(), Marks: smp.marks, Steps: final.Counters.Steps, ContextTokens: cfg.ContextTokens}
 	if cfg.RefN > 0 && final.Status == run.StatusCompleted {
 		ref, err := reference(ctx, rt, cfg.RefN, &refC)
 		if err != nil {
@@ -297,10 +200,74 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, n := range res.History {
 		res.MaxHistory = max(res.MaxHistory, n)
 	}
-	if got := calls.Load(); final.Status == run.StatusCompleted && got != int64(cfg.N) {
+	if got := long.calls.Load(); final.Status == run.StatusCompleted && got != int64(cfg.N) {
 		return res, fmt.Errorf("the tool ran %d times, want %d", got, cfg.N)
 	}
 	return res, nil
+}
+
+// loopApp is the app of the long agent (cfg.N iterations, counted in
+// long) and of the reference agent (cfg.RefN, at least 1, counted in ref).
+func loopApp(cfg Config, long, ref *counters) (compose.App, error) {
+	var a compose.App
+	for _, ag := range []struct {
+		name string
+		n    int
+		c    *counters
+	}{{agentName, cfg.N, long}, {refAgentName, max(cfg.RefN, 1), ref}} {
+		def, err := loopAgent(ag.name, ag.n, cfg.ContextTokens, ag.c)
+		if err != nil {
+			return compose.App{}, err
+		}
+		a.Agents = append(a.Agents, def)
+	}
+	return a, nil
+}
+
+// startServer opens app a on a SQLite store at dbPath and fs artifacts in
+// cfg.Dir, and starts keel dev's server on it.
+func startServer(ctx context.Context, cfg Config, a compose.App, dbPath string) (*compose.Runtime, *devserver.Server, error) {
+	kc, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		return nil, nil, err
+	}
+	kc.DataDir, kc.Addr, kc.StepBudget = cfg.Dir, "127.0.0.1:0", cfg.StepBudget
+	kc.Store = "sqlite:" + dbPath
+	kc.Artifacts = "fs:" + filepath.Join(cfg.Dir, "artifacts")
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	b, err := compose.LoadBackends(ctx, kc, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := compose.Open(ctx, kc, a, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := devserver.Start(ctx, devserver.Config{DataDir: cfg.Dir, Addr: kc.Addr, Runtime: rt, StepBudget: kc.StepBudget})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, srv, nil
+}
+
+// waitEnd polls the run until it is final or needs a person.
+func waitEnd(ctx context.Context, c *client.Client, runID string) (api.Run, error) {
+	for {
+		final, err := c.GetRun(ctx, runID)
+		if err != nil {
+			return api.Run{}, err
+		}
+		if final.Status.Terminal() || final.Status == run.StatusNeedsHuman {
+			return final, nil
+		}
+		select {
+		case <-ctx.Done():
+			return api.Run{}, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // history counts the Step Functions history events of each execution

@@ -72,21 +72,44 @@ func bench() error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var marks []int
-	for _, m := range []int{1000, 10000, 100000} {
-		if m <= *n {
-			marks = append(marks, m)
-		}
-	}
-	if len(marks) == 0 || marks[len(marks)-1] != *n {
-		marks = append(marks, *n)
-	}
+	marks := marksFor(*n)
 	res, err := Run(ctx, Config{N: *n, StepBudget: *budget, Dir: d, Marks: marks, Window: min(1000, marks[0]),
 		HeapProfile: *heapProf, ContextTokens: *ctxTokens, RefN: *refN})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("run of %d iterations: %s in %.1f s, %d model steps; context window %d tokens\n", res.N, res.Status, res.Seconds, res.Steps, *ctxTokens)
+	printResult(res, *ctxTokens)
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// marksFor is where a run of n iterations is measured: at 1,000, 10,000
+// and 100,000 iterations, those it reaches, and at its end.
+func marksFor(n int) []int {
+	var marks []int
+	for _, m := range []int{1000, 10000, 100000} {
+		if m <= n {
+			marks = append(marks, m)
+		}
+	}
+	if len(marks) == 0 || marks[len(marks)-1] != n {
+		marks = append(marks, n)
+	}
+	return marks
+}
+
+// printResult prints the marks' table, the reference and the history of
+// each generation.
+func printResult(res Result, ctxTokens int) {
+	fmt.Printf("run of %d iterations: %s in %.1f s, %d model steps; context window %d tokens\n", res.N, res.Status, res.Seconds, res.Steps, ctxTokens)
 	fmt.Println("ms/iteration: over the 1,000 iterations before the mark (split into the model call and Keel's rest); decade: since the previous mark")
 	fmt.Println("heap MB: Go heap in use as sampled; live MB: in use right after a forced GC; Go MB: what the Go runtime holds (RSS beyond it: the binary's mapped code and SQLite's page caches)")
 	fmt.Printf("%10s %13s %13s %13s %10s %8s %8s %8s %8s %10s %13s\n", "iteration", "ms/iteration", "  of it model", "  of it Keel", "decade ms", "RSS MB", "Go MB", "heap MB", "live MB", "elapsed s", "store B/iter")
@@ -107,14 +130,4 @@ func bench() error {
 	for _, k := range names {
 		fmt.Printf("  %-60s %6d\n", k, res.History[k])
 	}
-	if *jsonOut != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }

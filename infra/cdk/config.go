@@ -59,121 +59,12 @@ type contextGetter func(key string) any
 // configFromContext reads the keel:* context. Relative paths are relative
 // to dir (the working directory cdk runs the app in: infra/cdk).
 func configFromContext(get contextGetter, dir string) (Config, error) {
-	var errs []error
-	str := func(key string) string {
-		switch v := get(key).(type) {
-		case nil:
-			return ""
-		case string:
-			return strings.TrimSpace(v)
-		default:
-			errs = append(errs, fmt.Errorf("%s: want a string, got %T", key, v))
-			return ""
-		}
-	}
-	num := func(key string) int {
-		switch v := get(key).(type) {
-		case nil:
-			return 0
-		case float64:
-			if v != float64(int(v)) {
-				errs = append(errs, fmt.Errorf("%s: want an integer, got %v", key, v))
-			}
-			return int(v)
-		case string:
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", key, err))
-			}
-			return n
-		default:
-			errs = append(errs, fmt.Errorf("%s: want an integer, got %T", key, v))
-			return 0
-		}
-	}
-	boolean := func(key string) bool {
-		switch v := get(key).(type) {
-		case nil:
-			return false
-		case bool:
-			return v
-		case string:
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", key, err))
-			}
-			return b
-		default:
-			errs = append(errs, fmt.Errorf("%s: want a boolean, got %T", key, v))
-			return false
-		}
-	}
-	list := func(key string) []string {
-		switch v := get(key).(type) {
-		case nil:
-			return nil
-		case string:
-			return splitList(v)
-		case []any:
-			var out []string
-			for _, e := range v {
-				s, ok := e.(string)
-				if !ok {
-					errs = append(errs, fmt.Errorf("%s: want strings, got %T", key, e))
-					continue
-				}
-				out = append(out, s)
-			}
-			return out
-		default:
-			errs = append(errs, fmt.Errorf("%s: want a list, got %T", key, v))
-			return nil
-		}
-	}
-	env := func(key string) map[string]string {
-		switch v := get(key).(type) {
-		case nil:
-			return nil
-		case map[string]any:
-			out := make(map[string]string, len(v))
-			for k, e := range v {
-				s, ok := e.(string)
-				if !ok {
-					errs = append(errs, fmt.Errorf("%s: %s: want a string, got %T", key, k, e))
-					continue
-				}
-				out[k] = s
-			}
-			return out
-		case string:
-			if strings.HasPrefix(strings.TrimSpace(v), "{") {
-				var out map[string]string
-				if err := json.Unmarshal([]byte(v), &out); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", key, err))
-				}
-				return out
-			}
-			out := map[string]string{}
-			for _, kv := range splitList(v) {
-				k, val, ok := strings.Cut(kv, "=")
-				if !ok {
-					errs = append(errs, fmt.Errorf("%s: %q is not NAME=VALUE", key, kv))
-					continue
-				}
-				out[strings.TrimSpace(k)] = val
-			}
-			return out
-		default:
-			errs = append(errs, fmt.Errorf("%s: want an object, got %T", key, v))
-			return nil
-		}
-	}
-
-	cfg := Config{StackName: str(CtxStackName)}
+	c := &contextReader{get: get}
+	cfg := Config{StackName: c.str(CtxStackName)}
 	if cfg.StackName == "" {
 		cfg.StackName = defaultStackName
 	}
-	root := str(CtxAssetRoot)
+	root := c.str(CtxAssetRoot)
 	if root == "" {
 		root = filepath.Join("..", "..")
 	}
@@ -182,25 +73,155 @@ func configFromContext(get contextGetter, dir string) (Config, error) {
 	}
 	cfg.Props = KeelStackProps{
 		AssetRoot:         filepath.Clean(root),
-		App:               str(CtxApp),
-		BuildTags:         list(CtxBuildTags),
-		TaskImage:         str(CtxTaskImage),
-		TaskCPU:           num(CtxTaskCPU),
-		TaskMemoryMiB:     num(CtxTaskMemoryMiB),
-		NATGateways:       num(CtxNATGateways),
-		AvailabilityZones: list(CtxAvailabilityZones),
-		JWTIssuer:         str(CtxJWTIssuer),
-		JWTAudience:       list(CtxJWTAudience),
-		ModelSecretName:   str(CtxModelSecretName),
-		Environment:       env(CtxEnvironment),
+		App:               c.str(CtxApp),
+		BuildTags:         c.list(CtxBuildTags),
+		TaskImage:         c.str(CtxTaskImage),
+		TaskCPU:           c.num(CtxTaskCPU),
+		TaskMemoryMiB:     c.num(CtxTaskMemoryMiB),
+		NATGateways:       c.num(CtxNATGateways),
+		AvailabilityZones: c.list(CtxAvailabilityZones),
+		JWTIssuer:         c.str(CtxJWTIssuer),
+		JWTAudience:       c.list(CtxJWTAudience),
+		ModelSecretName:   c.str(CtxModelSecretName),
+		Environment:       c.env(CtxEnvironment),
 		Schedule: ExampleSchedule{
-			Expression: str(CtxScheduleExpression),
-			Enabled:    boolean(CtxScheduleEnabled),
-			Agent:      str(CtxScheduleAgent),
-			Input:      str(CtxScheduleInput),
+			Expression: c.str(CtxScheduleExpression),
+			Enabled:    c.boolean(CtxScheduleEnabled),
+			Agent:      c.str(CtxScheduleAgent),
+			Input:      c.str(CtxScheduleInput),
 		},
 	}
-	return cfg, errors.Join(errs...)
+	return cfg, errors.Join(c.errs...)
+}
+
+// contextReader reads typed values of CDK context keys. Context comes from
+// cdk.json (JSON values) or -c on the command line (strings), so each type
+// takes both; a value of neither form is recorded in errs and reads as
+// the zero value, so that one run reports every bad key.
+type contextReader struct {
+	get  contextGetter
+	errs []error
+}
+
+func (c *contextReader) str(key string) string {
+	switch v := c.get(key).(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.TrimSpace(v)
+	default:
+		c.errs = append(c.errs, fmt.Errorf("%s: want a string, got %T", key, v))
+		return ""
+	}
+}
+
+func (c *contextReader) num(key string) int {
+	switch v := c.get(key).(type) {
+	case nil:
+		return 0
+	case float64:
+		if v != float64(int(v)) {
+			c.errs = append(c.errs, fmt.Errorf("%s: want an integer, got %v", key, v))
+		}
+		return int(v)
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("%s: %w", key, err))
+		}
+		return n
+	default:
+		c.errs = append(c.errs, fmt.Errorf("%s: want an integer, got %T", key, v))
+		return 0
+	}
+}
+
+func (c *contextReader) boolean(key string) bool {
+	switch v := c.get(key).(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("%s: %w", key, err))
+		}
+		return b
+	default:
+		c.errs = append(c.errs, fmt.Errorf("%s: want a boolean, got %T", key, v))
+		return false
+	}
+}
+
+// list takes a JSON array of strings or a comma-separated string.
+func (c *contextReader) list(key string) []string {
+	switch v := c.get(key).(type) {
+	case nil:
+		return nil
+	case string:
+		return splitList(v)
+	case []any:
+		var out []string
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				c.errs = append(c.errs, fmt.Errorf("%s: want strings, got %T", key, e))
+				continue
+			}
+			out = append(out, s)
+		}
+		return out
+	default:
+		c.errs = append(c.errs, fmt.Errorf("%s: want a list, got %T", key, v))
+		return nil
+	}
+}
+
+// env takes a JSON object of strings, or a string: a JSON object, or
+// comma-separated NAME=VALUE pairs.
+func (c *contextReader) env(key string) map[string]string {
+	switch v := c.get(key).(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		out := make(map[string]string, len(v))
+		for k, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				c.errs = append(c.errs, fmt.Errorf("%s: %s: want a string, got %T", key, k, e))
+				continue
+			}
+			out[k] = s
+		}
+		return out
+	case string:
+		return c.envString(key, v)
+	default:
+		c.errs = append(c.errs, fmt.Errorf("%s: want an object, got %T", key, v))
+		return nil
+	}
+}
+
+// envString is env of a string value.
+func (c *contextReader) envString(key, v string) map[string]string {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		var out map[string]string
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("%s: %w", key, err))
+		}
+		return out
+	}
+	out := map[string]string{}
+	for _, kv := range splitList(v) {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			c.errs = append(c.errs, fmt.Errorf("%s: %q is not NAME=VALUE", key, kv))
+			continue
+		}
+		out[strings.TrimSpace(k)] = val
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,32 +88,16 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, principal string
 // Last-Event-ID).
 func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, cursor int64) {
 	ctx := r.Context()
-	rc := http.NewResponseController(w)
-	// A server-wide WriteTimeout would cut a long stream: each write gets
-	// its own deadline instead (a client that stops reading is cut after
-	// streamWriteTimeout), and the stream is bounded by MaxStreamDuration.
-	extend := func() {
-		if err := rc.SetWriteDeadline(time.Now().Add(s.streamWriteTimeout())); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			s.log.DebugContext(ctx, "sse: extending the write deadline", "err", err)
-		}
-	}
-	extend()
+	sse := &sseConn{s: s, ctx: ctx, rc: http.NewResponseController(w)}
+	sse.extend()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx and friends: do not buffer
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
-	flush := func() error {
-		extend()
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		return nil
-	}
+	sse.bw = bw
+	flush := sse.flush
 	fmt.Fprintf(bw, "retry: %d\n\n", min(s.poll.Milliseconds()*4, 1000))
 	if flush() != nil {
 		return
@@ -139,23 +124,10 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 			}
 		}
 		first = false
-		for {
-			evs, err := s.store.ReadEvents(ctx, rr.ID, cursor, store.MaxEventsPerPage)
-			if err != nil {
-				s.streamFailed(bw, r, err)
-				return
-			}
-			for _, ev := range evs {
-				data, _ := json.Marshal(eventView(ev)) // fields are plain values and a validated RawMessage
-				fmt.Fprintf(bw, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseToken(string(ev.Type)), data)
-				cursor = ev.Seq
-			}
-			if len(evs) > 0 {
-				lastWrite = time.Now()
-			}
-			if len(evs) < store.MaxEventsPerPage {
-				break
-			}
+		var err error
+		if cursor, err = s.writeEvents(ctx, bw, rr.ID, cursor, &lastWrite); err != nil {
+			s.streamFailed(bw, r, err)
+			return
 		}
 		if rr.Status.Terminal() && cursor >= rr.LastSeq {
 			// cursor may be a Last-Event-ID beyond the log: the end names
@@ -181,6 +153,59 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, rr run.Run, curs
 			return
 		case <-tick.C:
 		case <-wake:
+		}
+	}
+}
+
+// sseConn is the connection of one event stream. A server-wide
+// WriteTimeout would cut a long stream: each write gets its own deadline
+// instead (a client that stops reading is cut after streamWriteTimeout),
+// and the stream is bounded by MaxStreamDuration.
+type sseConn struct {
+	s   *server
+	ctx context.Context
+	rc  *http.ResponseController
+	bw  *bufio.Writer
+}
+
+// extend moves the write deadline to streamWriteTimeout from now.
+func (c *sseConn) extend() {
+	if err := c.rc.SetWriteDeadline(time.Now().Add(c.s.streamWriteTimeout())); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		c.s.log.DebugContext(c.ctx, "sse: extending the write deadline", "err", err)
+	}
+}
+
+// flush sends what is buffered to the client now, under a new deadline.
+func (c *sseConn) flush() error {
+	c.extend()
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	if err := c.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// writeEvents writes the run's events after cursor to bw as SSE
+// messages, page by page until a short page, and returns the new cursor.
+// It sets *lastWrite when a page had events.
+func (s *server) writeEvents(ctx context.Context, bw *bufio.Writer, runID string, cursor int64, lastWrite *time.Time) (int64, error) {
+	for {
+		evs, err := s.store.ReadEvents(ctx, runID, cursor, store.MaxEventsPerPage)
+		if err != nil {
+			return cursor, err
+		}
+		for _, ev := range evs {
+			data, _ := json.Marshal(eventView(ev)) // fields are plain values and a validated RawMessage
+			fmt.Fprintf(bw, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, sseToken(string(ev.Type)), data)
+			cursor = ev.Seq
+		}
+		if len(evs) > 0 {
+			*lastWrite = time.Now()
+		}
+		if len(evs) < store.MaxEventsPerPage {
+			return cursor, nil
 		}
 	}
 }

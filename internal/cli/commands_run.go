@@ -53,15 +53,8 @@ func runCommand() command {
 		if strings.TrimSpace(input) == "" {
 			return usagef("argument INPUT is empty")
 		}
-		if *spend < 0 || math.IsNaN(*spend) || *spend > math.MaxInt64/1e6 {
-			return usagef("--max-spend-usd must be a non-negative amount")
-		}
-		lim.MaxSpendMicroUSD = int64(math.Round(*spend * 1e6))
-		if *deadline < 0 {
-			return usagef("--deadline must be positive")
-		}
-		if *deadline > 0 {
-			lim.Deadline = time.Now().Add(*deadline).UTC().Format(time.RFC3339)
+		if err := setSpendAndDeadline(&lim, *spend, *deadline); err != nil {
+			return err
 		}
 		if *key == "" {
 			*key = run.NewID("cli")
@@ -94,6 +87,22 @@ func runCommand() command {
 		return nil
 	}
 	return cmd
+}
+
+// setSpendAndDeadline puts the --max-spend-usd and --deadline flags into
+// lim in the API's units: micro-USD, and an RFC 3339 time from now.
+func setSpendAndDeadline(lim *api.LimitsRequest, spend float64, deadline time.Duration) error {
+	if spend < 0 || math.IsNaN(spend) || spend > math.MaxInt64/1e6 {
+		return usagef("--max-spend-usd must be a non-negative amount")
+	}
+	lim.MaxSpendMicroUSD = int64(math.Round(spend * 1e6))
+	if deadline < 0 {
+		return usagef("--deadline must be positive")
+	}
+	if deadline > 0 {
+		lim.Deadline = time.Now().Add(deadline).UTC().Format(time.RFC3339)
+	}
+	return nil
 }
 
 // watchRun follows a run to its end, rendering progress, then prints the

@@ -116,30 +116,51 @@ func newRenderer(w io.Writer, prog, viewer, runID string) *renderer {
 }
 
 func (r *renderer) event(ev api.Event) {
-	d := parseData(ev)
-	if ev.PlanItemID != "" {
-		known := r.items[ev.PlanItemID]
-		if d.Tool != "" {
-			known.Tool = d.Tool
-		}
-		if d.Order > 0 {
-			known.Order, known.Of = d.Order, d.Of
-		}
-		r.items[ev.PlanItemID] = known
-		if d.Tool == "" {
-			d.Tool = known.Tool
-		}
-		if d.Order == 0 {
-			d.Order, d.Of = known.Order, known.Of
-		}
+	line, ok := r.line(ev, r.withItem(ev, parseData(ev)))
+	if !ok {
+		return // bookkeeping: in `keel events`, not in the progress view
 	}
-	tool := d.Tool
-	pos := ""
+	fmt.Fprintln(r.w, line)
+}
+
+// withItem completes d with what earlier events told of its plan item
+// (tool, position), and remembers what d tells: only some events name them.
+func (r *renderer) withItem(ev api.Event, d eventData) eventData {
+	if ev.PlanItemID == "" {
+		return d
+	}
+	known := r.items[ev.PlanItemID]
+	if d.Tool != "" {
+		known.Tool = d.Tool
+	}
+	if d.Order > 0 {
+		known.Order, known.Of = d.Order, d.Of
+	}
+	r.items[ev.PlanItemID] = known
+	if d.Tool == "" {
+		d.Tool = known.Tool
+	}
+	if d.Order == 0 {
+		d.Order, d.Of = known.Order, known.Of
+	}
+	return d
+}
+
+// position is a plan item's "[order/of] " prefix, "" when unknown.
+func position(d eventData) string {
 	if d.Order > 0 && d.Of > 0 {
-		pos = fmt.Sprintf("[%d/%d] ", d.Order, d.Of)
+		return fmt.Sprintf("[%d/%d] ", d.Order, d.Of)
 	} else if d.Order > 0 {
-		pos = fmt.Sprintf("[%d] ", d.Order)
+		return fmt.Sprintf("[%d] ", d.Order)
 	}
+	return ""
+}
+
+// line is the progress view's line for ev, false for bookkeeping events
+// it leaves out.
+func (r *renderer) line(ev api.Event, d eventData) (string, bool) {
+	tool := d.Tool
+	pos := position(d)
 	line := ""
 	switch ev.Type {
 	case run.EventTurnStarted:
@@ -151,27 +172,13 @@ func (r *renderer) event(ev api.Event) {
 	case run.EventToolStarted:
 		line = "▶ " + pos + tool
 	case run.EventToolProgress:
-		if d.Done != nil && d.Total > 0 {
-			line = fmt.Sprintf("  %s %d/%d %s", tool, *d.Done, d.Total, bar(*d.Done, d.Total))
-		} else {
-			line = "  " + tool + " " + summarize(ev)
-		}
-		if d.Message != "" && d.Done != nil {
-			line += " " + clip(oneLine(d.Message), 80)
-		}
+		line = progressLine(ev, d)
 	case run.EventToolCompleted:
 		line = "✓ " + pos + tool
 	case run.EventToolFailed:
 		line = "✗ " + pos + tool + ": " + clip(oneLine(d.Error+d.Message), 200)
 	case run.EventApprovalRequested:
-		line = fmt.Sprintf("⏸ waiting for approval %s: %s, args_hash %s", d.ApprovalID, tool, d.ArgsHash)
-		if len(d.Args) > 0 {
-			line += "\n  args " + clip(oneLine(string(d.Args)), 300)
-		}
-		line += fmt.Sprintf("\n  answer with: %s approve %s %s   (or: %s deny …)", r.prog, r.runID, d.ApprovalID, r.prog)
-		if r.viewer != "" {
-			line += "\n  or in the run viewer: " + r.viewer
-		}
+		line = r.approvalLines(d)
 	case run.EventApprovalGranted:
 		line = "✓ approved" + by(d)
 	case run.EventApprovalDenied:
@@ -187,7 +194,7 @@ func (r *renderer) event(ev api.Event) {
 	case run.EventOpNeedsHuman:
 		line = "! effect uncertain, needs a person: " + summarize(ev)
 	case run.EventLeaseAcquired, run.EventCheckpointWritten, run.EventBudgetReserved, run.EventModelCallCompleted, run.EventRunCreated:
-		return // bookkeeping: in `keel events`, not in the progress view
+		return "", false // bookkeeping: in `keel events`, not in the progress view
 	case run.EventCancelRequested:
 		line = "· cancel requested" + by(d)
 	case run.EventRateLimited:
@@ -207,7 +214,35 @@ func (r *renderer) event(ev api.Event) {
 			line += " " + s
 		}
 	}
-	fmt.Fprintln(r.w, line)
+	return line, true
+}
+
+// progressLine shows a tool's progress as a bar when it counts, else its
+// summary.
+func progressLine(ev api.Event, d eventData) string {
+	line := ""
+	if d.Done != nil && d.Total > 0 {
+		line = fmt.Sprintf("  %s %d/%d %s", d.Tool, *d.Done, d.Total, bar(*d.Done, d.Total))
+	} else {
+		line = "  " + d.Tool + " " + summarize(ev)
+	}
+	if d.Message != "" && d.Done != nil {
+		line += " " + clip(oneLine(d.Message), 80)
+	}
+	return line
+}
+
+// approvalLines show the action awaiting approval and how to answer it.
+func (r *renderer) approvalLines(d eventData) string {
+	line := fmt.Sprintf("⏸ waiting for approval %s: %s, args_hash %s", d.ApprovalID, d.Tool, d.ArgsHash)
+	if len(d.Args) > 0 {
+		line += "\n  args " + clip(oneLine(string(d.Args)), 300)
+	}
+	line += fmt.Sprintf("\n  answer with: %s approve %s %s   (or: %s deny …)", r.prog, r.runID, d.ApprovalID, r.prog)
+	if r.viewer != "" {
+		line += "\n  or in the run viewer: " + r.viewer
+	}
+	return line
 }
 
 func by(d eventData) string {

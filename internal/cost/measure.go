@@ -95,91 +95,124 @@ var external = map[run.EventType]bool{
 // long-running task, ".../finalize/…" the finalize function, anything else
 // a Step), which lasts until the last event written before the next one.
 func Measure(rec Records, res Resources) Usage {
-	u := Usage{Tokens: rec.Run.Budget.TokensUsed, ModelSpendMicroUSD: rec.Run.Budget.SpendUsedMicroUSD}
-	spilled := map[string]bool{}
-	cpSize := map[string]int64{}
-	for _, c := range rec.Checkpoints {
-		spilled[c.ID] = c.StateRef != ""
-		if c.StateRef == "" {
-			cpSize[c.ID] = max(c.Size, int64(len(c.State)))
-		} else {
-			u.S3Puts++
-			u.S3BytesWritten += c.Size
-		}
-	}
-	runSize := jsonSize(rec.Run) + itemOverhead
-	var (
-		stepSec, taskSec, finalizeSec float64
-		finalizes, approvals, calls   int64
-		planBytes, latestCp           int64
-		latestSpilled                 bool
-		commits                       int64
-	)
-	type seg struct {
-		owner       string
-		start, last time.Time
-	}
-	var cur *seg
-	closeSeg := func() {
-		if cur == nil {
-			return
-		}
-		d := max(cur.last.Sub(cur.start), time.Millisecond).Seconds()
-		switch {
-		case strings.HasPrefix(cur.owner, "fargate"):
-			u.FargateTasks++
-			taskSec += max(d, 60)
-		case strings.Contains(cur.owner, "finalize"):
-			finalizes++
-			finalizeSec += d
-		default:
-			u.StepInvocations++
-			stepSec += d
-		}
-		cur = nil
-	}
+	m := meter{u: Usage{Tokens: rec.Run.Budget.TokensUsed, ModelSpendMicroUSD: rec.Run.Budget.SpendUsedMicroUSD},
+		spilled: map[string]bool{}, cpSize: map[string]int64{}}
+	m.checkpoints(rec.Checkpoints)
+	m.runSize = jsonSize(rec.Run) + itemOverhead
 	for _, ev := range rec.Events {
-		u.DynamoWRU += 2 * units(jsonSize(ev)+itemOverhead, wruBytes)
-		switch ev.Type {
-		case run.EventLeaseAcquired:
-			closeSeg()
-			var d struct{ Owner string }
-			_ = json.Unmarshal(ev.Data, &d)
-			cur = &seg{owner: d.Owner, start: ev.Time, last: ev.Time}
-			// Acquiring the lease is a conditional update of the run row;
-			// loading reads the run, the resume checkpoint and the plan.
-			u.DynamoWRU += units(runSize, wruBytes)
-			u.DynamoRRU += units(runSize, rruBytes) + units(latestCp+itemOverhead, rruBytes) + units(planBytes, rruBytes)
-			if latestSpilled {
-				u.S3Gets++
-			}
-		case run.EventCheckpointWritten:
-			var d struct {
-				CheckpointID string `json:"checkpoint_id"`
-			}
-			_ = json.Unmarshal(ev.Data, &d)
-			commits++
-			latestCp, latestSpilled = cpSize[d.CheckpointID], spilled[d.CheckpointID]
-			// The checkpoint item itself (its state inline, or a reference).
-			u.DynamoWRU += 2 * units(latestCp+itemOverhead, wruBytes)
-		case run.EventToolCompleted, run.EventToolFailed:
-			// The plan item is written when planned and when it ends.
-			n := jsonSize(ev) + itemOverhead
-			planBytes += n
-			u.DynamoWRU += 2 * 2 * units(n, wruBytes)
-		case run.EventApprovalRequested:
-			approvals++
-		case run.EventApprovalGranted, run.EventApprovalDenied, run.EventInputReceived, run.EventCancelRequested:
-			calls++
-		}
-		if cur != nil && !external[ev.Type] && ev.Time.After(cur.last) {
-			cur.last = ev.Time
+		m.event(ev)
+	}
+	m.closeSeg()
+	return m.total(rec, res)
+}
+
+// meter is Measure's tally while it walks a run's events.
+type meter struct {
+	u       Usage
+	spilled map[string]bool  // checkpoint id → its state is in S3
+	cpSize  map[string]int64 // checkpoint id → inline state bytes
+	runSize int64            // bytes of the run row
+
+	stepSec, taskSec, finalizeSec float64
+	finalizes, approvals, calls   int64
+	planBytes, latestCp           int64
+	latestSpilled                 bool
+	commits                       int64
+	cur                           *segment // the lease holder's segment, nil between
+}
+
+// segment is one lease holder's stretch of the run: a step invocation, a
+// Fargate task or a finalize.
+type segment struct {
+	owner       string
+	start, last time.Time
+}
+
+// checkpoints records each checkpoint's inline size, and counts the S3 put
+// of each spilled state.
+func (m *meter) checkpoints(cps []run.Checkpoint) {
+	for _, c := range cps {
+		m.spilled[c.ID] = c.StateRef != ""
+		if c.StateRef == "" {
+			m.cpSize[c.ID] = max(c.Size, int64(len(c.State)))
+		} else {
+			m.u.S3Puts++
+			m.u.S3BytesWritten += c.Size
 		}
 	}
-	closeSeg()
+}
+
+// closeSeg bills the current segment by its owner's kind: a Fargate task
+// (a minute at least), a finalize or a step invocation.
+func (m *meter) closeSeg() {
+	cur := m.cur
+	if cur == nil {
+		return
+	}
+	d := max(cur.last.Sub(cur.start), time.Millisecond).Seconds()
+	switch {
+	case strings.HasPrefix(cur.owner, "fargate"):
+		m.u.FargateTasks++
+		m.taskSec += max(d, 60)
+	case strings.Contains(cur.owner, "finalize"):
+		m.finalizes++
+		m.finalizeSec += d
+	default:
+		m.u.StepInvocations++
+		m.stepSec += d
+	}
+	m.cur = nil
+}
+
+// event adds what writing ev, and what it stands for, costs.
+func (m *meter) event(ev run.Event) {
+	u := &m.u
+	u.DynamoWRU += 2 * units(jsonSize(ev)+itemOverhead, wruBytes)
+	switch ev.Type {
+	case run.EventLeaseAcquired:
+		m.closeSeg()
+		var d struct{ Owner string }
+		_ = json.Unmarshal(ev.Data, &d)
+		m.cur = &segment{owner: d.Owner, start: ev.Time, last: ev.Time}
+		// Acquiring the lease is a conditional update of the run row;
+		// loading reads the run, the resume checkpoint and the plan.
+		u.DynamoWRU += units(m.runSize, wruBytes)
+		u.DynamoRRU += units(m.runSize, rruBytes) + units(m.latestCp+itemOverhead, rruBytes) + units(m.planBytes, rruBytes)
+		if m.latestSpilled {
+			u.S3Gets++
+		}
+	case run.EventCheckpointWritten:
+		var d struct {
+			CheckpointID string `json:"checkpoint_id"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		m.commits++
+		m.latestCp, m.latestSpilled = m.cpSize[d.CheckpointID], m.spilled[d.CheckpointID]
+		// The checkpoint item itself (its state inline, or a reference).
+		u.DynamoWRU += 2 * units(m.latestCp+itemOverhead, wruBytes)
+	case run.EventToolCompleted, run.EventToolFailed:
+		// The plan item is written when planned and when it ends.
+		n := jsonSize(ev) + itemOverhead
+		m.planBytes += n
+		u.DynamoWRU += 2 * 2 * units(n, wruBytes)
+	case run.EventApprovalRequested:
+		m.approvals++
+	case run.EventApprovalGranted, run.EventApprovalDenied, run.EventInputReceived, run.EventCancelRequested:
+		m.calls++
+	}
+	if m.cur != nil && !external[ev.Type] && ev.Time.After(m.cur.last) {
+		m.cur.last = ev.Time
+	}
+}
+
+// total adds what the walk of events does not see (run row rewrites, a
+// finalize, API calls, artifacts) and turns the tally into Usage.
+func (m *meter) total(rec Records, res Resources) Usage {
+	u := m.u
 	// Every commit rewrites the run row in its transaction.
-	u.DynamoWRU += 2 * commits * units(runSize, wruBytes)
+	u.DynamoWRU += 2 * m.commits * units(m.runSize, wruBytes)
 	terminal := rec.Run.Status.Terminal()
+	finalizes, finalizeSec, calls := m.finalizes, m.finalizeSec, m.calls
 	if terminal && finalizes == 0 {
 		finalizes = 1
 		finalizeSec = res.ShortCall.Seconds()
@@ -189,16 +222,16 @@ func Measure(rec Records, res Resources) Usage {
 		u.S3Puts++
 		u.S3BytesWritten += n
 	}
-	u.StepSeconds = stepSec
-	u.StateTransitions = transInit + transStep*u.StepInvocations + transApproval*approvals + transTask*u.FargateTasks
+	u.StepSeconds = m.stepSec
+	u.StateTransitions = transInit + transStep*u.StepInvocations + transApproval*m.approvals + transTask*u.FargateTasks
 	if terminal {
 		u.StateTransitions += transFinal
 	}
-	u.LambdaInvocations = u.StepInvocations + approvals + finalizes + calls
+	u.LambdaInvocations = u.StepInvocations + m.approvals + finalizes + calls
 	short := res.ShortCall.Seconds()
-	u.LambdaGBSeconds = gb(res.StepMemoryMiB)*stepSec + gb(res.FinalizeMemoryMiB)*finalizeSec +
-		gb(res.ApprovalMemoryMiB)*short*float64(approvals) + gb(res.APIMemoryMiB)*short*float64(calls)
-	u.FargateSeconds = taskSec
+	u.LambdaGBSeconds = gb(res.StepMemoryMiB)*m.stepSec + gb(res.FinalizeMemoryMiB)*finalizeSec +
+		gb(res.ApprovalMemoryMiB)*short*float64(m.approvals) + gb(res.APIMemoryMiB)*short*float64(calls)
+	u.FargateSeconds = m.taskSec
 	return u
 }
 

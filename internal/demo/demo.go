@@ -112,14 +112,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) }
+	d := &demo{cfg: cfg, say: func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) },
+		dataDir: filepath.Join(cfg.Dir, "keel-data"), pubLog: filepath.Join(cfg.Dir, "publications.jsonl")}
+	say := d.say
 	res := Result{}
-	dataDir := filepath.Join(cfg.Dir, "keel-data")
-	pubLog := filepath.Join(cfg.Dir, "publications.jsonl")
 
 	say("== Keel demo: the research agent, a crash at the worst moment, and the recovery")
 	say("[1/6] starting the publication service (an external destination that records every effect it receives)")
-	pub, err := start(cfg.PubServer, []string{"-log", pubLog, "-url-file", filepath.Join(cfg.Dir, "pub.url")}, nil, filepath.Join(cfg.Dir, "pubserver.log"))
+	pub, err := start(cfg.PubServer, []string{"-log", d.pubLog, "-url-file", filepath.Join(cfg.Dir, "pub.url")}, nil, filepath.Join(cfg.Dir, "pubserver.log"))
 	if err != nil {
 		return res, err
 	}
@@ -130,35 +130,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	say("      %s (POST with Idempotency-Key; GET /publications/{operation_id} to look one up)", pubURL)
 
-	env := []string{"RESEARCH_PUBLISH=" + pubURL, "KEEL_DATA_DIR=" + dataDir}
+	d.env = []string{"RESEARCH_PUBLISH=" + pubURL, "KEEL_DATA_DIR=" + d.dataDir}
 	if cfg.Spill {
-		env = append(env, "KEEL_SPILL_TOOLS=analyze_documents")
-	}
-	startKeel := func(n int, extra ...string) (*proc, *client.Client, error) {
-		_ = os.Remove(filepath.Join(dataDir, "url"))
-		p, err := start(cfg.Keel, []string{"dev", "--addr", "127.0.0.1:0"}, append(env, extra...), filepath.Join(cfg.Dir, fmt.Sprintf("keel-dev-%d.log", n)))
-		if err != nil {
-			return nil, nil, err
-		}
-		u, err := waitFile(ctx, filepath.Join(dataDir, "url"), p)
-		if err != nil {
-			p.stop()
-			return nil, nil, err
-		}
-		tok, err := os.ReadFile(filepath.Join(dataDir, "token"))
-		if err != nil {
-			p.stop()
-			return nil, nil, err
-		}
-		c, err := client.New(u, strings.TrimSpace(string(tok)), nil)
-		if err != nil {
-			p.stop()
-			return nil, nil, err
-		}
-		return p, c, nil
+		d.env = append(d.env, "KEEL_SPILL_TOOLS=analyze_documents")
 	}
 	say("[2/6] starting keel dev (SQLite store, local Step Functions executor) with KEEL_FAULTPOINT=%s", cfg.FaultPoint)
-	keel, c, err := startKeel(1, "KEEL_FAULTPOINT="+cfg.FaultPoint)
+	keel, c, err := d.startKeel(ctx, 1, "KEEL_FAULTPOINT="+cfg.FaultPoint)
 	if err != nil {
 		return res, err
 	}
@@ -172,59 +149,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.RunID = r.RunID
 	say("[3/6] run %s started: collect → analyze → draft → approval → publish", r.RunID)
 
-	// Watch until the approval is requested.
-	var lastSeq int64
-	var approvalID string
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	_, ferr := c.Follow(watchCtx, r.RunID, 0, func(ev api.Event) error {
-		lastSeq = ev.Seq
-		narrate(say, ev)
-		if ev.Type == run.EventApprovalRequested {
-			var d struct {
-				ApprovalID string `json:"approval_id"`
-			}
-			_ = json.Unmarshal(ev.Data, &d)
-			approvalID = d.ApprovalID
-			stopWatch()
-		}
-		return nil
-	})
-	stopWatch()
-	if approvalID == "" {
-		return res, fmt.Errorf("no approval was requested (stream: %v)", ferr)
-	}
-	ap, err := c.GetApproval(ctx, r.RunID, approvalID)
+	lastSeq, err := d.approveAndCrash(ctx, c, keel, r.RunID, &res)
 	if err != nil {
 		return res, err
 	}
-	say("[4/6] approving the exact action: %s %s", ap.Tool, compact(ap.Args))
-	say("      args_hash %s", ap.ArgsHash)
-	if _, err := c.Decide(ctx, r.RunID, approvalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: ap.ArgsHash}); err != nil {
-		return res, fmt.Errorf("approve: %w", err)
-	}
-	select {
-	case <-keel.exited:
-		var ee *exec.ExitError
-		if errors.As(keel.err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				res.Killed = true
-			}
-		}
-	case <-time.After(30 * time.Second):
-	}
-	if !res.Killed {
-		return res, fmt.Errorf("keel dev did not die at fault point %s", cfg.FaultPoint)
-	}
-	n, err := countPublications(pubLog)
-	if err != nil {
-		return res, err
-	}
-	say("      ✗ keel dev was killed with SIGKILL at %q: the destination accepted the", cfg.FaultPoint)
-	say("        publication (it now holds %d), but Keel never recorded the result. Its operation is", n)
-	say("        still `pending`: whether it happened is, for Keel, unknown.")
 
 	say("[5/6] restarting keel dev on the same data directory (no fault point)")
-	keel, c, err = startKeel(2)
+	keel, c, err = d.startKeel(ctx, 2)
 	if err != nil {
 		return res, err
 	}
@@ -241,41 +172,169 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	res.Status, res.Output = final.Status, final.Output
-	if res.Publications, err = countPublications(pubLog); err != nil {
+	if res.Publications, err = countPublications(d.pubLog); err != nil {
 		return res, err
 	}
-	for after := int64(0); ; {
-		page, err := c.Events(ctx, r.RunID, after, 500)
-		if err != nil {
-			return res, err
+	if res.Events, err = allEvents(ctx, c, r.RunID); err != nil {
+		return res, err
+	}
+	say("[6/6] run %s: %s — %q", r.RunID, end.Status, final.Output)
+	say("      publications at the destination: %d (exactly one: nothing was sent twice)", res.Publications)
+	d.sayRecovery(res.Events)
+	keel.stop()
+	pub.stop()
+	d.sayStopped(r.RunID)
+	return res, nil
+}
+
+// demo is what the steps of Run share: the configuration, where it
+// narrates, and the files and environment of the processes it starts.
+type demo struct {
+	cfg     Config
+	say     func(format string, a ...any)
+	dataDir string   // keel dev's KEEL_DATA_DIR
+	pubLog  string   // the publication service's record of effects
+	env     []string // keel dev's environment
+}
+
+// startKeel starts keel dev (its n-th start, logged to keel-dev-n.log)
+// and returns a client of it once it has written its URL.
+func (d *demo) startKeel(ctx context.Context, n int, extra ...string) (*proc, *client.Client, error) {
+	_ = os.Remove(filepath.Join(d.dataDir, "url"))
+	p, err := start(d.cfg.Keel, []string{"dev", "--addr", "127.0.0.1:0"}, append(d.env, extra...), filepath.Join(d.cfg.Dir, fmt.Sprintf("keel-dev-%d.log", n)))
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := waitFile(ctx, filepath.Join(d.dataDir, "url"), p)
+	if err != nil {
+		p.stop()
+		return nil, nil, err
+	}
+	tok, err := os.ReadFile(filepath.Join(d.dataDir, "token"))
+	if err != nil {
+		p.stop()
+		return nil, nil, err
+	}
+	c, err := client.New(u, strings.TrimSpace(string(tok)), nil)
+	if err != nil {
+		p.stop()
+		return nil, nil, err
+	}
+	return p, c, nil
+}
+
+// approveAndCrash narrates the run up to its approval, approves it, and
+// checks that keel dev died (SIGKILL) at the fault point, setting
+// res.Killed. It returns the seq of the last event narrated.
+func (d *demo) approveAndCrash(ctx context.Context, c *client.Client, keel *proc, runID string, res *Result) (int64, error) {
+	say := d.say
+	lastSeq, approvalID, ferr := watchApproval(ctx, c, runID, say)
+	if approvalID == "" {
+		return lastSeq, fmt.Errorf("no approval was requested (stream: %v)", ferr)
+	}
+	ap, err := c.GetApproval(ctx, runID, approvalID)
+	if err != nil {
+		return lastSeq, err
+	}
+	say("[4/6] approving the exact action: %s %s", ap.Tool, compact(ap.Args))
+	say("      args_hash %s", ap.ArgsHash)
+	if _, err := c.Decide(ctx, runID, approvalID, api.DecisionRequest{Decision: api.DecisionApprove, ArgsHash: ap.ArgsHash}); err != nil {
+		return lastSeq, fmt.Errorf("approve: %w", err)
+	}
+	res.Killed = killedWithin(keel, 30*time.Second)
+	if !res.Killed {
+		return lastSeq, fmt.Errorf("keel dev did not die at fault point %s", d.cfg.FaultPoint)
+	}
+	n, err := countPublications(d.pubLog)
+	if err != nil {
+		return lastSeq, err
+	}
+	say("      ✗ keel dev was killed with SIGKILL at %q: the destination accepted the", d.cfg.FaultPoint)
+	say("        publication (it now holds %d), but Keel never recorded the result. Its operation is", n)
+	say("        still `pending`: whether it happened is, for Keel, unknown.")
+	return lastSeq, nil
+}
+
+// watchApproval narrates the run's events until an approval is requested
+// and returns the last seq seen and the approval's id ("" when the stream
+// ended first, with the stream's error).
+func watchApproval(ctx context.Context, c *client.Client, runID string, say func(string, ...any)) (int64, string, error) {
+	var lastSeq int64
+	var approvalID string
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	_, ferr := c.Follow(watchCtx, runID, 0, func(ev api.Event) error {
+		lastSeq = ev.Seq
+		narrate(say, ev)
+		if ev.Type == run.EventApprovalRequested {
+			var d struct {
+				ApprovalID string `json:"approval_id"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			approvalID = d.ApprovalID
+			stopWatch()
 		}
-		res.Events = append(res.Events, page.Events...)
+		return nil
+	})
+	stopWatch()
+	return lastSeq, approvalID, ferr
+}
+
+// killedWithin reports whether p exits by SIGKILL within timeout.
+func killedWithin(p *proc, timeout time.Duration) bool {
+	select {
+	case <-p.exited:
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				return true
+			}
+		}
+	case <-time.After(timeout):
+	}
+	return false
+}
+
+// allEvents reads the run's whole event log, page by page.
+func allEvents(ctx context.Context, c *client.Client, runID string) ([]api.Event, error) {
+	var events []api.Event
+	for after := int64(0); ; {
+		page, err := c.Events(ctx, runID, after, 500)
+		if err != nil {
+			return events, err
+		}
+		events = append(events, page.Events...)
 		if len(page.Events) == 0 {
 			break
 		}
 		after = page.Events[len(page.Events)-1].Seq
 	}
-	say("[6/6] run %s: %s — %q", r.RunID, end.Status, final.Output)
-	say("      publications at the destination: %d (exactly one: nothing was sent twice)", res.Publications)
-	say("      the event log of the recovery:")
+	return events, nil
+}
+
+// sayRecovery prints the event log from the last op_intent on: the
+// operation the crash left pending and how it was reconciled.
+func (d *demo) sayRecovery(events []api.Event) {
+	d.say("      the event log of the recovery:")
 	from := 0
-	for i, ev := range res.Events {
+	for i, ev := range events {
 		if ev.Type == run.EventOpIntent {
 			from = i
 		}
 	}
-	for _, ev := range res.Events[from:] {
-		say("        %4d %-20s %s", ev.Seq, ev.Type, compact(ev.Data))
+	for _, ev := range events[from:] {
+		d.say("        %4d %-20s %s", ev.Seq, ev.Type, compact(ev.Data))
 	}
-	keel.stop()
-	pub.stop()
+}
+
+// sayStopped closes the narration. The hint comes after the stop, and
+// starts dev again: a client command alone would find nothing answering
+// at the old URL.
+func (d *demo) sayStopped(runID string) {
+	say := d.say
 	say("stopped keel dev and the publication service; nothing is left running.")
-	// The hint comes after the stop, and starts dev again: a client
-	// command alone would find nothing answering at the old URL.
-	say("the run's records stay in %s; to read them again, start dev on them and ask in another shell:", dataDir)
-	say("  KEEL_DATA_DIR=%s %s dev", dataDir, cfg.Keel)
-	say("  KEEL_DATA_DIR=%s %s events %s", dataDir, cfg.Keel, r.RunID)
-	return res, nil
+	say("the run's records stay in %s; to read them again, start dev on them and ask in another shell:", d.dataDir)
+	say("  KEEL_DATA_DIR=%s %s dev", d.dataDir, d.cfg.Keel)
+	say("  KEEL_DATA_DIR=%s %s events %s", d.dataDir, d.cfg.Keel, runID)
 }
 
 func narrate(say func(string, ...any), ev api.Event) {

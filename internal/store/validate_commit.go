@@ -46,22 +46,11 @@ func ValidateCommit(c *Commit) error {
 	if err := validateRunPatch(c.Run, c.Checkpoint); err != nil {
 		return err
 	}
-	checkpoint := c.Checkpoint
-	if checkpoint != nil {
-		cp := *checkpoint
-		if err := validateCheckpoint(c.RunID, &cp); err != nil {
-			return err
-		}
-		checkpoint = &cp
+	checkpoint, err := validateCheckpointCopy(c.RunID, c.Checkpoint)
+	if err != nil {
+		return err
 	}
-	seen := map[string]bool{}
-	once := func(kind, id string) error {
-		if seen[kind+"\x00"+id] {
-			return invalid("%s %q appears twice in one commit", kind, id)
-		}
-		seen[kind+"\x00"+id] = true
-		return nil
-	}
+	once := idSet{}.once
 	planItems, err := validateEach(c.PlanItems, func(pi *run.PlanItem) error {
 		if err := validatePlanItem(c.RunID, pi); err != nil {
 			return err
@@ -97,23 +86,52 @@ func ValidateCommit(c *Commit) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range c.CancelApprovals {
-		if err := ValidateID("approval id", id); err != nil {
-			return err
-		}
-		if err := once("approval", id); err != nil {
-			return err
-		}
+	if err := validateIDs("approval", c.CancelApprovals, once); err != nil {
+		return err
 	}
-	for _, id := range c.ConsumeInputs {
-		if err := ValidateID("input id", id); err != nil {
-			return err
-		}
-		if err := once("input", id); err != nil {
-			return err
-		}
+	if err := validateIDs("input", c.ConsumeInputs, once); err != nil {
+		return err
 	}
 	c.Checkpoint, c.PlanItems, c.NewOperations, c.NewApprovals = checkpoint, planItems, newOps, newApprovals
+	return nil
+}
+
+// validateCheckpointCopy validates a copy of cp (nil for none), which
+// validation fills in, leaving the caller's checkpoint untouched.
+func validateCheckpointCopy(runID string, cp *run.Checkpoint) (*run.Checkpoint, error) {
+	if cp == nil {
+		return nil, nil
+	}
+	c := *cp
+	if err := validateCheckpoint(runID, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// idSet holds the kind and id of each record a commit names, so that a
+// record named twice in one commit is refused.
+type idSet map[string]bool
+
+// once reports ErrInvalid when kind id was seen before, and records it.
+func (seen idSet) once(kind, id string) error {
+	if seen[kind+"\x00"+id] {
+		return invalid("%s %q appears twice in one commit", kind, id)
+	}
+	seen[kind+"\x00"+id] = true
+	return nil
+}
+
+// validateIDs checks each id of kind and that it appears once.
+func validateIDs(kind string, ids []string, once func(kind, id string) error) error {
+	for _, id := range ids {
+		if err := ValidateID(kind+" id", id); err != nil {
+			return err
+		}
+		if err := once(kind, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -154,164 +154,208 @@ func decode(e run.Event) evData {
 
 // Rebuild derives the timeline of a bundle's records.
 func Rebuild(b Bundle) Timeline {
-	var tl Timeline
-	items := map[string]run.PlanItem{}
+	r := rebuilder{items: map[string]run.PlanItem{}, step: -1, openModel: -1,
+		openTool: map[string]int{}, openOp: map[string]int{}, openAp: map[string]int{}, pendingAsks: []int{}}
 	for _, it := range b.PlanItems {
-		items[it.ID] = it
-	}
-	step := -1
-	openModel := -1
-	openTool := map[string]int{} // plan item → index in tl.Tools
-	openOp := map[string]int{}
-	openAp := map[string]int{}
-	// One entry per call a model answer asked for (the answer's index in
-	// tl.Models), taken in order as the calls start.
-	pendingAsks := []int{}
-	closeStepSpans := func(at time.Time) {
-		if openModel >= 0 {
-			tl.Models[openModel].End, tl.Models[openModel].Status = at, "unfinished"
-			openModel = -1
-		}
-		for k, i := range openTool {
-			tl.Tools[i].End, tl.Tools[i].Status = at, "unfinished"
-			delete(openTool, k)
-		}
+		r.items[it.ID] = it
 	}
 	for _, e := range b.Events {
-		d := decode(e)
-		if e.Type == run.EventLeaseAcquired || step < 0 {
-			if step >= 0 {
-				closeStepSpans(tl.Steps[step].End)
-			}
-			tl.Steps = append(tl.Steps, StepSpan{Index: len(tl.Steps), Owner: d.Owner, Start: e.Time, End: e.Time, FirstSeq: e.Seq})
-			step = len(tl.Steps) - 1
+		r.event(e)
+	}
+	if r.step >= 0 {
+		r.closeStepSpans(r.tl.Steps[r.step].End)
+	}
+	return r.tl
+}
+
+// rebuilder is the state of Rebuild between events: the spans open so far
+// and where they sit in the timeline.
+type rebuilder struct {
+	tl        Timeline
+	items     map[string]run.PlanItem
+	step      int            // index in tl.Steps of the current step, -1 before the first
+	openModel int            // index in tl.Models of the open model call, -1 for none
+	openTool  map[string]int // plan item → index in tl.Tools
+	openOp    map[string]int // operation → index in tl.Ops
+	openAp    map[string]int // approval → index in tl.Approvals
+	// One entry per call a model answer asked for (the answer's index in
+	// tl.Models), taken in order as the calls start.
+	pendingAsks []int
+}
+
+// event adds e to the timeline: to its step (a lease starts a new one),
+// then to the span it opens or closes.
+func (r *rebuilder) event(e run.Event) {
+	d := decode(e)
+	if e.Type == run.EventLeaseAcquired || r.step < 0 {
+		if r.step >= 0 {
+			r.closeStepSpans(r.tl.Steps[r.step].End)
 		}
-		st := &tl.Steps[step]
-		st.End, st.LastSeq = e.Time, e.Seq
-		switch e.Type {
-		case run.EventModelCallStarted:
-			closeStepSpans(e.Time)
-			tl.Models = append(tl.Models, ModelCall{Step: step, Start: e.Time, End: e.Time, Status: "unfinished"})
-			openModel = len(tl.Models) - 1
-		case run.EventModelCallCompleted:
-			if openModel < 0 {
-				// No model_call_started: the completion stands for the
-				// whole call.
-				start := e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
-				closeStepSpans(start)
-				tl.Models = append(tl.Models, ModelCall{Step: step, Start: start, End: e.Time})
-				openModel = len(tl.Models) - 1
-			}
-			m := &tl.Models[openModel]
-			m.End, m.Status, m.Model = e.Time, "completed", d.Model
-			m.InputTokens, m.OutputTokens, m.CostMicroUSD = d.Usage.InputTokens, d.Usage.OutputTokens, d.Cost
-			m.StopReason, m.ResponseID, m.Retried = d.StopReason, d.ResponseID, d.RetriedCount
-			for _, c := range d.Answer.Calls {
-				m.Calls = append(m.Calls, c.Name)
-				pendingAsks = append(pendingAsks, openModel)
-			}
-			openModel = -1
-		case run.EventModelCallFailed, run.EventRateLimited:
-			if string(d.Retried) == "true" {
-				if openModel >= 0 {
-					tl.Models[openModel].Retried++
-				}
-				break // an attempt retried inside the call, not its end
-			}
-			if openModel < 0 {
-				break
-			}
-			m := &tl.Models[openModel]
-			m.End, m.Status, m.Error = e.Time, "failed", d.Error
-			if e.Type == run.EventRateLimited {
-				m.Status = "rate_limited"
-			}
-			openModel = -1
-		case run.EventToolStarted:
-			it := items[e.PlanItemID]
-			tc := ToolCall{Step: step, Start: e.Time, End: e.Time, Tool: d.Tool, PlanItemID: e.PlanItemID, CallID: it.CallID,
-				OperationID: e.OperationID, InputHash: it.ArgsHash, Status: "unfinished", AskedBy: asker(&tl, &pendingAsks, d.Tool)}
-			tl.Tools = append(tl.Tools, tc)
-			openTool[e.PlanItemID] = len(tl.Tools) - 1
-		case run.EventToolCompleted, run.EventToolFailed:
-			i, ok := openTool[e.PlanItemID]
-			if !ok {
-				// Refused before it ran (no duration), or a call whose
-				// tool_started was left out (its result carries the duration).
-				it := items[e.PlanItemID]
-				start := e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
-				tl.Tools = append(tl.Tools, ToolCall{Step: step, Start: start, Tool: d.Tool, PlanItemID: e.PlanItemID, CallID: it.CallID,
-					OperationID: e.OperationID, InputHash: it.ArgsHash, AskedBy: asker(&tl, &pendingAsks, d.Tool)})
-				i = len(tl.Tools) - 1
-			}
-			delete(openTool, e.PlanItemID)
-			tc := &tl.Tools[i]
-			tc.End = e.Time
-			switch {
-			case e.Type == run.EventToolCompleted:
-				tc.Status = "completed"
-			case d.Dispatched != nil && !*d.Dispatched:
-				tc.Status, tc.Error = "not_dispatched", d.Error
-			default:
-				tc.Status, tc.Error = "failed", d.Error
-			}
-		case run.EventOpIntent:
-			tl.Ops = append(tl.Ops, OpSpan{Step: step, Start: e.Time, End: e.Time, OperationID: e.OperationID, PlanItemID: e.PlanItemID,
-				Tool: items[e.PlanItemID].Tool, Destination: d.Destination, Contract: d.Contract, Status: string(run.OpPending)})
-			openOp[e.OperationID] = len(tl.Ops) - 1
-		case run.EventOpUncertain:
-			if i, ok := openOp[e.OperationID]; ok {
-				tl.Ops[i].Uncertain++
-				tl.Ops[i].End, tl.Ops[i].Reason = e.Time, d.Error
-			}
-		case run.EventOpSucceeded, run.EventOpReconciled, run.EventOpFailed, run.EventOpNeedsHuman:
-			i, ok := openOp[e.OperationID]
-			if !ok {
-				break
-			}
-			op := &tl.Ops[i]
-			op.End = e.Time
-			switch e.Type {
-			case run.EventOpSucceeded:
-				op.Status = string(run.OpSucceeded)
-			case run.EventOpReconciled:
-				op.Status = "reconciled"
-			case run.EventOpFailed:
-				op.Status, op.Reason = string(run.OpFailed), d.Error
-			case run.EventOpNeedsHuman:
-				op.Status, op.Reason = string(run.OpNeedsHuman), d.Reason
-				if ti, ok := openTool[e.PlanItemID]; ok {
-					tl.Tools[ti].End, tl.Tools[ti].Status, tl.Tools[ti].Error = e.Time, "needs_human", d.Reason
-					delete(openTool, e.PlanItemID)
-				}
-			}
-			delete(openOp, e.OperationID)
-		case run.EventApprovalRequested:
-			tl.Approvals = append(tl.Approvals, ApprovalWait{ApprovalID: d.ApprovalID, PlanItemID: e.PlanItemID, Tool: d.Tool,
-				Mode: d.Mode, ArgsHash: d.ArgsHash, Start: e.Time, Status: string(run.ApprovalPending)})
-			openAp[d.ApprovalID] = len(tl.Approvals) - 1
-		case run.EventApprovalGranted, run.EventApprovalDenied, run.EventApprovalCancelled:
-			i, ok := openAp[d.ApprovalID]
-			if !ok {
-				break
-			}
-			ap := &tl.Approvals[i]
-			ap.End, ap.DecidedBy = e.Time, d.DecidedBy+d.By
-			switch e.Type {
-			case run.EventApprovalGranted:
-				ap.Status = string(run.ApprovalApproved)
-			case run.EventApprovalDenied:
-				ap.Status = string(run.ApprovalDenied)
-			default:
-				ap.Status = string(run.ApprovalCancelled)
-			}
-			delete(openAp, d.ApprovalID)
+		r.tl.Steps = append(r.tl.Steps, StepSpan{Index: len(r.tl.Steps), Owner: d.Owner, Start: e.Time, End: e.Time, FirstSeq: e.Seq})
+		r.step = len(r.tl.Steps) - 1
+	}
+	st := &r.tl.Steps[r.step]
+	st.End, st.LastSeq = e.Time, e.Seq
+	switch e.Type {
+	case run.EventModelCallStarted:
+		r.closeStepSpans(e.Time)
+		r.tl.Models = append(r.tl.Models, ModelCall{Step: r.step, Start: e.Time, End: e.Time, Status: "unfinished"})
+		r.openModel = len(r.tl.Models) - 1
+	case run.EventModelCallCompleted:
+		r.modelCompleted(e, d)
+	case run.EventModelCallFailed, run.EventRateLimited:
+		r.modelFailed(e, d)
+	case run.EventToolStarted:
+		it := r.items[e.PlanItemID]
+		tc := ToolCall{Step: r.step, Start: e.Time, End: e.Time, Tool: d.Tool, PlanItemID: e.PlanItemID, CallID: it.CallID,
+			OperationID: e.OperationID, InputHash: it.ArgsHash, Status: "unfinished", AskedBy: asker(&r.tl, &r.pendingAsks, d.Tool)}
+		r.tl.Tools = append(r.tl.Tools, tc)
+		r.openTool[e.PlanItemID] = len(r.tl.Tools) - 1
+	case run.EventToolCompleted, run.EventToolFailed:
+		r.toolEnded(e, d)
+	case run.EventOpIntent:
+		r.tl.Ops = append(r.tl.Ops, OpSpan{Step: r.step, Start: e.Time, End: e.Time, OperationID: e.OperationID, PlanItemID: e.PlanItemID,
+			Tool: r.items[e.PlanItemID].Tool, Destination: d.Destination, Contract: d.Contract, Status: string(run.OpPending)})
+		r.openOp[e.OperationID] = len(r.tl.Ops) - 1
+	case run.EventOpUncertain:
+		if i, ok := r.openOp[e.OperationID]; ok {
+			r.tl.Ops[i].Uncertain++
+			r.tl.Ops[i].End, r.tl.Ops[i].Reason = e.Time, d.Error
+		}
+	case run.EventOpSucceeded, run.EventOpReconciled, run.EventOpFailed, run.EventOpNeedsHuman:
+		r.opEnded(e, d)
+	case run.EventApprovalRequested:
+		r.tl.Approvals = append(r.tl.Approvals, ApprovalWait{ApprovalID: d.ApprovalID, PlanItemID: e.PlanItemID, Tool: d.Tool,
+			Mode: d.Mode, ArgsHash: d.ArgsHash, Start: e.Time, Status: string(run.ApprovalPending)})
+		r.openAp[d.ApprovalID] = len(r.tl.Approvals) - 1
+	case run.EventApprovalGranted, run.EventApprovalDenied, run.EventApprovalCancelled:
+		r.approvalDecided(e, d)
+	}
+}
+
+// closeStepSpans ends, at at, the model and tool calls the step left
+// open: a new step or model call means they will not finish.
+func (r *rebuilder) closeStepSpans(at time.Time) {
+	if r.openModel >= 0 {
+		r.tl.Models[r.openModel].End, r.tl.Models[r.openModel].Status = at, "unfinished"
+		r.openModel = -1
+	}
+	for k, i := range r.openTool {
+		r.tl.Tools[i].End, r.tl.Tools[i].Status = at, "unfinished"
+		delete(r.openTool, k)
+	}
+}
+
+// modelCompleted closes the open model call with its answer, and queues
+// the tool calls it asked for.
+func (r *rebuilder) modelCompleted(e run.Event, d evData) {
+	if r.openModel < 0 {
+		// No model_call_started: the completion stands for the
+		// whole call.
+		start := e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
+		r.closeStepSpans(start)
+		r.tl.Models = append(r.tl.Models, ModelCall{Step: r.step, Start: start, End: e.Time})
+		r.openModel = len(r.tl.Models) - 1
+	}
+	m := &r.tl.Models[r.openModel]
+	m.End, m.Status, m.Model = e.Time, "completed", d.Model
+	m.InputTokens, m.OutputTokens, m.CostMicroUSD = d.Usage.InputTokens, d.Usage.OutputTokens, d.Cost
+	m.StopReason, m.ResponseID, m.Retried = d.StopReason, d.ResponseID, d.RetriedCount
+	for _, c := range d.Answer.Calls {
+		m.Calls = append(m.Calls, c.Name)
+		r.pendingAsks = append(r.pendingAsks, r.openModel)
+	}
+	r.openModel = -1
+}
+
+// modelFailed counts an attempt retried inside the open model call, or
+// closes the call as failed (or rate limited).
+func (r *rebuilder) modelFailed(e run.Event, d evData) {
+	if string(d.Retried) == "true" {
+		if r.openModel >= 0 {
+			r.tl.Models[r.openModel].Retried++
+		}
+		return // an attempt retried inside the call, not its end
+	}
+	if r.openModel < 0 {
+		return
+	}
+	m := &r.tl.Models[r.openModel]
+	m.End, m.Status, m.Error = e.Time, "failed", d.Error
+	if e.Type == run.EventRateLimited {
+		m.Status = "rate_limited"
+	}
+	r.openModel = -1
+}
+
+// toolEnded closes the plan item's tool call with its outcome.
+func (r *rebuilder) toolEnded(e run.Event, d evData) {
+	i, ok := r.openTool[e.PlanItemID]
+	if !ok {
+		// Refused before it ran (no duration), or a call whose
+		// tool_started was left out (its result carries the duration).
+		it := r.items[e.PlanItemID]
+		start := e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
+		r.tl.Tools = append(r.tl.Tools, ToolCall{Step: r.step, Start: start, Tool: d.Tool, PlanItemID: e.PlanItemID, CallID: it.CallID,
+			OperationID: e.OperationID, InputHash: it.ArgsHash, AskedBy: asker(&r.tl, &r.pendingAsks, d.Tool)})
+		i = len(r.tl.Tools) - 1
+	}
+	delete(r.openTool, e.PlanItemID)
+	tc := &r.tl.Tools[i]
+	tc.End = e.Time
+	switch {
+	case e.Type == run.EventToolCompleted:
+		tc.Status = "completed"
+	case d.Dispatched != nil && !*d.Dispatched:
+		tc.Status, tc.Error = "not_dispatched", d.Error
+	default:
+		tc.Status, tc.Error = "failed", d.Error
+	}
+}
+
+// opEnded closes the operation's span with its outcome; needs_human also
+// ends the tool call waiting on it.
+func (r *rebuilder) opEnded(e run.Event, d evData) {
+	i, ok := r.openOp[e.OperationID]
+	if !ok {
+		return
+	}
+	op := &r.tl.Ops[i]
+	op.End = e.Time
+	switch e.Type {
+	case run.EventOpSucceeded:
+		op.Status = string(run.OpSucceeded)
+	case run.EventOpReconciled:
+		op.Status = "reconciled"
+	case run.EventOpFailed:
+		op.Status, op.Reason = string(run.OpFailed), d.Error
+	case run.EventOpNeedsHuman:
+		op.Status, op.Reason = string(run.OpNeedsHuman), d.Reason
+		if ti, ok := r.openTool[e.PlanItemID]; ok {
+			r.tl.Tools[ti].End, r.tl.Tools[ti].Status, r.tl.Tools[ti].Error = e.Time, "needs_human", d.Reason
+			delete(r.openTool, e.PlanItemID)
 		}
 	}
-	if step >= 0 {
-		closeStepSpans(tl.Steps[step].End)
+	delete(r.openOp, e.OperationID)
+}
+
+// approvalDecided closes the approval's wait with its decision.
+func (r *rebuilder) approvalDecided(e run.Event, d evData) {
+	i, ok := r.openAp[d.ApprovalID]
+	if !ok {
+		return
 	}
-	return tl
+	ap := &r.tl.Approvals[i]
+	ap.End, ap.DecidedBy = e.Time, d.DecidedBy+d.By
+	switch e.Type {
+	case run.EventApprovalGranted:
+		ap.Status = string(run.ApprovalApproved)
+	case run.EventApprovalDenied:
+		ap.Status = string(run.ApprovalDenied)
+	default:
+		ap.Status = string(run.ApprovalCancelled)
+	}
+	delete(r.openAp, d.ApprovalID)
 }
 
 // asker takes, from the queue of calls model answers asked for, the

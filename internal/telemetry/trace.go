@@ -185,38 +185,12 @@ func BuildTrace(b Bundle, tl Timeline, env Env) Trace {
 		if m.Model != "" {
 			name += " " + m.Model
 		}
-		at := []KeyValue{str("gen_ai.operation.name", "chat"), str("gen_ai.agent.name", r.Agent), runIDAttr,
-			str("gen_ai.conversation.id", r.SessionID)}
-		if provider != "" {
-			at = append(at, str("gen_ai.provider.name", provider))
-		}
-		if rm := env.RequestModel(r.Agent); rm != "" {
-			at = append(at, str("gen_ai.request.model", rm))
-		}
-		if m.Model != "" {
-			at = append(at, str("gen_ai.response.model", m.Model))
-		}
-		if m.ResponseID != "" {
-			at = append(at, str("gen_ai.response.id", m.ResponseID))
-		}
-		if m.StopReason != "" {
-			reason := m.StopReason
-			at = append(at, KeyValue{Key: "gen_ai.response.finish_reasons", Value: AnyValue{ArrayValue: &ArrayValue{Values: []AnyValue{{StringValue: &reason}}}}})
-		}
-		at = append(at, num("gen_ai.usage.input_tokens", m.InputTokens), num("gen_ai.usage.output_tokens", m.OutputTokens),
-			num("keel.cost_micro_usd", m.CostMicroUSD), num("keel.retried_attempts", int64(m.Retried)))
+		at := chatAttributes(r, m, env, provider, runIDAttr)
 		spans = append(spans, Span{TraceID: tid, SpanID: spanID(r.ID, "chat", strconv.Itoa(i)), ParentSpanID: parentOf(m.Step),
 			Name: name, Kind: kindClient, Start: nanos(m.Start), End: nanos(m.End), Attributes: at, Status: statusOf(m.Status, m.Error)})
 	}
 	for _, c := range tl.Tools {
-		at := []KeyValue{str("gen_ai.operation.name", "execute_tool"), str("gen_ai.tool.name", c.Tool), runIDAttr,
-			str("keel.plan_item.id", c.PlanItemID), str("keel.tool.input_hash", c.InputHash), str("keel.tool.status", c.Status)}
-		if c.CallID != "" {
-			at = append(at, str("gen_ai.tool.call.id", c.CallID))
-		}
-		if c.OperationID != "" {
-			at = append(at, str("keel.operation.id", c.OperationID))
-		}
+		at := toolAttributes(c, runIDAttr)
 		spans = append(spans, Span{TraceID: tid, SpanID: spanID(r.ID, "tool", c.PlanItemID), ParentSpanID: parentOf(c.Step),
 			Name: "execute_tool " + c.Tool, Kind: kindInternal, Start: nanos(c.Start), End: nanos(c.End), Attributes: at,
 			Status: statusOf(c.Status, c.Error)})
@@ -239,6 +213,50 @@ func BuildTrace(b Bundle, tl Timeline, env Env) Trace {
 		spans = append(spans, Span{TraceID: tid, SpanID: spanID(r.ID, "approval", ap.ApprovalID), ParentSpanID: root,
 			Name: "keel.approval_wait " + ap.Tool, Kind: kindInternal, Start: nanos(ap.Start), End: nanos(apEnd), Attributes: at})
 	}
+	return traceOf(spans, env)
+}
+
+// chatAttributes are the GenAI attributes of model call m's chat span:
+// those the record does not know (provider, response model) are left out.
+func chatAttributes(r run.Run, m ModelCall, env Env, provider string, runIDAttr KeyValue) []KeyValue {
+	at := []KeyValue{str("gen_ai.operation.name", "chat"), str("gen_ai.agent.name", r.Agent), runIDAttr,
+		str("gen_ai.conversation.id", r.SessionID)}
+	if provider != "" {
+		at = append(at, str("gen_ai.provider.name", provider))
+	}
+	if rm := env.RequestModel(r.Agent); rm != "" {
+		at = append(at, str("gen_ai.request.model", rm))
+	}
+	if m.Model != "" {
+		at = append(at, str("gen_ai.response.model", m.Model))
+	}
+	if m.ResponseID != "" {
+		at = append(at, str("gen_ai.response.id", m.ResponseID))
+	}
+	if m.StopReason != "" {
+		reason := m.StopReason
+		at = append(at, KeyValue{Key: "gen_ai.response.finish_reasons", Value: AnyValue{ArrayValue: &ArrayValue{Values: []AnyValue{{StringValue: &reason}}}}})
+	}
+	return append(at, num("gen_ai.usage.input_tokens", m.InputTokens), num("gen_ai.usage.output_tokens", m.OutputTokens),
+		num("keel.cost_micro_usd", m.CostMicroUSD), num("keel.retried_attempts", int64(m.Retried)))
+}
+
+// toolAttributes are the attributes of tool call c's execute_tool span.
+func toolAttributes(c ToolCall, runIDAttr KeyValue) []KeyValue {
+	at := []KeyValue{str("gen_ai.operation.name", "execute_tool"), str("gen_ai.tool.name", c.Tool), runIDAttr,
+		str("keel.plan_item.id", c.PlanItemID), str("keel.tool.input_hash", c.InputHash), str("keel.tool.status", c.Status)}
+	if c.CallID != "" {
+		at = append(at, str("gen_ai.tool.call.id", c.CallID))
+	}
+	if c.OperationID != "" {
+		at = append(at, str("keel.operation.id", c.OperationID))
+	}
+	return at
+}
+
+// traceOf wraps spans in the OTLP resource (service keel at env.Version)
+// and the instrumentation scope of this package.
+func traceOf(spans []Span, env Env) Trace {
 	rs := ResourceSpans{}
 	rs.Resource.Attributes = []KeyValue{str("service.name", "keel"), str("service.version", env.Version)}
 	ss := ScopeSpans{SchemaURL: "https://opentelemetry.io/schemas/" + strings.TrimPrefix(GenAISemconv, "v"), Spans: spans}

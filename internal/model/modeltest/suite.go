@@ -3,10 +3,8 @@ package modeltest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,232 +81,35 @@ func (s *sleeper) Slept() []time.Duration {
 // Run runs the conformance suite against p. Every case drives p's real
 // client against a Server, through model.NewTransport.
 func Run(t *testing.T, p Provider) {
-	errReply := func(status int, retryAfter string, msg string) Reply {
-		body, hdr := p.ErrorBody(status, msg)
-		h := map[string]string{}
-		for k, v := range hdr {
-			h[k] = v
-		}
-		if retryAfter != "" {
-			h["Retry-After"] = retryAfter
-		}
-		return Reply{Status: status, Body: body, Header: h}
+	for _, tc := range suiteCases(p) {
+		t.Run(tc.name, func(t *testing.T) { runCase(t, p, tc) })
 	}
-	type check func(t *testing.T, resp model.Response, err error, srv *Server, slept []time.Duration)
+}
 
-	tests := []struct {
-		name        string
-		replies     []Reply
-		maxAttempts int
-		check       check
-	}{
-		{
-			name:    "request shape",
-			replies: []Reply{{Fixture: "text"}},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
-				mustText(t, resp, err)
-				mustRequest(t, p, srv.Requests()[0])
-			},
-		},
-		{
-			name:    "plain text",
-			replies: []Reply{{Fixture: "text"}},
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, _ []time.Duration) {
-				mustText(t, resp, err)
-				if len(resp.Attempts) != 0 {
-					t.Errorf("attempts = %+v, want none", resp.Attempts)
-				}
-			},
-		},
-		{
-			name:    "tool call in many fragments",
-			replies: []Reply{{Fixture: "tool_fragments"}},
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, _ []time.Duration) {
-				mustTool(t, p, resp, err)
-			},
-		},
-		{
-			name:    "connection cut mid tool args is retried whole",
-			replies: []Reply{{Fixture: "cut_tool_args", Abort: true}, {Fixture: "tool_fragments"}},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
-				mustTool(t, p, resp, err)
-				mustAttempts(t, resp.Attempts, model.AttemptStreamCut)
-				mustRequests(t, srv, 2)
-			},
-		},
-		{
-			name:    "clean end mid tool args is retried whole",
-			replies: []Reply{{Fixture: "cut_tool_args"}, {Fixture: "tool_fragments"}},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
-				mustTool(t, p, resp, err)
-				mustAttempts(t, resp.Attempts, model.AttemptStreamCut)
-			},
-		},
-		{
-			name:        "cut mid tool args never surfaces",
-			replies:     []Reply{{Fixture: "cut_tool_args", Abort: true}},
-			maxAttempts: 1,
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, _ []time.Duration) {
-				if err == nil {
-					t.Fatalf("a cut stream returned %+v", resp)
-				}
-				if !reflect.DeepEqual(resp, model.Response{}) {
-					t.Fatalf("a failed call returned content: %+v", resp)
-				}
-				var ce *model.CallError
-				if !errors.As(err, &ce) {
-					t.Fatalf("err = %T %v, want *model.CallError", err, err)
-				}
-				mustAttempts(t, ce.Attempts, model.AttemptStreamCut)
-			},
-		},
-		{
-			name: "stall before headers and mid stream hit the idle timeout",
-			replies: []Reply{
-				{Stall: true},
-				{Fixture: "tool_fragments", Frames: 3, Stall: true},
-				{Fixture: "text"},
-			},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
-				mustText(t, resp, err)
-				mustAttempts(t, resp.Attempts, model.AttemptStall, model.AttemptStall)
-				mustRequests(t, srv, 3)
-			},
-		},
-		{
-			name:    "429 honours retry-after",
-			replies: []Reply{errReply(429, "7", "Too many requests"), {Fixture: "text"}},
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, slept []time.Duration) {
-				mustText(t, resp, err)
-				mustAttempts(t, resp.Attempts, model.AttemptRateLimited)
-				if a := resp.Attempts[0]; a.Status != 429 || a.RetryAfter != 7*time.Second {
-					t.Errorf("attempt = %+v, want status 429, retry after 7s", a)
-				}
-				if fmt.Sprint(slept) != "[7s]" {
-					t.Errorf("slept %v, want [7s]", slept)
-				}
-			},
-		},
-		{
-			name:    "429 with a long retry-after returns a durable wait",
-			replies: []Reply{errReply(429, "120", "Too many requests")},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, slept []time.Duration) {
-				var rl *model.RateLimitedError
-				if !errors.As(err, &rl) || rl.RetryAfter != 2*time.Minute {
-					t.Fatalf("err = %v, want RateLimitedError after 2m", err)
-				}
-				if len(slept) != 0 {
-					t.Errorf("slept %v inline", slept)
-				}
-				mustRequests(t, srv, 1)
-			},
-		},
-		{
-			name:    "500 is retried",
-			replies: []Reply{errReply(500, "", "Internal server error"), {Fixture: "text"}},
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, slept []time.Duration) {
-				mustText(t, resp, err)
-				mustAttempts(t, resp.Attempts, model.AttemptServerError)
-				if resp.Attempts[0].Status != 500 {
-					t.Errorf("attempt = %+v, want status 500", resp.Attempts[0])
-				}
-				if len(slept) != 1 || slept[0] <= 0 {
-					t.Errorf("slept %v, want one backoff", slept)
-				}
-			},
-		},
-		{
-			name:    "400 is not retried and names provider, status and request id",
-			replies: []Reply{errReply(400, "", "max_tokens: must be positive"), {Fixture: "text"}},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
-				var se *model.StatusError
-				if !errors.As(err, &se) || se.Status != 400 || se.RequestID != "req_001" || se.Provider != p.Name {
-					t.Fatalf("err = %v, want a %s StatusError 400 with request id req_001", err, p.Name)
-				}
-				for _, s := range []string{p.Name, "400", "req_001", "max_tokens: must be positive"} {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q does not name %q", err, s)
-					}
-				}
-				mustRequests(t, srv, 1)
-			},
-		},
-		{
-			name:    "malformed event is retried",
-			replies: []Reply{{Fixture: "malformed"}, {Fixture: "text"}},
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, _ []time.Duration) {
-				mustText(t, resp, err)
-				mustAttempts(t, resp.Attempts, model.AttemptMalformed)
-			},
-		},
-		{
-			name:    "the credential never appears in an error",
-			replies: []Reply{errReply(401, "", "invalid x-api-key "+secret+" for "+secret[:12])},
-			check: func(t *testing.T, resp model.Response, err error, srv *Server, _ []time.Duration) {
-				if err == nil {
-					t.Fatal("a 401 succeeded")
-				}
-				if !p.SecretSent(srv.Requests()[0], secret) {
-					t.Fatal("the request did not carry the credential; the check below would prove nothing")
-				}
-				if strings.Contains(err.Error(), secret) || strings.Contains(fmt.Sprintf("%+v", err), secret) {
-					t.Fatalf("error leaks the credential: %v", err)
-				}
-			},
-		},
-		{
-			name: "a request id echoing the credential is redacted (error)",
-			replies: []Reply{func() Reply {
-				r := errReply(400, "", "bad request")
-				r.Header = map[string]string{p.Wire.RequestIDHeader: "req-" + secret}
-				return r
-			}()},
-			check: func(t *testing.T, _ model.Response, err error, srv *Server, _ []time.Duration) {
-				var se *model.StatusError
-				if !errors.As(err, &se) {
-					t.Fatalf("err = %v, want a StatusError", err)
-				}
-				if strings.Contains(se.RequestID, secret) || strings.Contains(fmt.Sprintf("%+v", err), secret) {
-					t.Fatalf("the request id leaks the credential: %q", se.RequestID)
-				}
-			},
-		},
-		{
-			name:    "a request id echoing the credential is redacted (stream)",
-			replies: []Reply{{Fixture: "text", Header: map[string]string{p.Wire.RequestIDHeader: "req-" + secret}}},
-			check: func(t *testing.T, resp model.Response, err error, _ *Server, _ []time.Duration) {
-				mustText(t, resp, err)
-				if strings.Contains(fmt.Sprintf("%+v", resp), secret) {
-					t.Fatalf("the response leaks the credential: %+v", resp)
-				}
-			},
-		},
+// runCase sends Request1 through p's client and model.NewTransport to a
+// Server giving tc's replies, and checks the outcome.
+func runCase(t *testing.T, p Provider, tc suiteCase) {
+	srv := NewServer(t, p.Wire, tc.replies...)
+	sl := &sleeper{}
+	maxAttempts := tc.maxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = 3
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := NewServer(t, p.Wire, tc.replies...)
-			sl := &sleeper{}
-			maxAttempts := tc.maxAttempts
-			if maxAttempts == 0 {
-				maxAttempts = 3
-			}
-			m := model.NewTransport(p.New(t, srv.URL, secret), model.TransportOptions{
-				Provider:    p.Name,
-				Model:       "test-model",
-				MaxAttempts: maxAttempts,
-				// Tiny, so the stall cases end fast; the test server's
-				// replays are local and immediate, so no other case
-				// comes near it.
-				IdleTimeout: 500 * time.Millisecond,
-				Sleep:       sl.Sleep,
-				Jitter:      func() float64 { return 0.5 },
-			})
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			resp, err := m.Generate(ctx, Request1())
-			tc.check(t, resp, err, srv, sl.Slept())
-		})
-	}
+	m := model.NewTransport(p.New(t, srv.URL, secret), model.TransportOptions{
+		Provider:    p.Name,
+		Model:       "test-model",
+		MaxAttempts: maxAttempts,
+		// Tiny, so the stall cases end fast; the test server's
+		// replays are local and immediate, so no other case
+		// comes near it.
+		IdleTimeout: 500 * time.Millisecond,
+		Sleep:       sl.Sleep,
+		Jitter:      func() float64 { return 0.5 },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := m.Generate(ctx, Request1())
+	tc.check(t, resp, err, srv, sl.Slept())
 }
 
 // Request1 is the request every case sends: a tool result in the

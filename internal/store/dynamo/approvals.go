@@ -75,44 +75,9 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 			func(st runState, _ int64) ([]types.TransactWriteItem, func(context.Context, int) error) {
 				now := s.now()
 				decidedAt = nanos(now)
-				e := newExpr()
-				u := &update{set: []string{
-					e.name("status") + " = " + e.value(sv(string(status))),
-					e.name("decided_by") + " = " + e.value(sv(d.DecidedBy)),
-					e.name("decided_at") + " = " + e.value(tv(ts(decidedAt))),
-				}}
-				if d.Reason != "" {
-					u.set = append(u.set, e.name("reason")+" = "+e.value(sv(d.Reason)))
-				}
-				// The token read is the one returned: a token attached
-				// meanwhile fails the write, and the retry reads it.
-				var tok string
-				if a.TaskToken != "" {
-					tok = e.name("task_token") + " = " + e.value(sv(a.TaskToken))
-				} else {
-					tok = "attribute_not_exists(" + e.name("task_token") + ") OR " + e.name("task_token") + " = " + e.value(sv(""))
-				}
-				items := []types.TransactWriteItem{s.updateChild(d.RunID, approvalSK(a.ID), e, u, and([]string{
-					e.name("status") + " = " + e.value(sv(string(run.ApprovalPending))),
-					e.name("args_hash") + " = " + e.value(sv(d.ArgsHash)),
-					tok,
-				}))}
+				items := []types.TransactWriteItem{s.decideItem(d, a, status, decidedAt)}
 				if d.Approve && a.Mode == run.ModeConfirmOnce {
-					// A grant that exists is kept (first approval wins), without
-					// failing the transaction.
-					g := newExpr()
-					set := func(attr string, v types.AttributeValue) string {
-						return g.name(attr) + " = if_not_exists(" + g.name(attr) + ", " + g.value(v) + ")"
-					}
-					items = append(items, types.TransactWriteItem{Update: &types.Update{
-						TableName: aws.String(s.table),
-						Key:       key(sessionPK(a.SessionID), grantSK(a.Tool)),
-						UpdateExpression: aws.String("SET " + join([]string{
-							set("approval_id", sv(a.ID)), set("granted_by", sv(d.DecidedBy)),
-							set("tool", sv(a.Tool)), set("created_at", tv(ts(decidedAt)))})),
-						ExpressionAttributeNames:  g.names,
-						ExpressionAttributeValues: g.values,
-					}})
+					items = append(items, s.grantItem(a, d.DecidedBy, decidedAt))
 				}
 				return items, func(context.Context, int) error {
 					moved = true // decided meanwhile: re-read and report
@@ -129,6 +94,53 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 		return a, nil
 	}
 	return run.Approval{}, tooContended("decide approval", d.RunID)
+}
+
+// decideItem is the update that gives pending approval a its decision d,
+// conditioned on it being still pending, for the same args and with the
+// task token as read.
+func (s *Store) decideItem(d store.Decision, a run.Approval, status run.ApprovalStatus, decidedAt int64) types.TransactWriteItem {
+	e := newExpr()
+	u := &update{set: []string{
+		e.name("status") + " = " + e.value(sv(string(status))),
+		e.name("decided_by") + " = " + e.value(sv(d.DecidedBy)),
+		e.name("decided_at") + " = " + e.value(tv(ts(decidedAt))),
+	}}
+	if d.Reason != "" {
+		u.set = append(u.set, e.name("reason")+" = "+e.value(sv(d.Reason)))
+	}
+	// The token read is the one returned: a token attached
+	// meanwhile fails the write, and the retry reads it.
+	var tok string
+	if a.TaskToken != "" {
+		tok = e.name("task_token") + " = " + e.value(sv(a.TaskToken))
+	} else {
+		tok = "attribute_not_exists(" + e.name("task_token") + ") OR " + e.name("task_token") + " = " + e.value(sv(""))
+	}
+	return s.updateChild(d.RunID, approvalSK(a.ID), e, u, and([]string{
+		e.name("status") + " = " + e.value(sv(string(run.ApprovalPending))),
+		e.name("args_hash") + " = " + e.value(sv(d.ArgsHash)),
+		tok,
+	}))
+}
+
+// grantItem records the session's grant of a's tool that a confirm-once
+// approval gives. A grant that exists is kept (first approval wins),
+// without failing the transaction.
+func (s *Store) grantItem(a run.Approval, grantedBy string, decidedAt int64) types.TransactWriteItem {
+	g := newExpr()
+	set := func(attr string, v types.AttributeValue) string {
+		return g.name(attr) + " = if_not_exists(" + g.name(attr) + ", " + g.value(v) + ")"
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(s.table),
+		Key:       key(sessionPK(a.SessionID), grantSK(a.Tool)),
+		UpdateExpression: aws.String("SET " + join([]string{
+			set("approval_id", sv(a.ID)), set("granted_by", sv(grantedBy)),
+			set("tool", sv(a.Tool)), set("created_at", tv(ts(decidedAt)))})),
+		ExpressionAttributeNames:  g.names,
+		ExpressionAttributeValues: g.values,
+	}}
 }
 
 // errStop ends an appendTx loop so the caller can re-read and decide.

@@ -44,41 +44,18 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		if r.Status.Terminal() {
 			return run.Run{}, nil, fmt.Errorf("dynamo: cancel %q: %w (%s)", runID, store.ErrTerminal, r.Status)
 		}
-		all, err := s.ListApprovals(ctx, runID)
+		pending, err := s.pendingApprovals(ctx, runID)
 		if err != nil {
 			return run.Run{}, nil, err
-		}
-		var pending []run.Approval
-		for _, a := range all {
-			if a.Status == run.ApprovalPending {
-				pending = append(pending, a)
-			}
 		}
 		ends := r.Status == run.StatusNeedsHuman // no worker may take it: the person's cancel ends it here
 		if r.CancelRequested && len(pending) == 0 && !ends {
 			return r, nil, nil // asked before: nothing new to record
 		}
 		now := s.now()
-		data, err := json.Marshal(map[string]string{"by": by})
+		events, err := cancelEvents(by, pending, ends, now)
 		if err != nil {
 			return run.Run{}, nil, err
-		}
-		events := []run.Event{{Type: run.EventCancelRequested, Data: data}}
-		for i := range pending {
-			a := &pending[i]
-			a.Status, a.DecidedBy, a.Reason, a.DecidedAt = run.ApprovalCancelled, by, "run cancelled", now
-			d, err := json.Marshal(map[string]string{"approval_id": a.ID, "by": by})
-			if err != nil {
-				return run.Run{}, nil, err
-			}
-			events = append(events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: a.PlanItemID, Data: d})
-		}
-		if ends {
-			ev, err := store.CancelledByPerson(by)
-			if err != nil {
-				return run.Run{}, nil, err
-			}
-			events = append(events, ev)
 		}
 		st := stateOf(it)
 		s.remember(runID, st)
@@ -101,18 +78,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 				return nil
 			},
 			func(runState, int64) ([]types.TransactWriteItem, func(context.Context, int) error) {
-				var items []types.TransactWriteItem
-				for _, a := range pending {
-					e := newExpr()
-					u := &update{set: []string{
-						e.name("status") + " = " + e.value(sv(string(run.ApprovalCancelled))),
-						e.name("decided_by") + " = " + e.value(sv(by)),
-						e.name("reason") + " = " + e.value(sv("run cancelled")),
-						e.name("decided_at") + " = " + e.value(tv(now))}}
-					items = append(items, s.updateChild(runID, approvalSK(a.ID), e, u,
-						e.name("status")+" = "+e.value(sv(string(run.ApprovalPending)))))
-				}
-				return items, func(context.Context, int) error { moved = true; return errStop }
+				return s.cancelPendingItems(runID, by, pending, now), func(context.Context, int) error { moved = true; return errStop }
 			})
 		if moved {
 			continue
@@ -130,6 +96,66 @@ func (s *Store) RequestCancel(ctx context.Context, runID, by string) (run.Run, [
 		return r, pending, nil
 	}
 	return run.Run{}, nil, tooContended("cancel", runID)
+}
+
+// pendingApprovals lists the run's approvals that are still pending.
+func (s *Store) pendingApprovals(ctx context.Context, runID string) ([]run.Approval, error) {
+	all, err := s.ListApprovals(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var pending []run.Approval
+	for _, a := range all {
+		if a.Status == run.ApprovalPending {
+			pending = append(pending, a)
+		}
+	}
+	return pending, nil
+}
+
+// cancelEvents are the events of a cancel request by by: cancel_requested,
+// one approval_cancelled per pending approval (each marked cancelled in
+// place, as the caller returns them), and the run's end when ends.
+func cancelEvents(by string, pending []run.Approval, ends bool, now time.Time) ([]run.Event, error) {
+	data, err := json.Marshal(map[string]string{"by": by})
+	if err != nil {
+		return nil, err
+	}
+	events := []run.Event{{Type: run.EventCancelRequested, Data: data}}
+	for i := range pending {
+		a := &pending[i]
+		a.Status, a.DecidedBy, a.Reason, a.DecidedAt = run.ApprovalCancelled, by, "run cancelled", now
+		d, err := json.Marshal(map[string]string{"approval_id": a.ID, "by": by})
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: a.PlanItemID, Data: d})
+	}
+	if ends {
+		ev, err := store.CancelledByPerson(by)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
+// cancelPendingItems are the updates that cancel each pending approval,
+// each conditioned on it being pending still.
+func (s *Store) cancelPendingItems(runID, by string, pending []run.Approval, now time.Time) []types.TransactWriteItem {
+	var items []types.TransactWriteItem
+	for _, a := range pending {
+		e := newExpr()
+		u := &update{set: []string{
+			e.name("status") + " = " + e.value(sv(string(run.ApprovalCancelled))),
+			e.name("decided_by") + " = " + e.value(sv(by)),
+			e.name("reason") + " = " + e.value(sv("run cancelled")),
+			e.name("decided_at") + " = " + e.value(tv(now))}}
+		items = append(items, s.updateChild(runID, approvalSK(a.ID), e, u,
+			e.name("status")+" = "+e.value(sv(string(run.ApprovalPending)))))
+	}
+	return items
 }
 
 // EnqueueInput implements store.Control in one TransactWriteItems: the run

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
@@ -48,39 +47,99 @@ func (s *Store) CommitSignals(ctx context.Context, c store.Commit) ([]int64, sto
 	return seqs, sig, nil
 }
 
-// commitTx writes c in tx and sets *sig to the run's signals after it.
+// commitTx writes c in tx and sets *sig to the run's signals after it. The
+// statements run in a fixed order (run row read, operations, approvals,
+// inputs, plan items, checkpoint, events, one run row UPDATE): each helper
+// below is one step of it, taking the transaction and the commit.
 func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *store.RunSignals) ([]int64, error) {
-	var (
-		rk         int64
-		status     run.Status
-		leaseOwner string
-		token      int64
-		lastSeq    int64
-		lastHash   string
-		sessionID  string
-		cancel     int
-		lastTime   int64
-	)
-	err := s.queryRow(ctx, tx, qCommitRun,
-		c.RunID).Scan(&rk, &status, &leaseOwner, &token, &lastSeq, &lastHash, &sessionID, &cancel, &lastTime)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
-	}
+	r, err := s.fencedRun(ctx, tx, c)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: commit to %q: %w", c.RunID, err)
-	}
-	if token != c.Token || leaseOwner == "" {
-		return nil, fmt.Errorf("sqlite: commit to %q: %w (token %d, current %d, held %t)", c.RunID, store.ErrFenced, c.Token, token, leaseOwner != "")
+		return nil, err
 	}
 	p := c.Run
-	if p != nil && p.Status != "" {
-		if err := run.Transition(status, p.Status); err != nil {
-			return nil, fmt.Errorf("sqlite: commit to %q: %w", c.RunID, err)
-		}
-	}
 	now := s.clock()
 	nowN := now.UnixNano()
 
+	if err := s.insertOperations(ctx, tx, c, nowN); err != nil {
+		return nil, err
+	}
+	if err := s.updateOperations(ctx, tx, c, nowN); err != nil {
+		return nil, err
+	}
+	if p != nil && p.Status.Terminal() {
+		if err := s.settled(ctx, tx, c.RunID, p.Status); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.insertApprovals(ctx, tx, c, r.sessionID, nowN); err != nil {
+		return nil, err
+	}
+	if err := s.cancelApprovals(ctx, tx, c, nowN); err != nil {
+		return nil, err
+	}
+	if err := s.consumeInputs(ctx, tx, c); err != nil {
+		return nil, err
+	}
+	if err := s.upsertPlanItems(ctx, tx, c, r.rk, nowN); err != nil {
+		return nil, err
+	}
+	checkpointID, err := s.commitCheckpoint(ctx, tx, c, r.rk, nowN)
+	if err != nil {
+		return nil, err
+	}
+	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, r.rk, r.lastSeq, r.lastHash, r.lastTime, c.Events, c.Checkpoint, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.updateCommitRun(ctx, tx, c, r, checkpointID, head, nowN); err != nil {
+		return nil, err
+	}
+	*sig = store.RunSignals{CancelRequested: r.cancel != 0, LeaseToken: r.token, Status: r.status}
+	if p != nil && p.Status != "" {
+		sig.Status = p.Status
+	}
+	return seqs, nil
+}
+
+// commitRun is the run row as a commit reads it first (qCommitRun).
+type commitRun struct {
+	rk         int64
+	status     run.Status
+	leaseOwner string
+	token      int64
+	lastSeq    int64
+	lastHash   string
+	sessionID  string
+	cancel     int
+	lastTime   int64
+}
+
+// fencedRun reads the run row and refuses the commit unless its token is
+// the lease's current one and the status change c asks for is allowed.
+func (s *Store) fencedRun(ctx context.Context, tx *sql.Tx, c *store.Commit) (commitRun, error) {
+	var r commitRun
+	err := s.queryRow(ctx, tx, qCommitRun,
+		c.RunID).Scan(&r.rk, &r.status, &r.leaseOwner, &r.token, &r.lastSeq, &r.lastHash, &r.sessionID, &r.cancel, &r.lastTime)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("sqlite: commit: run %q: %w", c.RunID, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("sqlite: commit to %q: %w", c.RunID, err)
+	}
+	if r.token != c.Token || r.leaseOwner == "" {
+		return r, fmt.Errorf("sqlite: commit to %q: %w (token %d, current %d, held %t)", c.RunID, store.ErrFenced, c.Token, r.token, r.leaseOwner != "")
+	}
+	if p := c.Run; p != nil && p.Status != "" {
+		if err := run.Transition(r.status, p.Status); err != nil {
+			return r, fmt.Errorf("sqlite: commit to %q: %w", c.RunID, err)
+		}
+	}
+	return r, nil
+}
+
+// insertOperations records c's new operations; one that exists with the
+// same args hash is the same intent again and is left as is.
+func (s *Store) insertOperations(ctx context.Context, tx *sql.Tx, c *store.Commit, nowN int64) error {
 	for _, op := range c.NewOperations {
 		var hash string
 		err := s.queryRow(ctx, tx, qOpHash, c.RunID, op.ID).Scan(&hash)
@@ -88,38 +147,45 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		case err == nil && hash == op.ArgsHash:
 			continue // the same intent again
 		case err == nil:
-			return nil, fmt.Errorf("sqlite: commit: operation %q: %w: exists with args hash %s, not %s", op.ID, store.ErrConflict, hash, op.ArgsHash)
+			return fmt.Errorf("sqlite: commit: operation %q: %w: exists with args hash %s, not %s", op.ID, store.ErrConflict, hash, op.ArgsHash)
 		case !errors.Is(err, sql.ErrNoRows):
-			return nil, fmt.Errorf("sqlite: commit: operation %q: %w", op.ID, err)
+			return fmt.Errorf("sqlite: commit: operation %q: %w", op.ID, err)
 		}
 		if _, err := s.exec(ctx, tx, qOpInsert,
 			c.RunID, op.ID, op.PlanItemID, op.Tool, op.Destination, blob(op.Args), op.ArgsHash, op.ArtifactHash,
 			op.IdempotencyKey, run.OpPending, op.Attempts, nowN, nowN); err != nil {
-			return nil, fmt.Errorf("sqlite: commit: insert operation %q: %w", op.ID, err)
+			return fmt.Errorf("sqlite: commit: insert operation %q: %w", op.ID, err)
 		}
 	}
+	return nil
+}
+
+// updateOperations applies c's operation updates; only a pending
+// operation may change.
+func (s *Store) updateOperations(ctx context.Context, tx *sql.Tx, c *store.Commit, nowN int64) error {
 	for _, u := range c.OperationUpdates {
 		var st run.OpStatus
 		err := s.queryRow(ctx, tx, qOpStatus, c.RunID, u.ID).Scan(&st)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("sqlite: commit: operation %q: %w", u.ID, store.ErrNotFound)
+			return fmt.Errorf("sqlite: commit: operation %q: %w", u.ID, store.ErrNotFound)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: commit: operation %q: %w", u.ID, err)
+			return fmt.Errorf("sqlite: commit: operation %q: %w", u.ID, err)
 		}
 		if st != run.OpPending {
-			return nil, fmt.Errorf("sqlite: commit: operation %q: %w: it is %s, not pending", u.ID, store.ErrConflict, st)
+			return fmt.Errorf("sqlite: commit: operation %q: %w: it is %s, not pending", u.ID, store.ErrConflict, st)
 		}
 		if _, err := s.exec(ctx, tx, qOpUpdate,
 			u.Status, u.ExternalID, blob(u.Result), u.Error, u.AttemptsDelta, nowN, c.RunID, u.ID); err != nil {
-			return nil, fmt.Errorf("sqlite: commit: update operation %q: %w", u.ID, err)
+			return fmt.Errorf("sqlite: commit: update operation %q: %w", u.ID, err)
 		}
 	}
-	if p != nil && p.Status.Terminal() {
-		if err := s.settled(ctx, tx, c.RunID, p.Status); err != nil {
-			return nil, err
-		}
-	}
+	return nil
+}
+
+// insertApprovals records c's new approvals in the run's session; one that
+// exists for the same tool and args is left as is.
+func (s *Store) insertApprovals(ctx context.Context, tx *sql.Tx, c *store.Commit, sessionID string, nowN int64) error {
 	for _, a := range c.NewApprovals {
 		var hash, tool string
 		err := s.queryRow(ctx, tx, `SELECT args_hash, tool FROM approvals WHERE run_id = ? AND id = ?`, c.RunID, a.ID).Scan(&hash, &tool)
@@ -127,97 +193,129 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		case err == nil && hash == a.ArgsHash && tool == a.Tool:
 			continue
 		case err == nil:
-			return nil, fmt.Errorf("sqlite: commit: approval %q: %w: exists for other arguments", a.ID, store.ErrConflict)
+			return fmt.Errorf("sqlite: commit: approval %q: %w: exists for other arguments", a.ID, store.ErrConflict)
 		case !errors.Is(err, sql.ErrNoRows):
-			return nil, fmt.Errorf("sqlite: commit: approval %q: %w", a.ID, err)
+			return fmt.Errorf("sqlite: commit: approval %q: %w", a.ID, err)
 		}
 		if _, err := s.exec(ctx, tx, `INSERT INTO approvals(run_id, id, session_id, plan_item_id, tool, mode, args,
 			args_hash, status, task_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.RunID, a.ID, sessionID, a.PlanItemID, a.Tool, a.Mode, blob(a.Args), a.ArgsHash, run.ApprovalPending,
 			a.TaskToken, nowN); err != nil {
-			return nil, fmt.Errorf("sqlite: commit: insert approval %q: %w", a.ID, err)
+			return fmt.Errorf("sqlite: commit: insert approval %q: %w", a.ID, err)
 		}
 	}
+	return nil
+}
+
+// cancelApprovals cancels c's pending approvals; one already decided is
+// left as is, one missing is ErrNotFound.
+func (s *Store) cancelApprovals(ctx context.Context, tx *sql.Tx, c *store.Commit, nowN int64) error {
 	for _, id := range c.CancelApprovals {
 		res, err := s.exec(ctx, tx, `UPDATE approvals SET status = ?, decided_at = ? WHERE run_id = ? AND id = ? AND status = ?`,
 			run.ApprovalCancelled, nowN, c.RunID, id, run.ApprovalPending)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: commit: cancel approval %q: %w", id, err)
+			return fmt.Errorf("sqlite: commit: cancel approval %q: %w", id, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			if err := rowExists(ctx, tx, "approvals", c.RunID, id); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// consumeInputs marks c's inputs consumed; one consumed already is
+// ErrConflict, so an input is taken once.
+func (s *Store) consumeInputs(ctx context.Context, tx *sql.Tx, c *store.Commit) error {
 	for _, id := range c.ConsumeInputs {
 		res, err := s.exec(ctx, tx, `UPDATE inputs SET consumed = 1 WHERE run_id = ? AND id = ? AND consumed = 0`, c.RunID, id)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: commit: consume input %q: %w", id, err)
+			return fmt.Errorf("sqlite: commit: consume input %q: %w", id, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			if err := rowExists(ctx, tx, "inputs", c.RunID, id); err != nil {
-				return nil, err
+				return err
 			}
-			return nil, fmt.Errorf("sqlite: commit: input %q: %w: already consumed", id, store.ErrConflict)
+			return fmt.Errorf("sqlite: commit: input %q: %w: already consumed", id, store.ErrConflict)
 		}
 	}
+	return nil
+}
+
+// upsertPlanItems writes c's plan items of the run keyed rk.
+func (s *Store) upsertPlanItems(ctx context.Context, tx *sql.Tx, c *store.Commit, rk, nowN int64) error {
 	for _, pi := range c.PlanItems {
 		if _, err := s.exec(ctx, tx, qPlanUpsert,
 			rk, idKey(itemPrefix, pi.ID), pi.Order, pi.Tool, s.packed(pi.Args), argsHashCol(pi), enumCode(modeCodes, pi.Mode),
 			enumCode(statusCodes, pi.Status), pi.CallID, pi.ResultRef, s.packed(pi.Result), nowN); err != nil {
-			return nil, fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
+			return fmt.Errorf("sqlite: commit: plan item %q: %w", pi.ID, err)
 		}
 	}
+	return nil
+}
+
+// commitCheckpoint inserts c's new checkpoint, or checks that the one the
+// run update names exists, and returns the id the run row is to name ("" to
+// leave it).
+func (s *Store) commitCheckpoint(ctx context.Context, tx *sql.Tx, c *store.Commit, rk, nowN int64) (string, error) {
 	checkpointID := ""
-	if p != nil {
-		checkpointID = p.CheckpointID
+	if c.Run != nil {
+		checkpointID = c.Run.CheckpointID
 	}
 	if cp := c.Checkpoint; cp != nil {
-		checkpointID = cp.ID
-		seq := cp.Seq
-		if seq == 0 {
-			// The run's last checkpoint's seq + 1 (the harness always says).
-			if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(ck), ? << 32) + 1 - (? << 32) FROM checkpoints
-				WHERE ck > ? << 32 AND ck < (? + 1) << 32`, rk, rk, rk, rk).Scan(&seq); err != nil {
-				return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
-			}
-		}
-		if err := checkKey(rk, seq); err != nil {
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
-		}
-		// The unique index holds only ids not stored derived (cpid.go): an
-		// id is taken if the run has it in the other form too.
-		if taken, err := cpIDTaken(ctx, txQuerier{s, tx}, rk, cp.ID, seq); err != nil || taken {
-			if err == nil {
-				err = fmt.Errorf("%w: id exists", store.ErrConflict)
-			}
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
-		}
-		res, err := s.exec(ctx, tx, qCheckpointInsert,
-			rk<<32|seq, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), rk<<32|seq, idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State),
-			cp.StateRef, stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, fmt.Errorf("sqlite: commit: checkpoint %q: %w: id or seq %d exists", cp.ID, store.ErrConflict, seq)
-		}
-	} else if checkpointID != "" {
+		return cp.ID, s.insertCheckpoint(ctx, tx, cp, rk, nowN)
+	}
+	if checkpointID != "" {
 		if err := checkpointExists(ctx, txQuerier{s, tx}, rk, c.RunID, checkpointID); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
-	seqs, head, err := s.insertEvents(ctx, tx, c.RunID, rk, lastSeq, lastHash, lastTime, c.Events, c.Checkpoint, now)
-	if err != nil {
-		return nil, err
-	}
+	return checkpointID, nil
+}
 
-	// One UPDATE of the run row, with NULL meaning "leave as is".
+// insertCheckpoint inserts cp as the run keyed rk's checkpoint, at the
+// seq after its last when cp names none; an id or seq taken is ErrConflict.
+func (s *Store) insertCheckpoint(ctx context.Context, tx *sql.Tx, cp *run.Checkpoint, rk, nowN int64) error {
+	seq := cp.Seq
+	if seq == 0 {
+		// The run's last checkpoint's seq + 1 (the harness always says).
+		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(ck), ? << 32) + 1 - (? << 32) FROM checkpoints
+			WHERE ck > ? << 32 AND ck < (? + 1) << 32`, rk, rk, rk, rk).Scan(&seq); err != nil {
+			return fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+		}
+	}
+	if err := checkKey(rk, seq); err != nil {
+		return fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+	}
+	// The unique index holds only ids not stored derived (cpid.go): an
+	// id is taken if the run has it in the other form too.
+	if taken, err := cpIDTaken(ctx, txQuerier{s, tx}, rk, cp.ID, seq); err != nil || taken {
+		if err == nil {
+			err = fmt.Errorf("%w: id exists", store.ErrConflict)
+		}
+		return fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+	}
+	res, err := s.exec(ctx, tx, qCheckpointInsert,
+		rk<<32|seq, cpIDCol(cp.ID, seq), cpIDCol(cp.Parent, seq-1), rk<<32|seq, idKey(cpPrefix, cp.Parent), cp.Step, s.packed(cp.State),
+		cp.StateRef, stateHashCol(cp), cp.Size, cp.WorkspaceVersion, nowN)
+	if err != nil {
+		return fmt.Errorf("sqlite: commit: checkpoint %q: %w", cp.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: commit: checkpoint %q: %w: id or seq %d exists", cp.ID, store.ErrConflict, seq)
+	}
+	return nil
+}
+
+// updateCommitRun is the commit's one UPDATE of the run row, with NULL
+// meaning "leave as is": status, outputs, step count, checkpoint, event
+// head, budget and lease.
+func (s *Store) updateCommitRun(ctx context.Context, tx *sql.Tx, c *store.Commit, r commitRun, checkpointID, head string, nowN int64) error {
 	var newStatus, output, errText, command, cpID any
 	var stepsDelta int64
 	release := 0
-	if p != nil {
+	if p := c.Run; p != nil {
 		if p.Status != "" {
 			newStatus = p.Status
 		}
@@ -238,16 +336,12 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 		q, statusArg = qCommitUpdateRun, []any{newStatus}
 	}
 	if _, err := s.exec(ctx, tx, q, append(statusArg,
-		output, errText, command, stepsDelta, cpID, lastSeq+int64(len(c.Events)), head,
+		output, errText, command, stepsDelta, cpID, r.lastSeq+int64(len(c.Events)), head,
 		c.Used.Tokens, c.Used.SpendMicroUSD, c.Used.ToolCalls, c.Released.Tokens, c.Released.SpendMicroUSD, c.Released.ToolCalls,
 		release, release, nowN, c.RunID)...); err != nil {
-		return nil, fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
+		return fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
 	}
-	*sig = store.RunSignals{CancelRequested: cancel != 0, LeaseToken: token, Status: status}
-	if newStatus != nil {
-		sig.Status = p.Status
-	}
-	return seqs, nil
+	return nil
 }
 
 // settled refuses to end the run while one of its operations, as this
@@ -263,117 +357,4 @@ func (s *Store) settled(ctx context.Context, tx *sql.Tx, runID string, to run.St
 		return fmt.Errorf("sqlite: commit to %q: operations: %w", runID, err)
 	}
 	return fmt.Errorf("sqlite: commit to %q: %w: operation %s is %s, so the run cannot end %s", runID, store.ErrUnsettled, id, st, to)
-}
-
-// Hot-path statements, prepared once in Open (see hotQueries).
-const (
-	qCommitRun = `SELECT rk, status, lease_owner, lease_token, last_seq, last_hash, session_id, cancel_requested, ` +
-		lastEventTime + ` FROM runs WHERE id = ?`
-	// lastEventTime is the stored time of the run's last event (whole: it
-	// stores its hash), 0 when it has none: the base of the next commit's
-	// time differences (insertEvents).
-	lastEventTime = `COALESCE((SELECT e.time FROM events e WHERE e.ek = (runs.rk << 32) + runs.last_seq), 0)`
-	qOpHash       = `SELECT args_hash FROM operations WHERE run_id = ? AND id = ?`
-	qOpInsert     = `INSERT INTO operations(run_id, id, plan_item_id, tool, destination, args, args_hash,
-			artifact_hash, idempotency_key, status, attempts, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qOpStatus = `SELECT status FROM operations WHERE run_id = ? AND id = ?`
-	// qOpUnsettled uses operations_pending (run_id, status).
-	qOpUnsettled = `SELECT id, status FROM operations WHERE run_id = ? AND status IN (?, ?) LIMIT 1`
-	qOpUpdate    = `UPDATE operations SET status = ?, external_id = ?, result = ?, error = ?,
-			attempts = attempts + ?, updated_at = ? WHERE run_id = ? AND id = ?`
-	qPlanUpsert = `INSERT INTO plan_items(rk, id, ord, tool, args, args_hash, mode, status,
-			call_id, result_ref, result, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(rk, id) DO UPDATE SET ord = excluded.ord, tool = excluded.tool, args = excluded.args,
-			args_hash = excluded.args_hash, mode = excluded.mode, status = excluded.status, call_id = excluded.call_id,
-			result_ref = excluded.result_ref, result = excluded.result, updated_at = excluded.updated_at`
-	// A parent that is the checkpoint before (seq - 1) is stored as NULL:
-	// the third argument is the parent's id as that row would store it, the
-	// fifth as a parent column does (idKey).
-	qCheckpointInsert = `INSERT INTO checkpoints(ck, id, parent, step, state, state_ref, state_hash,
-			size, workspace_version, created_at)
-			VALUES (?, ?, CASE WHEN ? = (SELECT id FROM checkpoints WHERE ck = ? - 1) THEN NULL ELSE ? END, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT DO NOTHING`
-	qCommitUpdateRun           = `UPDATE runs SET status = ?, ` + commitUpdateRunRest
-	qCommitUpdateRunSameStatus = `UPDATE runs SET ` + commitUpdateRunRest
-	commitUpdateRunRest        = `output = COALESCE(?, output),
-		error = COALESCE(?, error), command = COALESCE(?, command), step_count = step_count + ?,
-		checkpoint_id = COALESCE(?, checkpoint_id), last_seq = ?, last_hash = ?,
-		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
-		tokens_reserved = MAX(0, tokens_reserved - ?), spend_reserved = MAX(0, spend_reserved - ?),
-		tool_calls_reserved = MAX(0, tool_calls_reserved - ?),
-		lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
-		lease_expiry = CASE WHEN ? THEN 0 ELSE lease_expiry END, updated_at = ? WHERE id = ?`
-)
-
-func strPtr(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// blob stores an empty byte slice as NULL so that absent and empty read back
-// the same (nil).
-func blob(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
-// packed is what a payload column stores for b (codec.pack), NULL for none.
-func (s *Store) packed(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return s.pc.pack(b)
-}
-
-// stateHashCol is what a checkpoint's state_hash column stores: NULL when
-// the state is inline (ValidateCommit made the hash that state's, and
-// reading derives it), else the hash.
-func stateHashCol(cp *run.Checkpoint) any {
-	if len(cp.State) > 0 {
-		return nil
-	}
-	return hashBlob("", cp.StateHash)
-}
-
-// argsHashCol is what a plan item's args_hash column stores: NULL when it
-// is ArgsHash of the args (reading derives it), else the hash (a legacy
-// form, or one given for args not kept). ValidateCommit made or checked
-// it: a "jcs:" hash of stored args is theirs.
-func argsHashCol(pi run.PlanItem) any {
-	if len(pi.Args) > 0 && strings.HasPrefix(pi.ArgsHash, run.ArgsHashPrefix) {
-		return nil
-	}
-	return hashBlob(run.ArgsHashPrefix, pi.ArgsHash)
-}
-
-// checkpointExists reports ErrNotFound for a checkpoint the run keyed rk
-// does not have.
-func checkpointExists(ctx context.Context, q querier, rk int64, runID, id string) error {
-	found, err := cpIDIn(ctx, q, rk, id, true, true)
-	if err != nil {
-		return fmt.Errorf("sqlite: checkpoints %q: %w", id, err)
-	}
-	if !found {
-		return fmt.Errorf("sqlite: checkpoints %q of run %q: %w", id, runID, store.ErrNotFound)
-	}
-	return nil
-}
-
-// rowExists reports ErrNotFound for a missing child row (table is one of
-// this package's constants, never input).
-func rowExists(ctx context.Context, q querier, table, runID, id string) error {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE run_id = ? AND id = ?`, runID, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: %s %q of run %q: %w", table, id, runID, store.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: %s %q: %w", table, id, err)
-	}
-	return nil
 }

@@ -108,62 +108,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: open: %w: empty path", store.ErrInvalid)
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	busy := fmt.Sprint(opts.BusyTimeout.Milliseconds())
-	if opts.PageSize == 0 {
-		opts.PageSize = defaultPageSize
-	}
-	if opts.PageSize < 512 || opts.PageSize > 65536 || opts.PageSize&(opts.PageSize-1) != 0 {
-		return nil, fmt.Errorf("sqlite: open: %w: page size %d is not a power of two from 512 to 65536", store.ErrInvalid, opts.PageSize)
-	}
 	if err := initFile(ctx, path, opts.PageSize); err != nil {
 		return nil, err
 	}
-
-	wq := url.Values{}
-	wq.Set("_txlock", "immediate")
-	wq.Add("_pragma", "busy_timeout("+busy+")")
-	wq.Add("_pragma", "journal_mode(WAL)")
-	wq.Add("_pragma", "synchronous(FULL)")
-	// A page cache that holds the hot pages of a busy store (64 MiB): with
-	// the default 2 MiB the one writer re-read index pages and spilled dirty
-	// pages mid-transaction, each a syscall on the group commit's path.
-	wq.Add("_pragma", "cache_size(-65536)")
-	// Each write of a group transaction runs in a savepoint, whose
-	// sub-journal keeps the first copy of every page it changes; in a file
-	// (the default) that was most of the writer's pwrite calls. In memory
-	// it lives only until the savepoint is released, long before the
-	// transaction's COMMIT: durability is the WAL's, not this journal's.
-	wq.Add("_pragma", "temp_store(MEMORY)")
-	wq.Add("_pragma", "foreign_keys(ON)")
-	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	w, err := openWriter(path, busy)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-
-	rq := url.Values{}
-	rq.Add("_pragma", "busy_timeout("+busy+")")
-	rq.Add("_pragma", "foreign_keys(ON)")
-	rq.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	r, err := openReader(path, busy)
 	if err != nil {
 		_ = w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	r.SetMaxOpenConns(4)
-	r.SetMaxIdleConns(4)
 
 	s := &Store{w: w, r: r, clock: opts.Clock, log: opts.Logger, stmts: map[string]*sql.Stmt{}, missed: map[string]struct{}{},
 		pc: newCodec()}
@@ -188,6 +149,72 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// withDefaults fills in the documented defaults of unset options and
+// refuses a page size SQLite cannot use.
+func (opts Options) withDefaults() (Options, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = defaultPageSize
+	}
+	if opts.PageSize < 512 || opts.PageSize > 65536 || opts.PageSize&(opts.PageSize-1) != 0 {
+		return opts, fmt.Errorf("sqlite: open: %w: page size %d is not a power of two from 512 to 65536", store.ErrInvalid, opts.PageSize)
+	}
+	return opts, nil
+}
+
+// openWriter opens the write handle: one connection kept open, whose
+// transactions begin IMMEDIATE, busy milliseconds of busy timeout.
+func openWriter(path, busy string) (*sql.DB, error) {
+	wq := url.Values{}
+	wq.Set("_txlock", "immediate")
+	wq.Add("_pragma", "busy_timeout("+busy+")")
+	wq.Add("_pragma", "journal_mode(WAL)")
+	wq.Add("_pragma", "synchronous(FULL)")
+	// A page cache that holds the hot pages of a busy store (64 MiB): with
+	// the default 2 MiB the one writer re-read index pages and spilled dirty
+	// pages mid-transaction, each a syscall on the group commit's path.
+	wq.Add("_pragma", "cache_size(-65536)")
+	// Each write of a group transaction runs in a savepoint, whose
+	// sub-journal keeps the first copy of every page it changes; in a file
+	// (the default) that was most of the writer's pwrite calls. In memory
+	// it lives only until the savepoint is released, long before the
+	// transaction's COMMIT: durability is the WAL's, not this journal's.
+	wq.Add("_pragma", "temp_store(MEMORY)")
+	wq.Add("_pragma", "foreign_keys(ON)")
+	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	return w, nil
+}
+
+// openReader opens the read-only handle, a pool of four connections.
+func openReader(path, busy string) (*sql.DB, error) {
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout("+busy+")")
+	rq.Add("_pragma", "foreign_keys(ON)")
+	rq.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4)
+	return r, nil
 }
 
 // DB returns the write handle, for tests and for components that keep their
