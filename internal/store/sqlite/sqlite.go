@@ -124,6 +124,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.PageSize < 512 || opts.PageSize > 65536 || opts.PageSize&(opts.PageSize-1) != 0 {
 		return nil, fmt.Errorf("sqlite: open: %w: page size %d is not a power of two from 512 to 65536", store.ErrInvalid, opts.PageSize)
 	}
+	if err := createOwnerOnly(path); err != nil {
+		return nil, err
+	}
 	if err := initFile(ctx, path, opts.PageSize); err != nil {
 		return nil, err
 	}
@@ -173,6 +176,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := w.PingContext(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := narrowModes(path); err != nil {
+		_ = s.Close()
+		return nil, err
 	}
 	s.startCommitter(opts.MaxBatch)
 	if err := s.migrate(ctx); err != nil {
