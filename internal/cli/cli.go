@@ -288,7 +288,7 @@ func (c *cli) report(name string, cmd command, err error) int {
 			}
 			where = " [" + where + "]"
 		}
-		fmt.Fprintf(w, "%s %s: %s%s: %s\n", prog, name, ae.Code, where, ae.Message)
+		fmt.Fprintf(w, "%s %s: %s%s: %s\n", prog, name, termSafe(string(ae.Code)), termSafe(where), termSafe(ae.Message))
 		switch {
 		case ae.Status == http.StatusNotFound:
 			return exitNotFound

@@ -61,7 +61,7 @@ func decideCommand(decision string) command {
 			default:
 				ids := make([]string, len(pending))
 				for i, p := range pending {
-					ids[i] = p.ApprovalID + " (" + p.Tool + ")"
+					ids[i] = p.ApprovalID + " (" + termSafe(p.Tool) + ")"
 				}
 				return usagef("run %s waits on %d approvals; name one as APPROVAL_ID: %s", pos[0], len(pending), strings.Join(ids, ", "))
 			}
@@ -69,7 +69,9 @@ func decideCommand(decision string) command {
 		if a.Status != run.ApprovalPending {
 			return &api.Error{Status: 409, Code: api.CodeApprovalNotPending, Message: fmt.Sprintf("approval %s is already %s", a.ApprovalID, a.Status)}
 		}
-		fmt.Fprintf(c.stdout, "run %s asks to call %s (%s) with:\n%s\nargs_hash %s\n", a.RunID, a.Tool, a.Mode, indentJSON(a.Args), a.ArgsHash)
+		// What a person approves is what they read: the tool and args
+		// with bidi overrides and controls shown, not acted on.
+		fmt.Fprintf(c.stdout, "run %s asks to call %s (%s) with:\n%s\nargs_hash %s\n", a.RunID, termSafe(a.Tool), termSafe(string(a.Mode)), termSafeText(indentJSON(a.Args)), a.ArgsHash)
 		if !*yes {
 			fmt.Fprintf(c.stdout, "%s this exact action? [y/N] ", strings.ToUpper(verb[:1])+verb[1:])
 			ans, err := c.stdin.ReadString('\n')

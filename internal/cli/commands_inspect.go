@@ -52,7 +52,7 @@ func runsCommand() command {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tCREATED\tINPUT")
 		for _, r := range list.Runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, r.Agent, r.CreatedAt.Local().Format("2006-01-02 15:04"), clip(oneLine(r.Input), 50))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, termSafe(r.Agent), r.CreatedAt.Local().Format("2006-01-02 15:04"), termSafe(clip(oneLine(r.Input), 50)))
 		}
 		tw.Flush()
 		if list.NextPageToken != "" {
@@ -94,9 +94,11 @@ func showCommand() command {
 			}{r, aps, costRep})
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		// Every value may be a model's or a caller's (input, error,
+		// agent, session): escaped, one line each.
 		row := func(k, v string) {
 			if v != "" {
-				fmt.Fprintf(tw, "%s\t%s\n", k, v)
+				fmt.Fprintf(tw, "%s\t%s\n", k, termSafe(v))
 			}
 		}
 		row("run", r.RunID)
@@ -126,14 +128,14 @@ func showCommand() command {
 		row("error", r.Error)
 		tw.Flush()
 		if r.Output != "" {
-			fmt.Fprintf(c.stdout, "\n%s\n", r.Output)
+			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 		}
 		for _, a := range aps {
 			// A finished run's approval cannot be decided (409
 			// run_finished): never offer it, even if it is still pending.
 			if a.Status == run.ApprovalPending && !r.Status.Terminal() {
 				fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
-					a.ApprovalID, a.Tool, clip(string(a.Args), 200), a.ArgsHash, c.prog, r.RunID)
+					a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
 			}
 		}
 		return nil
@@ -169,7 +171,8 @@ func eventsCommand() command {
 				_, err = fmt.Fprintf(c.stdout, "%s\n", b)
 				return err
 			}
-			_, err := fmt.Fprintf(c.stdout, "%5d  %s  %-22s %s\n", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Type, summarize(ev))
+			line := fmt.Sprintf("%5d  %s  %-22s %s", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Type, summarize(ev))
+			_, err := fmt.Fprintln(c.stdout, termSafe(line))
 			return err
 		}
 		if *follow {

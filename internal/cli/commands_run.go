@@ -146,9 +146,9 @@ func printOutcome(c *cli, r api.Run) {
 	fmt.Fprintf(c.stdout, "\nrun %s %s after %d steps, %d tool calls, %d tokens\n", r.RunID, r.Status,
 		r.Counters.Steps, r.Counters.ToolCallsUsed, r.Counters.TokensUsed)
 	if r.Output != "" {
-		fmt.Fprintf(c.stdout, "\n%s\n", r.Output)
+		fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 	}
 	if r.Error != "" {
-		fmt.Fprintf(c.stdout, "error: %s\n", r.Error)
+		fmt.Fprintf(c.stdout, "error: %s\n", termSafe(r.Error))
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/store"
@@ -29,7 +27,7 @@ func operationsCommand() command {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "OPERATION\tTOOL\tDESTINATION\tSTATUS\tEXTERNAL ID\tATTEMPTS")
 		for _, op := range list.Operations {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.OperationID, safe(op.Tool), safe(op.Destination), op.Status, safe(op.ExternalID), op.Attempts)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", op.OperationID, termSafe(op.Tool), termSafe(op.Destination), op.Status, termSafe(op.ExternalID), op.Attempts)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -37,7 +35,7 @@ func operationsCommand() command {
 		for _, op := range list.Operations {
 			if op.Status == "needs_human" {
 				fmt.Fprintf(c.stdout, "\n%s needs a person: ask %s whether it happened (idempotency key %s), then:\n  %s settle %s %s --happened|--not-happened|--give-up --reason TEXT\n",
-					op.OperationID, safe(op.Destination), op.IdempotencyKey, c.prog, op.RunID, op.OperationID)
+					op.OperationID, termSafe(op.Destination), op.IdempotencyKey, c.prog, op.RunID, op.OperationID)
 			}
 		}
 		return nil
@@ -101,15 +99,4 @@ func settleCommand() command {
 		return nil
 	}
 	return cmd
-}
-
-// safe keeps what a destination or a model wrote from steering the
-// terminal: control characters (escape sequences among them) print as '?'.
-func safe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
 }

@@ -26,7 +26,8 @@ func explainCommand() command {
 		if *asJSON {
 			return printJSON(c, st)
 		}
-		_, err = fmt.Fprint(c.stdout, ownCommands(st.Text, c.prog))
+		// The story quotes the run (its input, errors, tools): escaped.
+		_, err = fmt.Fprint(c.stdout, termSafeText(ownCommands(st.Text, c.prog)))
 		return err
 	}
 	return cmd

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -144,5 +145,82 @@ func TestDevRefusesRemoteAddr(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the data directory holds %d entries: something was opened", len(entries))
+	}
+}
+
+// TestUntrustedTextEscaped is item 4 of issue #32: show and runs printed a
+// model's output and a run's input raw (an OSC sequence set the
+// terminal's title), and the approval prompt showed U+202E raw, so what a
+// person read could differ from what the args hash binds. Human output
+// now shows them escaped; --json stays exact.
+func TestUntrustedTextEscaped(t *testing.T) {
+	e := newTestEnv(t, false)
+	ctx := context.Background()
+	const (
+		title    = "\x1b]0;pwned\x07"
+		rlo      = "\u202e"
+		titleEsc = `\x1b]0;pwned\x07`
+		rloEsc   = `\u202e`
+	)
+	r, _, err := e.st.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: run.NewID("ses"), Owner: "cli-user", Agent: "research",
+		Request: "in " + title + " put " + rlo + "fdp.exe", InputPolicy: run.InputQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Valid JSON holds ESC only as \u001b; U+202E it may hold raw.
+	args, err := json.Marshal(map[string]string{"to": rlo + "moc.evil@bob", "subject": title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := run.ArgsHash(args)
+	output := "line one\n\ttab kept\n" + title + " and " + rlo + "txt.exe"
+	tool := "publish" + title
+	data, _ := json.Marshal(map[string]string{"tool": tool, "note": rlo + "done"})
+	for _, c := range []store.Commit{
+		{Run: &store.RunPatch{Status: run.StatusRunning}, PlanItems: []run.PlanItem{{ID: "pi_1", Order: 1, Tool: tool, Args: args, ArgsHash: h, Mode: run.ModeMutating, Status: run.PlanAwaitingApproval}},
+			Events: []run.Event{{Type: run.EventToolProgress, PlanItemID: "pi_1", Data: data}}},
+		{Run: &store.RunPatch{Status: run.StatusAwaitingApproval, Output: &output}, NewApprovals: []run.Approval{{ID: "apr_1", PlanItemID: "pi_1", Tool: tool, Mode: run.ModeMutating, Args: args, ArgsHash: h}}},
+	} {
+		l, err := e.st.AcquireLease(ctx, r.ID, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.RunID, c.Token, c.Run.ReleaseLease = r.ID, l.Lease.Token, true
+		if _, err := e.st.Commit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  []string
+	}{
+		{"show", "", []string{"show", r.ID}, []string{titleEsc, rloEsc, "line one\n\ttab kept\n", "publish" + titleEsc}},
+		{"runs", "", []string{"runs"}, []string{titleEsc, rloEsc}},
+		{"approve prompt", "n\n", []string{"approve", r.ID}, []string{rloEsc + "moc.evil@bob", "publish" + titleEsc}},
+		{"events", "", []string{"events", r.ID}, []string{"publish" + titleEsc, rloEsc + "done"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, out, errout := e.keel(tc.stdin, tc.args...)
+			for _, s := range []string{out, errout} {
+				if strings.ContainsAny(s, "\x1b\x07\u202e") {
+					t.Errorf("raw control or bidi character printed: %q", s)
+				}
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+
+	// --json is exact JSON: decoded, the output is the stored one.
+	code, out, errout := e.keel("", "show", "--json", r.ID)
+	var got api.Run
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Output != output {
+		t.Errorf("show --json: %d %q %s", code, got.Output, errout)
 	}
 }

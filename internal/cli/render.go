@@ -43,6 +43,14 @@ func parseData(ev api.Event) eventData {
 	if d.Message == "" {
 		d.Message = d.Note
 	}
+	// The data is a tool's, a model's or a destination's: the fields
+	// shown as they are get every control escaped, a newline included
+	// (a tool named "x\n■ completed" must not print a line of its own).
+	// Message, Error and Args are shown through oneLine, and every line
+	// printed goes through termSafe or termSafeText as a whole.
+	for _, f := range []*string{&d.Tool, &d.ExternalID, &d.How, &d.ApprovalID, &d.ArgsHash, &d.Destination, &d.By} {
+		*f = termSafe(*f)
+	}
 	return d
 }
 
@@ -120,7 +128,9 @@ func (r *renderer) event(ev api.Event) {
 	if !ok {
 		return // bookkeeping: in `keel events`, not in the progress view
 	}
-	fmt.Fprintln(r.w, line)
+	// The newlines are the renderer's own (every field is one line):
+	// the rest of the line is escaped.
+	fmt.Fprintln(r.w, termSafeText(line))
 }
 
 // withItem completes d with what earlier events told of its plan item
@@ -209,7 +219,7 @@ func (r *renderer) line(ev api.Event, d eventData) (string, bool) {
 			line += ": " + s
 		}
 	default:
-		line = "· " + string(ev.Type)
+		line = "· " + termSafe(string(ev.Type))
 		if s := summarize(ev); s != "" {
 			line += " " + s
 		}

@@ -19,7 +19,9 @@ type (
 )
 
 func openSQLite(ctx context.Context, path string, o SQLiteOptions) (*SQLiteStore, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// Owner-only: the directory (keel dev's data directory, by default)
+	// holds every run.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	return sqlite.Open(ctx, path, o)

@@ -181,7 +181,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	} else if !isLoopback(cfg.Addr) {
 		log.Warn("keel dev is serving on a non-loopback address: anyone who reaches it over plain HTTP can try the bearer token", "addr", cfg.Addr)
 	}
+	// Owner-only, as documented: MkdirAll leaves an existing directory
+	// (an older Keel's 0755) as it is, so its mode is set too.
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	if cfg.Runtime == nil {

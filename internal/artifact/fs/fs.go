@@ -30,7 +30,11 @@ type Store struct {
 
 var _ artifact.Store = (*Store)(nil)
 
-// New opens (creating if needed) a store rooted at dir.
+// dirMode is every directory's mode: only the owner reads artifacts.
+const dirMode = 0o700
+
+// New opens (creating if needed) a store rooted at dir, which it makes
+// owner-only.
 func New(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("artifact fs: empty root directory")
@@ -40,8 +44,17 @@ func New(dir string) (*Store, error) {
 		return nil, fmt.Errorf("artifact fs: %w", err)
 	}
 	s := &Store{root: abs, runsDir: filepath.Join(abs, "runs"), objDir: filepath.Join(abs, "objects", "sha256"), tmpDir: filepath.Join(abs, "tmp")}
+	// Artifacts hold runs' inputs and outputs: owner-only (dirMode, and
+	// files are temp files, 0600 whatever the umask). A root and fixed
+	// directories an older Keel made 0755 are narrowed here; below them
+	// nothing is reachable by others once they are 0700.
 	for _, d := range []string{s.objDir, s.runsDir, s.tmpDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, dirMode); err != nil {
+			return nil, fmt.Errorf("artifact fs: %w", err)
+		}
+	}
+	for _, d := range []string{abs, filepath.Dir(s.objDir), s.objDir, s.runsDir, s.tmpDir} {
+		if err := os.Chmod(d, dirMode); err != nil {
 			return nil, fmt.Errorf("artifact fs: %w", err)
 		}
 	}

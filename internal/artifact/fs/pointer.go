@@ -145,7 +145,7 @@ func (s *Store) retryMkdir(p string, create func() error) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), dirMode); err != nil {
 		return fmt.Errorf("artifact fs: %w", err)
 	}
 	return create()

@@ -113,6 +113,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	busy := fmt.Sprint(opts.BusyTimeout.Milliseconds())
+	if err := createOwnerOnly(path); err != nil {
+		return nil, err
+	}
 	if err := initFile(ctx, path, opts.PageSize); err != nil {
 		return nil, err
 	}
@@ -134,6 +137,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := w.PingContext(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := narrowModes(path); err != nil {
+		_ = s.Close()
+		return nil, err
 	}
 	s.startCommitter(opts.MaxBatch)
 	if err := s.migrate(ctx); err != nil {

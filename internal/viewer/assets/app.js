@@ -360,14 +360,23 @@ function runPage(id, signal) {
     if (pending.length) announce(`${pending.length} approval(s) waiting`);
   }
 
+  // visible shows bidi controls and invisible format characters (U+202E
+  // and the like, which reorder or hide text while the args_hash binds the
+  // bytes) and C0/C1 controls as \uXXXX escapes: a person approves what
+  // they read. Newline and tab keep the layout.
+  const visible = (s) => s == null ? s : String(s).replace(
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g,
+    (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+
   function approvalCard(a) {
     let args = a.args;
     try { args = JSON.stringify(a.args, null, 2); } catch { /* shown as is */ }
+    args = visible(args);
     const rid = 'reason-' + a.approval_id;
     const reason = el('input', { id: rid, name: 'reason', autocomplete: 'off', maxlength: 1000 });
     const msg = el('p', { class: 'msg', role: 'alert' });
     const form = el('form', { class: 'approval', dataset: { approvalId: a.approval_id, argsHash: a.args_hash } },
-      el('h3', {}, el('code', {}, a.tool), ` · ${a.mode.replace('_', ' ')}`),
+      el('h3', {}, el('code', {}, visible(a.tool)), ` · ${a.mode.replace('_', ' ')}`),
       el('dl', { class: 'kv' },
         el('dt', {}, 'Approval'), el('dd', { class: 'mono' }, a.approval_id),
         el('dt', {}, 'Requested'), el('dd', {}, fmtTime(a.created_at)),
