@@ -44,6 +44,9 @@ type Agent struct {
 	// Zero means 100,000; a value set must exceed MaxOutputTokens, since
 	// the window holds the answer too. Main refuses a negative one.
 	ContextTokens int
+	// Workspace, when set, gives every run of the agent a directory tree
+	// versioned with its checkpoints, and commands in a sandbox.
+	Workspace *WorkspaceConfig
 }
 
 // Limits bound a run. Every Step checks them before it calls the model or

@@ -175,6 +175,9 @@ func (a Agent) def() (compose.AgentDef, error) {
 			return fail(fmt.Errorf("tool %q is given twice", t.name))
 		}
 		names[t.name] = true
+		if err := checkCommandTool(a, t); err != nil {
+			return fail(err)
+		}
 	}
 	var choice compose.ModelChoice
 	switch m := a.Model.(type) {
@@ -215,5 +218,6 @@ func (a Agent) def() (compose.AgentDef, error) {
 		},
 		MaxTokens:     a.MaxOutputTokens,
 		ContextTokens: a.ContextTokens,
+		Workspace:     a.Workspace.def(),
 	}, nil
 }

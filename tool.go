@@ -19,8 +19,9 @@ import (
 // gets it from its constructor (a client built in main), not from the
 // model.
 type Tool struct {
-	name  string
-	long  bool
+	name    string
+	long    bool
+	command bool // a Command tool: needs a workspace with commands, no network
 	err   error
 	build agentdef.Builder
 }

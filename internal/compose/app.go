@@ -4,7 +4,9 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/sandbox"
 	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 // App is what a Keel program brings: its agents. The public package
@@ -26,6 +28,16 @@ type AgentDef struct {
 	MaxTokens int
 	// ContextTokens is harness.Agent.ContextTokens (zero: its default).
 	ContextTokens int
+	// Workspace, when set, gives each run of the agent a workspace.
+	Workspace *WorkspaceDef
+}
+
+// WorkspaceDef is an agent's workspace: its limits, and whether its tools
+// run commands and under which bounds.
+type WorkspaceDef struct {
+	Limits   workspace.Limits
+	Commands bool
+	Policy   sandbox.Policy
 }
 
 // ModelChoice is the model an agent declared: exactly one of Spec (a

@@ -173,6 +173,7 @@ func openStore(ctx context.Context, spec string, arts artifact.Store, b Backends
 func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.Store, b Backends, fp harness.FaultPoints) (harness.AgentMap, api.AgentSet, error) {
 	agents, catalog := harness.AgentMap{}, api.AgentSet{}
 	known := map[string]bool{}
+	ws := &workspaces{cfg: cfg, arts: arts, log: b.logger()}
 	for _, def := range app.Agents {
 		tools, err := def.Tools(arts)
 		if err != nil {
@@ -195,6 +196,13 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		prov, name := modelNames(cfg, def)
 		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens,
 			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name}
+		if def.Workspace != nil {
+			a := agents[def.Name]
+			if a.Workspace, err = ws.open(ctx, def); err != nil {
+				return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
+			}
+			agents[def.Name] = a
+		}
 		catalog[def.Name] = def.Defaults
 	}
 	// A variable naming a tool no agent has is a typo: say so at start.

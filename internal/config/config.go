@@ -123,7 +123,24 @@ type Config struct {
 	// OTel is the OpenTelemetry export (the standard OTEL_* variables);
 	// off unless an OTLP endpoint is set.
 	OTel OTel
+
+	// WorkspaceRoot is KEEL_WORKSPACE_ROOT: where this worker keeps its
+	// copies of runs' workspaces (a cache: the record is in the artifact
+	// store). Empty: a directory under the system's temporary directory
+	// named after the store (internal/runspace says why not the data dir).
+	WorkspaceRoot string
+	// Sandbox is KEEL_SANDBOX: "bubblewrap" (default) isolates agents'
+	// commands with Linux namespaces and refuses to start where they are
+	// missing; "unsafe" runs them as plain child processes of the worker,
+	// with its files, environment and credentials (doctor reports it).
+	Sandbox string
 }
+
+// The sandboxes KEEL_SANDBOX names.
+const (
+	SandboxBubblewrap = "bubblewrap"
+	SandboxUnsafe     = "unsafe"
+)
 
 // FromEnv reads every variable through getenv and checks each value. It
 // does not check combinations that depend on the role: see Validate.
@@ -149,6 +166,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		SFNToken:        get("KEEL_SFN_TOKEN"),
 		AWSEndpoint:     get("AWS_ENDPOINT_URL"),
 		Prices:          get("KEEL_PRICES"),
+		WorkspaceRoot:   get("KEEL_WORKSPACE_ROOT"),
+		Sandbox:         get("KEEL_SANDBOX"),
+	}
+	switch c.Sandbox {
+	case "", SandboxBubblewrap, SandboxUnsafe:
+	default:
+		return c, fmt.Errorf("KEEL_SANDBOX %q: want %s or %s", c.Sandbox, SandboxBubblewrap, SandboxUnsafe)
 	}
 	c.S3PathStyle = c.AWSEndpoint != "" || get("AWS_ENDPOINT_URL_S3") != ""
 	var err error

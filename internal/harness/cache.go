@@ -31,6 +31,7 @@ type cachedRun struct {
 	lastSeq   int64 // the run's log head when the entry was put
 	cpID      string
 	cpSeq     int64
+	wsVersion string
 	msgs      []model.Message
 	view      transcriptView
 	items     map[string]run.PlanItem
@@ -109,7 +110,7 @@ func (s *step) fromCache() bool {
 	if e == nil {
 		return false
 	}
-	s.msgs, s.committed, s.cpID, s.cpSeq = e.msgs, len(e.msgs), e.cpID, e.cpSeq
+	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = e.msgs, len(e.msgs), e.cpID, e.cpSeq, e.wsVersion
 	s.view, s.items, s.inherited, s.nextOrder = e.view, e.items, e.inherited, e.nextOrder
 	return true
 }
@@ -123,7 +124,7 @@ func (s *step) toCache() {
 	// Only what the next model call needs: the entry is bounded by the
 	// agent's context window, not by the run's length.
 	s.trimTranscript(true)
-	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, msgs: s.msgs,
+	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, wsVersion: s.wsVersion, msgs: s.msgs,
 		view: s.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
 }
 

@@ -77,8 +77,12 @@ func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	wsv, err := s.workspaceVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cp := &run.Checkpoint{ID: run.NewCheckpointID(s.cpSeq + 1), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
-		Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), CreatedAt: s.h.opt.Clock()}
+		Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), WorkspaceVersion: wsv, CreatedAt: s.h.opt.Clock()}
 	if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
 		info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
 		if err != nil {
@@ -134,6 +138,7 @@ func (s *step) committedAs(seqs []int64, cp *run.Checkpoint, released bool) {
 	if cp != nil {
 		s.cpID, s.cpSeq = cp.ID, cp.Seq
 		s.run.CheckpointID = cp.ID
+		s.wsVersion = cp.WorkspaceVersion
 	}
 	s.run.StepCount += s.pend.steps
 	s.run.Budget.TokensUsed += s.pend.used.Tokens

@@ -47,6 +47,8 @@ type Agent struct {
 	// Provider and ModelName name the model on spans and metrics
 	// (gen_ai.provider.name, gen_ai.request.model); empty: unknown.
 	Provider, ModelName string
+	// Workspace opens a run's workspace; nil: the agent's tools have none.
+	Workspace Workspaces
 }
 
 // Agents resolves an agent by the name stored on the run.
@@ -199,6 +201,13 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 		return s.fail(ctx, err)
 	}
 	d, err = s.loop(ctx)
+	var we *WorkspaceError
+	if errors.As(err, &we) {
+		// What the tools did is not recorded: the run ends over the last
+		// checkpoint, naming why.
+		s.pend = pending{}
+		return h.endFailed(ctx, s.run, we.Error(), "", store.Commit{})
+	}
 	d, err = s.finish(ctx, d, err)
 	if err == nil {
 		s.toCache()

@@ -50,7 +50,7 @@ func (s *step) loadStore(ctx context.Context) error {
 		}
 		cp.Seq = 0
 	}
-	s.msgs, s.committed, s.cpID, s.cpSeq = msgs, len(msgs), cp.ID, cp.Seq
+	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = msgs, len(msgs), cp.ID, cp.Seq, cp.WorkspaceVersion
 	if s.cpID == "" && s.run.ParentRunID != "" {
 		s.cpID = s.run.ForkCheckpointID
 	}

@@ -26,6 +26,8 @@ type step struct {
 	view      transcriptView  // of msgs, for model calls
 	cpID      string
 	cpSeq     int64
+	wsVersion string                  // the workspace version of the last checkpoint
+	ws        Workspace               // the run's workspace, once a tool of this Step needed it
 	items     map[string]run.PlanItem // by model call id, this run
 	inherited map[string]run.PlanItem // by model call id, runs this one forked from
 	nextOrder int64

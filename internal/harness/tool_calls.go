@@ -127,6 +127,9 @@ func (s *step) beforeCall(ctx context.Context, it run.PlanItem, t tool.Tool) (De
 // operation protocol, a read-only tool together with the read-only calls
 // that follow it. n is how many of open it answered.
 func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem, t tool.Tool) (n int, d Decision, stop bool, err error) {
+	if ctx, err = s.toolContext(ctx); err != nil {
+		return 0, Decision{}, true, err
+	}
 	if eff, ok := t.(tool.Effectful); ok {
 		tctx, tsp := s.startTool(ctx, it, true)
 		d, stop, err := s.runEffect(tctx, it, s.guardEffect(eff))

@@ -1,0 +1,80 @@
+package compose
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
+)
+
+// workspaces builds the agents' workspace managers, sharing one sandbox
+// (made, and its isolation probed, only when an agent runs commands).
+type workspaces struct {
+	cfg  config.Config
+	arts artifact.Store
+	log  *slog.Logger
+	sb   *sandbox.Sandbox
+}
+
+// open returns the harness's opener of def's runs' workspaces.
+func (w *workspaces) open(ctx context.Context, def AgentDef) (harness.Workspaces, error) {
+	if w.arts == nil {
+		return nil, errors.New("a workspace needs an artifact store (KEEL_ARTIFACTS)")
+	}
+	rc := runspace.Config{Root: WorkspaceRoot(w.cfg), Artifacts: w.arts, Limits: def.Workspace.Limits, Policy: def.Workspace.Policy}
+	if def.Workspace.Commands {
+		sb, err := w.sandbox(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rc.Sandbox = sb
+	}
+	m, err := runspace.New(rc)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, runID, version string) (harness.Workspace, error) {
+		t, err := m.Open(ctx, runID, version)
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
+	}, nil
+}
+
+func (w *workspaces) sandbox(ctx context.Context) (*sandbox.Sandbox, error) {
+	if w.sb != nil {
+		return w.sb, nil
+	}
+	unsafe := w.cfg.Sandbox == config.SandboxUnsafe
+	sb, err := sandbox.New(ctx, sandbox.Config{Unsafe: unsafe})
+	if err != nil {
+		return nil, fmt.Errorf("KEEL_SANDBOX: %w (set KEEL_SANDBOX=unsafe to run commands WITHOUT isolation, with this worker's files, environment and credentials)", err)
+	}
+	if unsafe {
+		w.log.Warn("KEEL_SANDBOX=unsafe: agents' commands run WITHOUT isolation, with this worker's files, environment and credentials")
+	}
+	w.sb = sb
+	return sb, nil
+}
+
+// WorkspaceRoot is where this worker keeps its copies of runs' workspaces:
+// KEEL_WORKSPACE_ROOT, else a directory of the system's temporary
+// directory named after the store, so two stores never share one.
+func WorkspaceRoot(cfg config.Config) string {
+	if cfg.WorkspaceRoot != "" {
+		return cfg.WorkspaceRoot
+	}
+	sum := sha256.Sum256([]byte(cfg.StoreURL()))
+	return filepath.Join(os.TempDir(), "keel-workspaces-"+hex.EncodeToString(sum[:6]))
+}
