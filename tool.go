@@ -22,8 +22,8 @@ type Tool struct {
 	name    string
 	long    bool
 	command bool // a Command tool: needs a workspace with commands, no network
-	err   error
-	build agentdef.Builder
+	err     error
+	build   agentdef.Builder
 }
 
 // Name is the tool's name as the model sees it.

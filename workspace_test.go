@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/keelrun/keel"
-	"github.com/keelrun/keel/keeltest"
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/keeltest"
 )
 
 type writeArgs struct {
