@@ -52,7 +52,7 @@ type Config struct {
 	ScenarioTimeout time.Duration
 
 	// Counter, when set, plays a program's own agent instead of the
-	// research example (keel crashtest): no publication server is
+	// research fixture (keel crashtest): no publication server is
 	// started, Keel is the program's binary, its effects are observed
 	// through Counter, and Agent, Input and Env say what to run.
 	Counter EffectCounter

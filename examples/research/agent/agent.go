@@ -1,4 +1,4 @@
-package research
+package agent
 
 import (
 	"crypto/rand"
@@ -26,8 +26,8 @@ var Script []byte
 const Instructions = `You are a research agent. Collect the documents, analyze them, draft a report,
 then publish the drafted report by its artifact key and sha256. Publishing needs a person's approval.`
 
-// AgentName is the name runs use for this agent.
-const AgentName = "research"
+// Name is the name runs use for this agent: keel run research "...".
+const Name = "research"
 
 // Config is the research agent's own configuration: where it publishes.
 type Config struct {
@@ -119,26 +119,12 @@ func New(c Config) (keel.Agent, error) {
 		m = keel.ScriptedModel(Script)
 	}
 	return keel.Agent{
-		Name:            AgentName,
+		Name:            Name,
 		Instructions:    Instructions,
 		Model:           m,
 		Tools:           Tools(corpus, to),
 		MaxOutputTokens: 4096,
 	}, nil
-}
-
-// Main is the stock Keel program: the research agent configured from the
-// environment, run by keel.Main.
-func Main() {
-	c, err := ConfigFromEnv(os.Getenv)
-	if err == nil {
-		var a keel.Agent
-		if a, err = New(c); err == nil {
-			keel.Main(a)
-		}
-	}
-	fmt.Fprintln(os.Stderr, "keel:", err)
-	os.Exit(2)
 }
 
 func sha256Hex(b []byte) string {
