@@ -3,7 +3,7 @@
 // module, and — with the research agent of internal/fixture built in —
 // `keel dev` and every role of a deployment (KEEL_ROLE). The demo, the
 // crash suite and `keel crashtest` run this binary, which is why its agent
-// is the tests' fixture and not examples/research: the example may change
+// is the tests' fixture and not the research example: the example may change
 // for readers without changing what they measure. Your own program is the
 // same thing with your agents: call keel.Main from your main package.
 package main
