@@ -199,7 +199,7 @@ aws-local-e2e:
 demo:
 	@mkdir -p bin
 	$(GO) build -o bin/keel ./cmd/keel
-	$(GO) build -o bin/pubserver ./examples/research/cmd/pubserver
+	$(GO) build -o bin/pubserver ./internal/cmd/pubserver
 	$(GO) build -o bin/demo ./internal/cmd/demo
 	./bin/demo -keel bin/keel -pubserver bin/pubserver
 
@@ -277,7 +277,7 @@ SOAK_FLAGS = $(if $(KILL_MS),-kill-ms $(KILL_MS)) $(if $(CONTRACT),-contract $(C
 crash-bins:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/keel ./cmd/keel
-	$(GO) build -o $(BIN)/pubserver ./examples/research/cmd/pubserver
+	$(GO) build -o $(BIN)/pubserver ./internal/cmd/pubserver
 	$(GO) build -o $(BIN)/crash ./internal/cmd/crash
 
 crash: crash-bins

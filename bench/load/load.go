@@ -10,14 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/api"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/sqlite"
@@ -226,7 +226,7 @@ func startServer(ctx context.Context, cfg Config) (*compose.Runtime, *timedStore
 	if cfg.NoGroup {
 		b.SQLiteOptions.MaxBatch = 1
 	}
-	rt, err := compose.Open(ctx, kc, researchtest.App(research.DirPublisher{Dir: filepath.Join(cfg.Dir, "published")}), b)
+	rt, err := compose.Open(ctx, kc, fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(cfg.Dir, "published")}), b)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -261,7 +261,7 @@ func startCreators(ctx context.Context, c *client.Client, cfg Config) ([]string,
 	for range cfg.Clients {
 		createWG.Go(func() {
 			for i := range idx {
-				r, _, err := c.CreateRun(ctx, api.CreateRunRequest{Agent: research.AgentName, Input: "research " + strconv.Itoa(i)}, "load-"+strconv.Itoa(i))
+				r, _, err := c.CreateRun(ctx, api.CreateRunRequest{Agent: fixture.AgentName, Input: "research " + strconv.Itoa(i)}, "load-"+strconv.Itoa(i))
 				if err != nil {
 					createErr <- fmt.Errorf("create run %d: %w", i, err)
 					return

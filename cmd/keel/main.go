@@ -1,10 +1,31 @@
 // Command keel is Keel's stock program: the command-line client of any
 // Keel API (run, approve, events, ...), `keel init` for a new agent
-// module, and — with the research example agent built in — `keel dev`
-// and every role of a deployment (KEEL_ROLE). Your own program is the same
-// thing with your agents: call keel.Main from your main package.
+// module, and — with the research agent of internal/fixture built in —
+// `keel dev` and every role of a deployment (KEEL_ROLE). The demo, the
+// crash suite and `keel crashtest` run this binary, which is why its agent
+// is the tests' fixture and not the research example: the example may change
+// for readers without changing what they measure. Your own program is the
+// same thing with your agents: call keel.Main from your main package.
 package main
 
-import "github.com/keelrun/keel/examples/research"
+import (
+	"fmt"
+	"os"
 
-func main() { research.Main() }
+	"github.com/keelrun/keel"
+	"github.com/keelrun/keel/internal/fixture"
+)
+
+// main reads the research agent's own configuration (RESEARCH_*) and hands
+// the agent to keel.Main; a bad variable exits 2 before anything starts.
+func main() {
+	c, err := fixture.ConfigFromEnv(os.Getenv)
+	if err == nil {
+		var a keel.Agent
+		if a, err = fixture.New(c); err == nil {
+			keel.Main(a)
+		}
+	}
+	fmt.Fprintln(os.Stderr, "keel:", err)
+	os.Exit(2)
+}

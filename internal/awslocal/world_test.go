@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/internal/fixture"
 	"github.com/keelrun/keel/internal/store/dynamo"
 )
 
@@ -107,7 +107,7 @@ func envOr(k, def string) string {
 // publication is recorded and before it is answered.
 type destination struct {
 	URL    string
-	srv    *research.PublicationServer
+	srv    *fixture.PublicationServer
 	mu     sync.Mutex
 	posts  int
 	onPost func()
@@ -115,7 +115,7 @@ type destination struct {
 
 func newDestination(t *testing.T, w *World, dir string) *destination {
 	t.Helper()
-	srv, err := research.NewPublicationServer(research.ServerOptions{Log: filepath.Join(dir, "publications.jsonl")})
+	srv, err := fixture.NewPublicationServer(fixture.ServerOptions{Log: filepath.Join(dir, "publications.jsonl")})
 	if err != nil {
 		t.Fatal(err)
 	}

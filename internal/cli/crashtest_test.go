@@ -31,7 +31,7 @@ var (
 	keelBin, pubBin   string
 	notesBin          string // testdata/notes: the setups of issue 25
 	buildErr          error
-	researchScript, _ = filepath.Abs("../../examples/research/script.json")
+	researchScript, _ = filepath.Abs("../fixture/script.json")
 )
 
 func binaries(t *testing.T) (string, string) {
@@ -44,7 +44,7 @@ func binaries(t *testing.T) (string, string) {
 		}
 		keelBin, pubBin = filepath.Join(dir, "keel"), filepath.Join(dir, "pubserver")
 		notesBin = filepath.Join(dir, "notes")
-		for bin, pkg := range map[string]string{keelBin: "github.com/keelrun/keel/cmd/keel", pubBin: "github.com/keelrun/keel/examples/research/cmd/pubserver",
+		for bin, pkg := range map[string]string{keelBin: "github.com/keelrun/keel/cmd/keel", pubBin: "github.com/keelrun/keel/internal/cmd/pubserver",
 			notesBin: "./testdata/notes"} {
 			if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, pkg).CombinedOutput(); err != nil {
 				buildErr = errors.Join(buildErr, errors.New(string(out)))

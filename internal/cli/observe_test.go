@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
 	"github.com/keelrun/keel/internal/explain"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/telemetry"
 )
 
@@ -38,7 +38,7 @@ func startDev(t *testing.T) *devRuntime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")})
+	app := fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(dir, "published")})
 	rt, err := compose.Open(ctx, cfg, app, compose.Backends{})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func (d *devRuntime) waitStatus(id string, want ...string) {
 // downloads the six files, keel doctor answers the ten questions.
 func TestExplainBundleDoctorOnDev(t *testing.T) {
 	d := startDev(t)
-	code, out, errs := d.keel("run", "--json", research.AgentName, "What changed in the corpus?")
+	code, out, errs := d.keel("run", "--json", fixture.AgentName, "What changed in the corpus?")
 	if code != 0 {
 		t.Fatalf("keel run: %d %s", code, errs)
 	}

@@ -26,11 +26,11 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	miniserver "github.com/truora/minidyn/server"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/states"
 	"github.com/keelrun/keel/internal/states/sfnclient"
 	"github.com/keelrun/keel/internal/store"
@@ -191,7 +191,7 @@ func newWorld(t *testing.T, be backend, opts worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.deps = compose.Deps{Config: w.cfg, App: researchtest.App(research.DirPublisher{Dir: filepath.Join(w.dir, "published")}),
+	w.deps = compose.Deps{Config: w.cfg, App: fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(w.dir, "published")}),
 		Backends: w.deps.Backends, SFN: client, Logger: log}
 
 	if w.api, err = compose.NewAPI(ctx, w.deps); err != nil {

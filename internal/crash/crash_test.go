@@ -40,7 +40,7 @@ func build(t *testing.T, dir, name, pkg string, tags ...string) string {
 func TestCrashSuite(t *testing.T) {
 	bin := t.TempDir()
 	keel := build(t, bin, "keel", "github.com/keelrun/keel/cmd/keel")
-	pub := build(t, bin, "pubserver", "github.com/keelrun/keel/examples/research/cmd/pubserver")
+	pub := build(t, bin, "pubserver", "github.com/keelrun/keel/internal/cmd/pubserver")
 	broken := build(t, bin, "keel-broken", "github.com/keelrun/keel/cmd/keel", "keel_skip_reconcile")
 	// A hang guard. Cleanup, not defer: the parallel subtests run after
 	// this function returns.
@@ -193,7 +193,7 @@ func TestSoakScenarioIsRepeatable(t *testing.T) {
 // researchScript is the research agent's script, read as data.
 func researchScript(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "research", "script.json"))
+	b, err := os.ReadFile(filepath.Join("..", "fixture", "script.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -281,8 +281,8 @@ func readPublications(path string) ([]Publication, error) {
 	return pubs, sc.Err()
 }
 
-// AgentName is the agent the suite runs: the research example of the keel
-// binary under test.
+// AgentName is the agent the suite runs: the research fixture
+// (internal/fixture) of the keel binary under test.
 const AgentName = "research"
 
 // Publication is one line of the publication server's log (the

@@ -23,9 +23,9 @@ type Config struct {
 	Keel      string // the keel binary (keel dev, keel step, keel task)
 	PubServer string // the publication server binary
 	// Script is the scripted model the keel binary's research agent
-	// plays (examples/research/script.json): the stream-cut row adds its
-	// fault to it. The suite reads it as data, so that Keel's runtime
-	// packages depend on no example.
+	// plays (internal/fixture/script.json): the stream-cut row adds its
+	// fault to it. The suite reads it as data: it drives the keel binary
+	// from outside and links no agent.
 	Script []byte
 	// Dir is the scratch root; each scenario gets a directory under it,
 	// removed when it passes unless Keep.
@@ -52,7 +52,7 @@ type Config struct {
 	ScenarioTimeout time.Duration
 
 	// Counter, when set, plays a program's own agent instead of the
-	// research example (keel crashtest): no publication server is
+	// research fixture (keel crashtest): no publication server is
 	// started, Keel is the program's binary, its effects are observed
 	// through Counter, and Agent, Input and Env say what to run.
 	Counter EffectCounter
@@ -102,7 +102,7 @@ func (c *Config) Validate() error {
 	bins := []string{c.Keel}
 	if c.Counter == nil {
 		if len(c.Script) == 0 {
-			return errors.New("no research script (-script examples/research/script.json)")
+			return errors.New("no research script (-script internal/fixture/script.json)")
 		}
 		bins = append(bins, c.PubServer)
 	}

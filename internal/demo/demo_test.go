@@ -33,7 +33,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	bin := t.TempDir()
 	keel := build(t, bin, "./cmd/keel", "keel")
-	pub := build(t, bin, "./examples/research/cmd/pubserver", "pubserver")
+	pub := build(t, bin, "./internal/cmd/pubserver", "pubserver")
 	for _, spill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in the server", true: "analysis spilled to the task"}[spill], func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

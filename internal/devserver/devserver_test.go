@@ -22,12 +22,12 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	miniserver "github.com/truora/minidyn/server"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/awsbackend"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/store/dynamo"
 )
 
@@ -71,7 +71,7 @@ func TestResearchRunOnDynamoAndS3(t *testing.T) {
 	}
 	cfg.S3PathStyle = true
 	open := awsbackend.Backends(awsCfg, awsbackend.Options{S3PathStyle: true})
-	rt, err := compose.Open(ctx, cfg, researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")}),
+	rt, err := compose.Open(ctx, cfg, fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(dir, "published")}),
 		compose.Backends{AWSStore: open.Store, AWSArtifacts: open.Artifacts})
 	if err != nil {
 		t.Fatal(err)

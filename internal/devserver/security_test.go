@@ -16,12 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/awsbackend"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 )
 
 // startDev starts a keel dev on SQLite in a temporary directory. A
@@ -36,7 +36,7 @@ func startDev(t *testing.T, mod func(*devserver.Config)) *devserver.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")}), compose.Backends{})
+	rt, err := compose.Open(ctx, cfg.Defaults(), fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(dir, "published")}), compose.Backends{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestDevToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: dir}), compose.Backends{})
+		rt, err := compose.Open(ctx, cfg.Defaults(), fixturetest.App(fixture.DirPublisher{Dir: dir}), compose.Backends{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestSecondDevOnOneDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: dir}), compose.Backends{})
+		rt, err := compose.Open(ctx, cfg.Defaults(), fixturetest.App(fixture.DirPublisher{Dir: dir}), compose.Backends{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/states"
 )
@@ -28,11 +28,11 @@ func TestSweepAtStartStartsStoredRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := compose.Open(ctx, cfg, researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")}), compose.Backends{})
+	rt, err := compose.Open(ctx, cfg, fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(dir, "published")}), compose.Backends{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: research.AgentName, Request: "Durable agents",
+	r := run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: fixture.AgentName, Request: "Durable agents",
 		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}
 	if _, _, err := rt.Store.CreateRun(ctx, r); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestSweepAtStartStartsStoredRun(t *testing.T) {
 func TestSweepAtStartResumesStoppedExecution(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	app := researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")})
+	app := fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(dir, "published")})
 	open := func() *compose.Runtime {
 		cfg, err := config.FromEnv(func(k string) string { return map[string]string{"KEEL_DATA_DIR": dir}[k] })
 		if err != nil {
@@ -120,7 +120,7 @@ func TestSweepAtStartResumesStoppedExecution(t *testing.T) {
 	}
 
 	rt := open()
-	r := run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: research.AgentName, Request: "Durable agents",
+	r := run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: fixture.AgentName, Request: "Durable agents",
 		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}
 	if _, _, err := rt.Store.CreateRun(ctx, r); err != nil {
 		t.Fatal(err)

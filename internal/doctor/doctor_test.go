@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/doctor"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/ops"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/tool"
@@ -87,9 +87,9 @@ func joined(a doctor.Answer) string { return strings.Join(a.Facts, "\n") }
 func gapsOf(a doctor.Answer) string { return strings.Join(a.Gaps, "\n") }
 
 func TestResearchDevDeployment(t *testing.T) {
-	rt := open(t, researchtest.App(research.DirPublisher{Dir: t.TempDir()}), nil)
+	rt := open(t, fixturetest.App(fixture.DirPublisher{Dir: t.TempDir()}), nil)
 	f := rt.Deployment("local", func(string) string { return "" })
-	if f.Store.Kind != "sqlite" || f.Artifacts.Kind != "fs" || len(f.Agents) != 1 || f.Agents[0].Name != research.AgentName {
+	if f.Store.Kind != "sqlite" || f.Artifacts.Kind != "fs" || len(f.Agents) != 1 || f.Agents[0].Name != fixture.AgentName {
 		t.Fatalf("facts %+v", f)
 	}
 	a := answers(t, f)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	artfs "github.com/keelrun/keel/internal/artifact/fs"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/model/scripted"
@@ -94,16 +94,16 @@ func (e *env) scripted(script string) model.Model {
 	return model.Direct(m)
 }
 
-func (e *env) researchAgents(to research.Publisher) harness.AgentMap {
+func (e *env) researchAgents(to fixture.Publisher) harness.AgentMap {
 	e.t.Helper()
 	if to == nil {
-		to = research.DirPublisher{Dir: e.pubDir}
+		to = fixture.DirPublisher{Dir: e.pubDir}
 	}
-	a, err := researchtest.Agent(e.scripted(string(research.Script)), e.arts, to)
+	a, err := fixturetest.Agent(e.scripted(string(fixture.Script)), e.arts, to)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return harness.AgentMap{research.AgentName: a}
+	return harness.AgentMap{fixture.AgentName: a}
 }
 
 func (e *env) agent(name string, script string, tools ...tool.Tool) harness.AgentMap {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/ops"
@@ -61,7 +61,7 @@ func (e *echo) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
 // note is an effectful test tool writing its text to a publisher.
 type note struct {
 	mode run.Mode
-	to   research.Publisher
+	to   fixture.Publisher
 }
 
 func (n note) Info() tool.Info {
@@ -72,7 +72,7 @@ func (n note) Run(context.Context, tool.Call) (tool.Result, error) {
 	return tool.Result{}, errors.New("effectful")
 }
 func (n note) Name() string           { return n.to.Name() }
-func (n note) Contract() ops.Contract { return researchtest.Contract(n.to) }
+func (n note) Contract() ops.Contract { return fixturetest.Contract(n.to) }
 func (n note) text(args json.RawMessage) string {
 	var a struct{ Text string }
 	_ = json.Unmarshal(args, &a)
@@ -96,7 +96,7 @@ func (n note) Describe(op run.Operation) tool.Result {
 func TestResearchRunEndToEnd(t *testing.T) {
 	e := newEnv(t)
 	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(research.AgentName, "s1", nil)
+	r := e.createRun(fixture.AgentName, "s1", nil)
 
 	d := e.stepUntil(h, r.ID)
 	if d.Next != harness.NextApproval || d.ApprovalID == "" || d.ApprovalTimeoutSeconds <= 0 {
@@ -116,7 +116,7 @@ func TestResearchRunEndToEnd(t *testing.T) {
 	if d2 := e.stepUntil(h, r.ID); d2.Next != harness.NextApproval || d2.ApprovalID != ap.ID {
 		t.Fatalf("second step: %+v", d2)
 	}
-	if n, _ := (research.DirPublisher{Dir: e.pubDir}).Count(); n != 0 {
+	if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 0 {
 		t.Fatalf("published %d before approval", n)
 	}
 	e.decide(r.ID, ap, true)
@@ -124,7 +124,7 @@ func TestResearchRunEndToEnd(t *testing.T) {
 	if d.Next != harness.NextDone {
 		t.Fatalf("after approval: %+v", d)
 	}
-	if n, _ := (research.DirPublisher{Dir: e.pubDir}).Count(); n != 1 {
+	if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 1 {
 		t.Fatalf("publications = %d, want exactly 1", n)
 	}
 	got := e.getRun(r.ID)
@@ -151,7 +151,7 @@ func TestApprovals(t *testing.T) {
 	t.Run("stale hash refused", func(t *testing.T) {
 		e := newEnv(t)
 		h := e.harness(nil, e.researchAgents(nil), nil)
-		r := e.createRun(research.AgentName, "s1", nil)
+		r := e.createRun(fixture.AgentName, "s1", nil)
 		e.stepUntil(h, r.ID)
 		ap := e.pendingApproval(r.ID)
 		_, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: ap.ID, Approve: true, ArgsHash: strings.Repeat("0", 64), DecidedBy: "bob"})
@@ -161,13 +161,13 @@ func TestApprovals(t *testing.T) {
 		if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
 			t.Fatalf("run moved on without a valid approval: %+v", d)
 		}
-		if n, _ := (research.DirPublisher{Dir: e.pubDir}).Count(); n != 0 {
+		if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 0 {
 			t.Fatal("published without approval")
 		}
 	})
 	t.Run("changed args need a new approval", func(t *testing.T) {
 		e := newEnv(t)
-		to := research.DirPublisher{Dir: e.pubDir}
+		to := fixture.DirPublisher{Dir: e.pubDir}
 		script := `{"turns":[
 			{"tool_calls":[{"name":"note","args":{"text":"first draft"}}]},
 			{"tool_calls":[{"name":"note","args":{"text":"second draft"}}]}]}`
@@ -199,7 +199,7 @@ func TestApprovals(t *testing.T) {
 	})
 	t.Run("confirm_once asks once per session", func(t *testing.T) {
 		e := newEnv(t)
-		to := research.DirPublisher{Dir: e.pubDir}
+		to := fixture.DirPublisher{Dir: e.pubDir}
 		script := `{"turns":[
 			{"tool_calls":[{"name":"note","args":{"text":"one"}}]},
 			{"tool_calls":[{"name":"note","args":{"text":"two"}}]}]}`
@@ -243,28 +243,28 @@ func TestReconcileAfterLostResult(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		server     research.ServerOptions
-		publisher  func(url string) research.Publisher
+		server     fixture.ServerOptions
+		publisher  func(url string) fixture.Publisher
 		wantNext   harness.Next
 		wantPosts  int
 		wantStatus run.OpStatus
 	}{
-		{"lookup finds it", research.ServerOptions{},
-			func(u string) research.Publisher { return research.HTTPPublisher{Base: u} },
+		{"lookup finds it", fixture.ServerOptions{},
+			func(u string) fixture.Publisher { return fixture.HTTPPublisher{Base: u} },
 			harness.NextDone, 1, run.OpSucceeded},
-		{"idempotent retry without lookup", research.ServerOptions{NoLookup: true},
-			func(u string) research.Publisher { return research.HTTPPublisher{Base: u, NoLookup: true} },
+		{"idempotent retry without lookup", fixture.ServerOptions{NoLookup: true},
+			func(u string) fixture.Publisher { return fixture.HTTPPublisher{Base: u, NoLookup: true} },
 			harness.NextDone, 1, run.OpSucceeded},
-		{"none destination needs a human", research.ServerOptions{NoLookup: true, NoIdempotency: true},
-			func(u string) research.Publisher {
-				return research.HTTPPublisher{Base: u, NoLookup: true, NotIdempotent: true}
+		{"none destination needs a human", fixture.ServerOptions{NoLookup: true, NoIdempotency: true},
+			func(u string) fixture.Publisher {
+				return fixture.HTTPPublisher{Base: u, NoLookup: true, NotIdempotent: true}
 			},
 			harness.NextNeedsHuman, 1, run.OpNeedsHuman},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			srv, err := research.NewPublicationServer(tc.server)
+			srv, err := fixture.NewPublicationServer(tc.server)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,7 +273,7 @@ func TestReconcileAfterLostResult(t *testing.T) {
 			faulty := &faultyStore{Store: e.store, fail: isResult}
 			agents := e.researchAgents(tc.publisher(ts.URL))
 			h := e.harness(faulty, agents, nil)
-			r := e.createRun(research.AgentName, "s1", nil)
+			r := e.createRun(fixture.AgentName, "s1", nil)
 			e.stepUntil(h, r.ID)
 			e.decide(r.ID, e.pendingApproval(r.ID), true)
 			if _, err := h.Step(e.ctx, r.ID, time.Minute); err == nil {
@@ -312,11 +312,11 @@ func TestReconcileAfterLostResult(t *testing.T) {
 func TestUncertainDispatch(t *testing.T) {
 	t.Run("lost response is reconciled, not resent blindly", func(t *testing.T) {
 		e := newEnv(t)
-		srv, _ := research.NewPublicationServer(research.ServerOptions{DropResponses: 1})
+		srv, _ := fixture.NewPublicationServer(fixture.ServerOptions{DropResponses: 1})
 		ts := httptest.NewServer(srv)
 		defer ts.Close()
-		h := e.harness(nil, e.researchAgents(research.HTTPPublisher{Base: ts.URL}), nil)
-		r := e.createRun(research.AgentName, "s1", nil)
+		h := e.harness(nil, e.researchAgents(fixture.HTTPPublisher{Base: ts.URL}), nil)
+		r := e.createRun(fixture.AgentName, "s1", nil)
 		e.stepUntil(h, r.ID)
 		e.decide(r.ID, e.pendingApproval(r.ID), true)
 		if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
@@ -331,14 +331,14 @@ func TestUncertainDispatch(t *testing.T) {
 	})
 	t.Run("timeout without lookup or idempotency needs a human", func(t *testing.T) {
 		e := newEnv(t)
-		srv, _ := research.NewPublicationServer(research.ServerOptions{Hang: true, NoLookup: true, NoIdempotency: true})
+		srv, _ := fixture.NewPublicationServer(fixture.ServerOptions{Hang: true, NoLookup: true, NoIdempotency: true})
 		ts := httptest.NewServer(srv)
 		defer ts.Close()
-		pub := research.HTTPPublisher{Base: ts.URL, NoLookup: true, NotIdempotent: true}
+		pub := fixture.HTTPPublisher{Base: ts.URL, NoLookup: true, NotIdempotent: true}
 		pub.Client = ts.Client()
 		pub.Client.Timeout = 200 * time.Millisecond
 		h := e.harness(nil, e.researchAgents(pub), nil)
-		r := e.createRun(research.AgentName, "s1", nil)
+		r := e.createRun(fixture.AgentName, "s1", nil)
 		e.stepUntil(h, r.ID)
 		e.decide(r.ID, e.pendingApproval(r.ID), true)
 		if d := e.stepUntil(h, r.ID); d.Next != harness.NextNeedsHuman {
@@ -537,7 +537,7 @@ func TestCancelDuringModelCall(t *testing.T) {
 func TestCancelWhileAwaitingApproval(t *testing.T) {
 	e := newEnv(t)
 	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(research.AgentName, "s1", nil)
+	r := e.createRun(fixture.AgentName, "s1", nil)
 	e.stepUntil(h, r.ID)
 	_, cancelled, err := e.store.RequestCancel(e.ctx, r.ID, "bob")
 	if err != nil || len(cancelled) != 1 {
@@ -605,9 +605,9 @@ func TestInputPolicies(t *testing.T) {
 
 func TestForkReusesRecordedEffects(t *testing.T) {
 	e := newEnv(t)
-	to := research.DirPublisher{Dir: e.pubDir}
+	to := fixture.DirPublisher{Dir: e.pubDir}
 	h := e.harness(nil, e.researchAgents(to), nil)
-	r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
+	r := e.createRun(fixture.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
 	e.stepUntil(h, r.ID)
 	// The checkpoint taken at the approval holds the publish call, not its result.
 	cpAtApproval := e.getRun(r.ID).CheckpointID
@@ -615,7 +615,7 @@ func TestForkReusesRecordedEffects(t *testing.T) {
 	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
-	fork := e.createRun(research.AgentName, "s1", func(f *run.Run) {
+	fork := e.createRun(fixture.AgentName, "s1", func(f *run.Run) {
 		f.ParentRunID, f.ForkCheckpointID = r.ID, cpAtApproval
 	})
 	if d := e.stepUntil(h, fork.ID); d.Next != harness.NextDone {
@@ -740,7 +740,7 @@ func TestStaleWorkerProgressIsFenced(t *testing.T) {
 func TestCancelReportsSkippedCalls(t *testing.T) {
 	e := newEnv(t)
 	ec := &echo{}
-	n := note{mode: run.ModeMutating, to: research.DirPublisher{Dir: e.pubDir}}
+	n := note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}
 	script := `{"turns":[{"tool_calls":[{"name":"note","args":{"text":"a"}},{"name":"echo","args":{"text":"b"}},{"name":"echo","args":{"text":"c"}}]}]}`
 	h := e.harness(nil, e.agent("a", script, ec, n), nil)
 	r := e.createRun("a", "s1", nil)
@@ -773,7 +773,7 @@ func TestCancelReportsSkippedCalls(t *testing.T) {
 func TestCorruptRecordFailsLoudly(t *testing.T) {
 	e := newEnv(t)
 	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
+	r := e.createRun(fixture.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
 	e.stepUntil(h, r.ID)
 	cpAtApproval := e.getRun(r.ID).CheckpointID
 	e.decide(r.ID, e.pendingApproval(r.ID), true)
@@ -790,7 +790,7 @@ func TestCorruptRecordFailsLoudly(t *testing.T) {
 	} else if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("%d publish items", n)
 	}
-	fork := e.createRun(research.AgentName, "s1", func(f *run.Run) {
+	fork := e.createRun(fixture.AgentName, "s1", func(f *run.Run) {
 		f.ParentRunID, f.ForkCheckpointID = r.ID, cpAtApproval
 	})
 	var ce *harness.CorruptRecordError
@@ -812,9 +812,9 @@ func TestCorruptRecordFailsLoudly(t *testing.T) {
 // effect runs once, its operation carrying the legacy hash.
 func TestLegacyHashApprovalStillDecides(t *testing.T) {
 	e := newEnv(t)
-	to := research.DirPublisher{Dir: e.pubDir}
+	to := fixture.DirPublisher{Dir: e.pubDir}
 	h := e.harness(nil, e.researchAgents(to), nil)
-	r := e.createRun(research.AgentName, "s1", nil)
+	r := e.createRun(fixture.AgentName, "s1", nil)
 	e.stepUntil(h, r.ID)
 	ap := e.pendingApproval(r.ID)
 	legacy, err := run.LegacyArgsHash(ap.Args)
@@ -879,7 +879,7 @@ func TestFinishedRunClosesItsApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			h := e.harness(nil, e.researchAgents(nil), nil)
-			r := e.createRun(research.AgentName, "s1", func(r *run.Run) { r.Limits.Deadline = e.clock.Now().Add(time.Hour) })
+			r := e.createRun(fixture.AgentName, "s1", func(r *run.Run) { r.Limits.Deadline = e.clock.Now().Add(time.Hour) })
 			if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
 				t.Fatalf("%+v", d)
 			}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/examples/research"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/otelkeel"
 	"github.com/keelrun/keel/internal/otelkeel/otlptest"
@@ -42,7 +42,7 @@ func testTelemetry(t *testing.T, capture bool) {
 	defer prov.Shutdown(context.Background())
 	e := newEnv(t)
 	v := vault{apiKey: "key:" + credCanary}
-	n := note{mode: run.ModeMutating, to: research.DirPublisher{Dir: e.pubDir}}
+	n := note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}
 	script := `{"turns":[{"tool_calls":[{"name":"vault","args":{"account":"acct-1"}}]},` +
 		`{"tool_calls":[{"name":"vault","args":{"account":"acct-2"}}]},` +
 		`{"tool_calls":[{"name":"note","args":{"text":"the balance is 42"}}]},{"text":"done"}]}`

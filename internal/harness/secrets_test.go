@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/internal/fixture"
 	"github.com/keelrun/keel/internal/harness"
 	"github.com/keelrun/keel/internal/model"
 	"github.com/keelrun/keel/internal/run"
@@ -75,7 +75,7 @@ func TestSecretsNeverRecorded(t *testing.T) {
 	t.Setenv("KEEL_CANARY_API_KEY", envCanary)
 	e := newEnv(t)
 	v := vault{apiKey: os.Getenv("KEEL_CANARY_API_KEY") + ":" + credCanary}
-	n := note{mode: run.ModeMutating, to: research.DirPublisher{Dir: e.pubDir}}
+	n := note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}
 	script := `{"turns":[{"tool_calls":[{"name":"vault","args":{"account":"acct-1"}}]},` +
 		`{"tool_calls":[{"name":"vault","args":{"account":"acct-2"}}]},` +
 		`{"tool_calls":[{"name":"note","args":{"text":"the balance is 42"}}]},{"text":"done"}]}`

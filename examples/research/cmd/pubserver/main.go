@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/agent"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func run() error {
 	if *logPath == "" {
 		return errors.New("-log is required")
 	}
-	srv, err := research.NewPublicationServer(research.ServerOptions{Log: *logPath, NoLookup: *noLookup, NoIdempotency: *noIdem, Hang: *hang})
+	srv, err := agent.NewPublicationServer(agent.ServerOptions{Log: *logPath, NoLookup: *noLookup, NoIdempotency: *noIdem, Hang: *hang})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-// Package research is Keel's reference agent: it collects documents,
+// Package agent is the research agent: it collects documents,
 // analyzes them (reporting progress), drafts a report as a content-addressed
 // artifact, and — after a person approves the exact artifact hash —
 // publishes it to a destination through the operation protocol.
@@ -8,4 +8,4 @@
 // Idempotency-Key, looked up with GET by operation id). The HTTP endpoint
 // itself is [PublicationServer], which the demo and the crash suite run in
 // a process of its own.
-package research
+package agent
