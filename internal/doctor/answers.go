@@ -100,9 +100,8 @@ func workerDies(f Facts) Answer {
 		effects = effects || t.Effect
 	})
 	if effects {
-		// Any effect can leave a run needs_human: one in flight when the run
-		// fails, one whose tool a later
-		// worker no longer knows.
+		// Any effect can leave a run needs_human: one in flight when the
+		// run fails, one whose tool a later worker no longer knows.
 		a.Facts = append(a.Facts, SettleHint)
 	}
 	return a
