@@ -17,8 +17,9 @@ import (
 // with the publication in flight, and the next keel dev hands it to a
 // person (needs_human). The suite then plays that person: it reads the
 // destination's own log, settles the operation through the API with what
-// the log shows, and lets the run go on. Nothing in keel is told what the
-// suite saw except through the settle.
+// the log shows (happened, with the publication's id, or did not happen),
+// and lets the run go on — as often as the run asks. Nothing in keel is
+// told what the suite saw except through the settle.
 //
 //   - SettleHappenedName: killed after the dispatch, so the destination
 //     holds the publication. The person settles "happened" with its id —
@@ -29,70 +30,112 @@ import (
 //     not happen"; the run dispatches the same operation once more with
 //     the same id (its intent recorded again: two attempts), and the
 //     destination holds exactly one publication, under that id.
+//   - SettleAgainName: as SettleNotHappenedName, and the keel dev that
+//     dispatches the new attempt is killed right after it: the new intent
+//     makes it an ordinary pending operation, so the next keel dev hands
+//     it to a person again (it never sends a third time), who settles
+//     "happened" with the publication's id.
 const (
 	SettleHappenedName    = "settle happened [none, after_dispatch:1]"
 	SettleNotHappenedName = "settle not happened [none, after_intent:1]"
+	SettleAgainName       = "settle not happened, new attempt killed [none, after_intent:1, after_dispatch:1]"
 )
 
-// SettleScenario is the settle row for outcome (store.SettleHappened or
-// store.SettleNotHappened).
-func SettleScenario(outcome store.SettleOutcome) *Scenario {
-	name, fault := SettleHappenedName, harness.FaultAfterDispatch+":1"
-	if outcome == store.SettleNotHappened {
-		name, fault = SettleNotHappenedName, harness.FaultAfterIntent+":1"
-	}
-	return &Scenario{Name: name, Contract: "none",
-		Incarnations: []Incarnation{{Fault: fault}},
-		Expect:       Expect{Statuses: allowed(run.StatusCompleted), Approval: true, Kills: 1},
-		play: func(ctx context.Context, n *node, st *driveState, res *Result) (Evidence, error) {
-			return n.settleRow(ctx, st, res, outcome)
-		}}
+// settlePlan is what a settle row expects: the first settle's outcome,
+// how many settles the run asks for, and the operation's attempts.
+type settlePlan struct {
+	first    store.SettleOutcome
+	settles  int
+	attempts int64
 }
 
-// settleRow drives the run to needs_human, settles its operation as the
-// destination's log says, drives it to its end and checks what the
-// destination received for that operation id.
-func (n *node) settleRow(ctx context.Context, st *driveState, res *Result, outcome store.SettleOutcome) (Evidence, error) {
-	if err := n.drive(ctx, st); err != nil {
-		return Evidence{}, err
+// SettleScenarios are the settle rows.
+func SettleScenarios() []*Scenario {
+	row := func(name string, faults []string, p settlePlan) *Scenario {
+		var inc []Incarnation
+		for _, f := range faults {
+			inc = append(inc, Incarnation{Fault: f})
+		}
+		return &Scenario{Name: name, Contract: "none", Incarnations: inc,
+			Expect: Expect{Statuses: allowed(run.StatusCompleted), Approval: true, Kills: len(faults)},
+			play: func(ctx context.Context, n *node, st *driveState, res *Result) (Evidence, error) {
+				return n.settleRow(ctx, st, res, p)
+			}}
 	}
-	r, err := n.c.GetRun(ctx, st.runID)
-	if err != nil {
-		return Evidence{}, fmt.Errorf("get run: %w", err)
+	dispatch, intent := harness.FaultAfterDispatch+":1", harness.FaultAfterIntent+":1"
+	return []*Scenario{
+		row(SettleHappenedName, []string{dispatch}, settlePlan{store.SettleHappened, 1, 1}),
+		row(SettleNotHappenedName, []string{intent}, settlePlan{store.SettleNotHappened, 1, 2}),
+		row(SettleAgainName, []string{intent, dispatch}, settlePlan{store.SettleNotHappened, 2, 2}),
 	}
-	if r.Status != run.StatusNeedsHuman {
-		res.fail("run %s after the kill, want needs_human: nothing to settle", r.Status)
-		return n.finish(ctx, st)
-	}
-	op, err := n.uncertainOp(ctx, st.runID)
-	if err != nil {
-		return Evidence{}, err
-	}
-	before, err := n.publicationsOf(op.OperationID)
-	if err != nil {
-		return Evidence{}, err
-	}
-	req := api.SettleRequest{Outcome: string(outcome), Reason: "the destination's log shows no publication for " + op.IdempotencyKey}
-	switch {
-	case outcome == store.SettleHappened && len(before) == 1:
-		req.ExternalID, req.Reason = before[0].ID, "the destination's log shows "+before[0].ID+" for "+op.IdempotencyKey
-	case outcome == store.SettleHappened || len(before) != 0:
-		res.fail("the destination holds %d publications for %s before the settle; the row kills where it holds %s", len(before), op.OperationID,
-			map[store.SettleOutcome]string{store.SettleHappened: "one", store.SettleNotHappened: "none"}[outcome])
-		return n.finish(ctx, st)
-	}
-	if err := n.settleRacing(ctx, st.runID, op.OperationID, req, res); err != nil {
-		return Evidence{}, err
-	}
-	if err := n.drive(ctx, st); err != nil {
-		return Evidence{}, err
+}
+
+// settleRow drives the run; each time it waits for a person, settles its
+// operation as the destination's log says; and once it ended, checks what
+// the destination received under that operation id.
+func (n *node) settleRow(ctx context.Context, st *driveState, res *Result, p settlePlan) (Evidence, error) {
+	opID, settles := "", 0
+	for {
+		if err := n.drive(ctx, st); err != nil {
+			return Evidence{}, err
+		}
+		r, err := n.c.GetRun(ctx, st.runID)
+		if err != nil {
+			return Evidence{}, fmt.Errorf("get run: %w", err)
+		}
+		if r.Status != run.StatusNeedsHuman {
+			break
+		}
+		if settles == p.settles {
+			res.fail("needs_human again after %d settles, want %d", settles, p.settles)
+			break
+		}
+		op, err := n.uncertainOp(ctx, st.runID)
+		if err != nil {
+			return Evidence{}, err
+		}
+		req, err := n.whatTheLogShows(op)
+		if err != nil {
+			return Evidence{}, err
+		}
+		if settles == 0 && req.Outcome != string(p.first) {
+			res.fail("the destination's log says %s before the first settle, the row kills where it says %s", req.Outcome, p.first)
+		}
+		if opID != "" && op.OperationID != opID {
+			res.fail("a second settle asked for operation %s, not %s", op.OperationID, opID)
+		}
+		opID = op.OperationID
+		if err := n.settleRacing(ctx, st.runID, opID, req, res); err != nil {
+			return Evidence{}, err
+		}
+		settles++
 	}
 	ev, err := n.finish(ctx, st)
 	if err != nil {
 		return ev, err
 	}
-	checkSettledRow(ev, op.OperationID, outcome, res)
+	if settles != p.settles {
+		res.fail("%d settles, want %d", settles, p.settles)
+	}
+	checkSettledRow(ev, opID, settles, p.attempts, res)
 	return ev, nil
+}
+
+// whatTheLogShows is the settle a person reading the destination's log
+// sends: happened with the publication's id, or did not happen.
+func (n *node) whatTheLogShows(op api.Operation) (api.SettleRequest, error) {
+	pubs, err := n.publicationsOf(op.OperationID)
+	if err != nil {
+		return api.SettleRequest{}, err
+	}
+	switch len(pubs) {
+	case 0:
+		return api.SettleRequest{Outcome: string(store.SettleNotHappened), Reason: "the destination's log shows nothing for " + op.IdempotencyKey}, nil
+	case 1:
+		return api.SettleRequest{Outcome: string(store.SettleHappened), ExternalID: pubs[0].ID,
+			Reason: "the destination's log shows " + pubs[0].ID + " for " + op.IdempotencyKey}, nil
+	}
+	return api.SettleRequest{}, fmt.Errorf("DUPLICATE: the destination holds %d publications for %s", len(pubs), op.OperationID)
 }
 
 // uncertainOp is the run's one needs_human operation, as the API lists it.
@@ -157,11 +200,12 @@ func (n *node) settleRacing(ctx context.Context, runID, opID string, req api.Set
 }
 
 // checkSettledRow holds the operation a person settled to the row: one
-// op_settled in the log, one publication under its id at the end, and
-// two attempts (the same id dispatched once more) where it did not happen.
-func checkSettledRow(ev Evidence, opID string, outcome store.SettleOutcome, res *Result) {
-	if n := countType(ev.Events, run.EventOpSettled); n != 1 {
-		res.fail("%d op_settled events, want 1", n)
+// op_settled per settle in the log, one publication under its id at the
+// end, and the attempts the row expects (the same id dispatched once more
+// where it did not happen).
+func checkSettledRow(ev Evidence, opID string, settles int, attempts int64, res *Result) {
+	if n := countType(ev.Events, run.EventOpSettled); n != settles {
+		res.fail("%d op_settled events, want %d", n, settles)
 	}
 	at := 0
 	for _, p := range ev.Pubs {
@@ -172,7 +216,6 @@ func checkSettledRow(ev Evidence, opID string, outcome store.SettleOutcome, res 
 	if at != 1 {
 		res.fail("the destination holds %d publications for %s at the end, want 1", at, opID)
 	}
-	attempts := map[store.SettleOutcome]int64{store.SettleHappened: 1, store.SettleNotHappened: 2}[outcome]
 	for _, op := range ev.Ops {
 		if op.ID == opID && (op.Status != run.OpSucceeded || op.Attempts != attempts || op.IdempotencyKey != opID) {
 			res.fail("operation %s is %s with %d attempts under key %s, want succeeded, %d attempts, its own id",
