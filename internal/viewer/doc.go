@@ -1,5 +1,6 @@
-// Package viewer is Keel's web run viewer: a page, a style sheet and one
-// small JavaScript module, embedded in the binary (go:embed) and served by
+// Package viewer is Keel's web run viewer: a page, a style sheet and two
+// small JavaScript modules (app.js, and operations.js for operations and
+// settling), embedded in the binary (go:embed) and served by
 // the API's own handler (internal/api mounts [Handler]), so `keel dev`
 // serves it at / and the api function serves it on AWS. Nothing is fetched
 // at run time and there is no build step: the files under assets/ are the
