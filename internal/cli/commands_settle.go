@@ -52,7 +52,7 @@ func settleCommand() command {
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("settle")
 		happened := fs.Bool("happened", false, "it took effect at the destination")
-		notHappened := fs.Bool("not-happened", false, "it did not take effect (a new call is a new operation)")
+		notHappened := fs.Bool("not-happened", false, "it did not take effect: the run dispatches it once more, with the same operation id")
 		giveUp := fs.Bool("give-up", false, "nobody can find out: the run ends failed with --reason")
 		ext := fs.String("external-id", "", "the destination's id for it (with --happened)")
 		result := fs.String("result", "", "the destination's result, JSON (with --happened)")

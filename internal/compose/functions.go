@@ -75,7 +75,8 @@ func (c closer) Close() error { return c.rt.Close() }
 func (c closer) Flush(ctx context.Context) error { return c.rt.Flush(ctx) }
 
 func (d Deps) starter(rt *Runtime) roles.Starter {
-	return roles.Starter{Executions: awsbackend.Executions{Starter: d.SFN}, StateMachineARN: rt.Config.StateMachineARN}
+	return roles.Starter{Executions: awsbackend.Executions{Starter: d.SFN}, StateMachineARN: rt.Config.StateMachineARN,
+		Statuses: awsbackend.SweepExecutions{Client: d.SFN, StateMachineARN: rt.Config.StateMachineARN}}
 }
 
 // API is the api role: the HTTP API behind API Gateway.

@@ -175,7 +175,7 @@ func TestSettleContinuesTheRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp := w.as(t, "POST", "/v1/runs/"+fixtureRun+"/operations/op_s1/settle",
-				`{"outcome":"not_happened","reason":"the publication server has no such post"}`)
+				`{"outcome":"happened","external_id":"post-1","reason":"the publication server shows post-1 for it"}`)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("settle: %d %s", resp.StatusCode, resp.Body)
 			}

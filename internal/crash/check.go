@@ -211,39 +211,7 @@ func checkLog(ev Evidence, v *Verdict) {
 	}
 	// The log tells the operations' story.
 	for _, op := range ev.Ops {
-		intent, ends := int64(0), []api.Event{}
-		intents := 0
-		for _, e := range ev.Events {
-			if e.OperationID != op.ID {
-				continue
-			}
-			switch e.Type {
-			case run.EventOpIntent:
-				intents++
-				intent = e.Seq
-			case run.EventOpSucceeded, run.EventOpReconciled, run.EventOpFailed, run.EventOpNeedsHuman:
-				ends = append(ends, e)
-			}
-		}
-		if intents != 1 {
-			v.fail("operation %s has %d op_intent events, want 1", op.ID, intents)
-		}
-		if len(ends) != 1 {
-			v.fail("operation %s has %d outcome events, want 1", op.ID, len(ends))
-			continue
-		}
-		end := ends[0]
-		if end.Seq < intent {
-			v.fail("operation %s: %s (seq %d) before its op_intent (seq %d)", op.ID, end.Type, end.Seq, intent)
-		}
-		want := map[run.OpStatus][]run.EventType{
-			run.OpSucceeded:  {run.EventOpSucceeded, run.EventOpReconciled},
-			run.OpFailed:     {run.EventOpFailed},
-			run.OpNeedsHuman: {run.EventOpNeedsHuman},
-		}[op.Status]
-		if !slices.Contains(want, end.Type) {
-			v.fail("operation %s is %s but the log says %s", op.ID, op.Status, end.Type)
-		}
+		checkOpStory(op, ev.Events, v)
 	}
 	for _, e := range ev.Events {
 		if e.OperationID != "" {
@@ -284,4 +252,55 @@ func startOf(e api.Event) time.Time {
 	}
 	_ = json.Unmarshal(e.Data, &d)
 	return e.Time.Add(-time.Duration(d.DurationUS) * time.Microsecond)
+}
+
+// checkOpStory: the log tells op's story. Each attempt is an op_intent
+// ended by one outcome event; a person's op_settled after an
+// op_needs_human either ends it (happened, give up) or opens the next
+// attempt (not happened: one more op_intent, same operation). The last
+// word — an outcome, or a settle "happened" — matches the recorded status.
+func checkOpStory(op run.Operation, evs []api.Event, v *Verdict) {
+	var intents, again int
+	var ends []api.Event
+	var last api.Event
+	for _, e := range evs {
+		if e.OperationID != op.ID {
+			continue
+		}
+		switch e.Type {
+		case run.EventOpIntent:
+			intents++
+			if len(ends) < intents-1 {
+				v.fail("operation %s: op_intent (seq %d) before the last attempt's outcome", op.ID, e.Seq)
+			}
+		case run.EventOpSucceeded, run.EventOpReconciled, run.EventOpFailed, run.EventOpNeedsHuman:
+			ends = append(ends, e)
+			last = e
+			if len(ends) > intents {
+				v.fail("operation %s: %s (seq %d) before its op_intent", op.ID, e.Type, e.Seq)
+			}
+		case run.EventOpSettled:
+			switch eventData(e.Data)["outcome"] {
+			case "not_happened":
+				again++
+			case "happened":
+				last = e
+			}
+		}
+	}
+	if intents != 1+again {
+		v.fail("operation %s has %d op_intent events, want %d (one, and one per settle \"did not happen\")", op.ID, intents, 1+again)
+	}
+	if len(ends) != intents {
+		v.fail("operation %s has %d outcome events for %d attempts", op.ID, len(ends), intents)
+		return
+	}
+	want := map[run.OpStatus][]run.EventType{
+		run.OpSucceeded:  {run.EventOpSucceeded, run.EventOpReconciled, run.EventOpSettled},
+		run.OpFailed:     {run.EventOpFailed},
+		run.OpNeedsHuman: {run.EventOpNeedsHuman},
+	}[op.Status]
+	if !slices.Contains(want, last.Type) {
+		v.fail("operation %s is %s but the log says %s", op.ID, op.Status, last.Type)
+	}
 }

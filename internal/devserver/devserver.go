@@ -341,7 +341,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	apiHandler, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
-		Starter:  roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn},
+		Starter:  roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}},
 		Resumer:  roles.Resumer{Tokens: s.exec},
 		Auth:     api.Tokens{s.Token: cfg.Principal},
 		Agents:   rt.Catalog,

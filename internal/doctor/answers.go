@@ -80,6 +80,7 @@ func store(f Facts) Answer {
 
 func workerDies(f Facts) Answer {
 	a := Answer{Answer: "its lease expires and the next worker resumes from the last committed checkpoint; what a tool call does on recovery depends on the tool:"}
+	effects := false
 	a.Facts = append(a.Facts, fmt.Sprintf("lease TTL %s; sweeper: %s", f.LeaseTTL, f.Sweeper))
 	tools(f, func(ag Agent, t Tool) {
 		name := ag.Name + "/" + t.Name
@@ -96,9 +97,23 @@ func workerDies(f Facts) Answer {
 			a.Facts = append(a.Facts, fmt.Sprintf("%s → %s: no lookup and no idempotency: the run stops as needs_human", name, t.Destination))
 			a.Gaps = append(a.Gaps, fmt.Sprintf("%s: its destination %s promises neither idempotency nor lookup, so a crash mid-dispatch leaves the outcome unknown and a person must check it (give it an idempotency key or a lookup)", name, t.Destination))
 		}
+		effects = effects || t.Effect
 	})
+	if effects {
+		// Any effect can leave a run needs_human: one in flight when the
+		// run fails, one whose tool a later worker no longer knows.
+		a.Facts = append(a.Facts, SettleHint)
+	}
 	return a
 }
+
+// SettleHint is how a person answers for a needs_human run, as doctor
+// names it: the command, the endpoint and the viewer, and what each
+// outcome does.
+const SettleHint = "a needs_human run waits, holding no process, until a person settles the operation: " +
+	"keel operations RUN_ID, then keel settle RUN_ID OPERATION_ID --happened [--external-id ID] | --not-happened | --give-up --reason TEXT " +
+	"(or POST /v1/runs/{id}/operations/{op}/settle, or the viewer's settle form); happened → recorded and the run goes on, " +
+	"did not happen → dispatched once more with the same operation id, give up → the run fails with the reason"
 
 func workspace(f Facts) Answer {
 	a := Answer{

@@ -101,7 +101,8 @@ func TestResearchDevDeployment(t *testing.T) {
 	}{
 		{1, []string{"KEEL_STORE resolves to sqlite:"}, nil, ""},
 		{2, []string{"research/collect_documents (safe_readonly, read-only): its result was not committed, so it runs again",
-			"research/publish_report → dir:", "looked up by its id, and retried with the same idempotency key"}, nil, "publish_report"},
+			"research/publish_report → dir:", "looked up by its id, and retried with the same idempotency key",
+			"keel settle RUN_ID OPERATION_ID"}, nil, "publish_report"},
 		{3, nil, []string{"keel dev runs every run's tools in one process"}, ""},
 		{4, []string{"research/publish_report: mutating, approved every time for its exact args_hash", "research/collect_documents: safe_readonly"}, nil, "publish_report"},
 		{5, []string{"research: model scripted, credential from none (scripted model)"}, nil, ""},
@@ -147,6 +148,9 @@ func TestAToolWithoutLookupOrIdempotencyIsAGap(t *testing.T) {
 	a := answers(t, f)
 	if g := gapsOf(a[2]); !strings.Contains(g, "hooks/post_webhook: its destination https://hooks.example promises neither idempotency nor lookup") {
 		t.Errorf("Q2 gaps %q", a[2].Gaps)
+	}
+	if !strings.Contains(joined(a[2]), "keel settle RUN_ID OPERATION_ID") {
+		t.Errorf("Q2 does not name the settle command: %q", a[2].Facts)
 	}
 	if !strings.Contains(joined(a[4]), "hooks/post_webhook: confirm_once, approved once per session") {
 		t.Errorf("Q4 facts %q", a[4].Facts)

@@ -44,6 +44,14 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		return Decision{}, true, err
 	}
 	s.h.opt.Faults.Hit(FaultAfterIntent)
+	return s.dispatchOp(ctx, it, t, op)
+}
+
+// dispatchOp dispatches op, whose intent is durable, with its id as the
+// idempotency key, and records the outcome before the run moves on: done,
+// rejected, or unknown (reconciled later, or handed to a person where the
+// destination can neither be asked nor safely retried).
+func (s *step) dispatchOp(ctx context.Context, it run.PlanItem, t tool.Effectful, op run.Operation) (Decision, bool, error) {
 	dctx, dsp := s.startOp(ctx, op, false)
 	out, derr := t.Dispatch(dctx, op)
 	s.endDispatch(dctx, dsp, derr)
@@ -137,6 +145,13 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
 		eff = s.guardEffect(eff)
+		if it.Status == run.PlanNeedsHuman {
+			// A person established it did not happen (store.SettleNotHappened).
+			if d, stop, err := s.attemptAgain(ctx, it, eff, op); err != nil || stop {
+				return d, stop, err
+			}
+			continue
+		}
 		rctx, rsp := s.startOp(ctx, op, true)
 		verdict, out, rerr := ops.Reconcile(rctx, eff, op)
 		s.endReconcile(rctx, rsp, verdict, rerr)

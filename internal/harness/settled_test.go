@@ -23,7 +23,7 @@ func TestSettledRunTellsTheTruth(t *testing.T) {
 		settleBy string
 	}{
 		{store.SettleHappened, "post-7", run.PlanCompleted, run.OpSucceeded, "a person confirmed this outcome", run.StatusCompleted, "alice"},
-		{store.SettleNotHappened, "", run.PlanFailed, run.OpFailed, "did not happen, as alice established", run.StatusCompleted, "alice"},
+		{store.SettleNotHappened, "", run.PlanCompleted, run.OpSucceeded, "", run.StatusCompleted, "alice"},
 		{store.SettleGiveUp, "", run.PlanNeedsHuman, run.OpNeedsHuman, "", run.StatusFailed, "alice"},
 	}
 	for _, tc := range cases {
@@ -70,6 +70,19 @@ func TestSettledRunTellsTheTruth(t *testing.T) {
 			}
 			if len(eff.applied) > 1 {
 				t.Fatalf("the destination applied %d operations", len(eff.applied))
+			}
+			// Dispatched once more, with the same key, only when a
+			// person established the first did not happen.
+			dispatches, attempts := int64(1), int64(1)
+			if tc.outcome == store.SettleNotHappened {
+				dispatches, attempts = 2, 2
+			}
+			if got := eff.dispatches.Load(); got != dispatches || !eff.applied[ops[0].ID] {
+				t.Fatalf("%d dispatches (keys %v), want %d with key %s", got, eff.applied, dispatches, ops[0].ID)
+			}
+			after, err := e.store.ListOperations(e.ctx, r.ID, false)
+			if err != nil || len(after) != 1 || after[0].Status != tc.op || after[0].Attempts != attempts {
+				t.Fatalf("operations after the settle %+v %v: want one, %s, %d attempts", after, err, tc.op, attempts)
 			}
 		})
 	}

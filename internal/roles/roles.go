@@ -233,6 +233,9 @@ type Executions interface {
 type Starter struct {
 	Executions      Executions
 	StateMachineARN string
+	// Statuses, when set, lets ContinueRun wait out an execution that is
+	// ending (continue.go); nil: a running one counts as driving the run.
+	Statuses ExecutionStatuses
 }
 
 // StartRun implements api.Starter.
@@ -241,24 +244,6 @@ func (s Starter) StartRun(ctx context.Context, runID string) error {
 	// the two starts are one execution.
 	return s.Executions.StartExecution(ctx, s.StateMachineARN, stepfunctions.ExecutionName(runID, 0), stepfunctions.ExecutionInput(runID, 0))
 }
-
-// ContinueRun implements api.Continuer: it starts the run's first
-// generation whose name is free, for a run a person's decision moved on
-// after its executions ended. A running execution of the same name and
-// input answers as started (StartExecution is idempotent then), so a run
-// still driven is left to that execution.
-func (s Starter) ContinueRun(ctx context.Context, runID string) error {
-	for gen := 0; gen < maxGenerations; gen++ {
-		err := s.Executions.StartExecution(ctx, s.StateMachineARN, stepfunctions.ExecutionName(runID, gen), stepfunctions.ExecutionInput(runID, gen))
-		if err == nil || !isAlreadyStarted(err) {
-			return err
-		}
-	}
-	return fmt.Errorf("continue %s: over %d generations", runID, maxGenerations)
-}
-
-// maxGenerations bounds ContinueRun's search, as the sweeper's.
-const maxGenerations = 10000
 
 // RunCreator is what the schedule handler needs.
 type RunCreator interface {

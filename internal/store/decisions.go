@@ -26,8 +26,10 @@ const (
 	// SettleHappened: the operation took effect (ExternalID is the
 	// destination's id for it). It becomes succeeded.
 	SettleHappened SettleOutcome = "happened"
-	// SettleNotHappened: it did not take effect. It becomes failed, and
-	// the model is told so: a call again is a new operation.
+	// SettleNotHappened: it did not take effect. It returns to pending,
+	// its plan item still needs_human: the next worker records its intent
+	// again (attempts+1) and dispatches it once more with the same
+	// operation id as idempotency key (harness, settled.go).
 	SettleNotHappened SettleOutcome = "not_happened"
 	// SettleGiveUp: nobody will find out; the run ends failed with Reason.
 	// The operation stays needs_human: its outcome is still unknown.
@@ -51,9 +53,14 @@ type Settlement struct {
 	By, Reason string
 }
 
+// NotHappenedPrefix begins the error of an operation a person settled as
+// not happened, until its next attempt records an outcome.
+const NotHappenedPrefix = "did not happen, as "
+
 // Settler records people's answers on operations only they can settle.
 type Settler interface {
-	// SettleOperation records s in one write: the operation's new status,
+	// SettleOperation records s in one write: the operation's new status
+	// (SettledOp),
 	// an op_settled event naming By, Outcome and Reason (chained like
 	// every event), and the run's status: running once no operation of
 	// it is needs_human any more (a worker may then take it), failed for
@@ -82,13 +89,15 @@ func SettledEvents(s Settlement, planItemID string) ([]run.Event, error) {
 	return evs, nil
 }
 
-// SettledOp is the status, error and external id the operation takes.
+// SettledOp is the status and error the operation takes: succeeded for
+// SettleHappened; pending again for SettleNotHappened (to be dispatched
+// once more with the same id), its error saying who established that.
 func SettledOp(s Settlement) (status run.OpStatus, errText string) {
 	switch s.Outcome {
 	case SettleHappened:
 		return run.OpSucceeded, ""
 	case SettleNotHappened:
-		return run.OpFailed, "did not happen, as " + s.By + " established: " + s.Reason
+		return run.OpPending, NotHappenedPrefix + s.By + " established: " + s.Reason
 	}
 	return run.OpNeedsHuman, "" // give up: still unknown
 }

@@ -144,8 +144,13 @@ type RunPatch struct {
 
 // OperationUpdate records an operation's outcome.
 type OperationUpdate struct {
-	ID         string
-	Status     run.OpStatus // succeeded, failed or needs_human
+	ID string
+	// Status is succeeded, failed or needs_human; or pending for a new
+	// attempt of the operation (AttemptsDelta ≥ 1, no external id or
+	// result): its intent recorded again before it is dispatched once
+	// more with the same id, after a person established the last attempt
+	// did not happen.
+	Status     run.OpStatus
 	ExternalID string
 	Result     []byte
 	Error      string

@@ -282,8 +282,14 @@ func validateOperationUpdate(u OperationUpdate) error {
 	if err := ValidateID("operation id", u.ID); err != nil {
 		return err
 	}
-	if u.Status != run.OpSucceeded && u.Status != run.OpFailed && u.Status != run.OpNeedsHuman {
-		return invalid("operation %q: status %q is not an outcome (succeeded, failed, needs_human)", u.ID, u.Status)
+	switch u.Status {
+	case run.OpSucceeded, run.OpFailed, run.OpNeedsHuman:
+	case run.OpPending:
+		if u.AttemptsDelta < 1 || u.ExternalID != "" || len(u.Result) > 0 {
+			return invalid("operation %q: a new attempt (status pending) adds attempts and records no outcome", u.ID)
+		}
+	default:
+		return invalid("operation %q: status %q is not an outcome (succeeded, failed, needs_human) or a new attempt (pending)", u.ID, u.Status)
 	}
 	if err := checkOptional("operation external id", u.ExternalID); err != nil {
 		return err

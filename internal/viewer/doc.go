@@ -1,5 +1,6 @@
-// Package viewer is Keel's web run viewer: a page, a style sheet and one
-// small JavaScript module, embedded in the binary (go:embed) and served by
+// Package viewer is Keel's web run viewer: a page, a style sheet and two
+// small JavaScript modules (app.js, and operations.js for operations and
+// settling), embedded in the binary (go:embed) and served by
 // the API's own handler (internal/api mounts [Handler]), so `keel dev`
 // serves it at / and the api function serves it on AWS. Nothing is fetched
 // at run time and there is no build step: the files under assets/ are the
@@ -13,6 +14,16 @@
 // An approval's decision carries the args_hash the page showed, so a
 // changed action is refused by the API (409 args_hash_mismatch) and the
 // page says so.
+//
+// Every run shows its operations (id, tool, status, destination, the
+// contract its intent was recorded under, external id, attempts). A
+// needs_human run shows the story `keel explain` tells and a settle form
+// per operation only a person can answer for (happened with the
+// destination's id and an optional result, did not happen, give up; a
+// reason always), sent to the same endpoint as `keel settle`. Text that
+// came from a model, a tool or a destination goes into the page as text
+// nodes only, with bidi and invisible format characters and controls shown
+// as \uXXXX escapes.
 //
 // The assets are public: they contain no data. Every response carries a
 // Content-Security-Policy that allows only this origin's own scripts,

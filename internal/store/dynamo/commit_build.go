@@ -230,9 +230,9 @@ func (s *Store) opUpdate(runID string, up store.OperationUpdate, now time.Time) 
 	if len(up.Result) > 0 {
 		u.set = append(u.set, e.name("result")+" = "+e.value(bv(up.Result)))
 	}
-	if up.Error != "" {
-		u.set = append(u.set, e.name("error")+" = "+e.value(sv(up.Error)))
-	}
+	// The error is replaced, as on SQLite: an outcome after a new attempt
+	// clears what the last one said.
+	u.set = append(u.set, e.name("error")+" = "+e.value(sv(up.Error)))
 	return s.updateChild(runID, opSK(up.ID), e, u,
 		e.name("status")+" = "+e.value(sv(string(run.OpPending))))
 }

@@ -154,7 +154,7 @@ func testSettle(t *testing.T, e *env) {
 		r, tok := e.leased()
 		c := store.Commit{RunID: r.ID, Token: tok, Run: &store.RunPatch{Status: run.StatusRunning}}
 		for _, id := range ids {
-			c.NewOperations = append(c.NewOperations, run.Operation{ID: id, PlanItemID: "p_" + id, Tool: "publish", ArgsHash: "h_" + id})
+			c.NewOperations = append(c.NewOperations, run.Operation{ID: id, PlanItemID: "p_" + id, Tool: "publish", ArgsHash: "h_" + id, Attempts: 1})
 		}
 		_, err := e.s.Commit(e.ctx, c)
 		must(t, err)
@@ -235,9 +235,39 @@ func testSettle(t *testing.T, e *env) {
 		if got.Status != run.StatusRunning {
 			t.Fatalf("run %s after settling both, want running", got.Status)
 		}
-		if op := opStatus(t, r, "op_b"); op.Status != run.OpFailed || !strings.Contains(op.Error, "did not happen") {
-			t.Fatalf("op_b %s %q, want failed: did not happen", op.Status, op.Error)
+		if op := opStatus(t, r, "op_b"); op.Status != run.OpPending || !strings.HasPrefix(op.Error, store.NotHappenedPrefix+"alice") {
+			t.Fatalf("op_b %s %q, want pending again: did not happen, as alice established", op.Status, op.Error)
 		}
+	})
+	t.Run("NotHappenedIsAttemptedAgain", func(t *testing.T) {
+		r := parked(t, "op_1")
+		_, err := settle(r, "op_1", store.SettleNotHappened, "")
+		must(t, err)
+		if op := opStatus(t, r, "op_1"); op.Status != run.OpPending || op.Attempts != 1 || op.IdempotencyKey != "op_1" {
+			t.Fatalf("operation %s, %d attempts, key %q: want pending, 1 attempt, its own key", op.Status, op.Attempts, op.IdempotencyKey)
+		}
+		l, err := e.s.AcquireLease(e.ctx, r.ID, "w2", time.Minute)
+		must(t, err)
+		again := store.OperationUpdate{ID: "op_1", Status: run.OpPending}
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: l.Lease.Token, OperationUpdates: []store.OperationUpdate{again}})
+		wantErr(t, err, store.ErrInvalid) // a new attempt counts
+		again.AttemptsDelta, again.ExternalID = 1, "post-1"
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: l.Lease.Token, OperationUpdates: []store.OperationUpdate{again}})
+		wantErr(t, err, store.ErrInvalid) // and records no outcome
+		again.ExternalID = ""
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: l.Lease.Token, OperationUpdates: []store.OperationUpdate{again}})
+		must(t, err)
+		if op := opStatus(t, r, "op_1"); op.Status != run.OpPending || op.Attempts != 2 {
+			t.Fatalf("operation %s, %d attempts after its intent again, want pending, 2", op.Status, op.Attempts)
+		}
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: l.Lease.Token,
+			OperationUpdates: []store.OperationUpdate{{ID: "op_1", Status: run.OpSucceeded, ExternalID: "post-2"}}})
+		must(t, err)
+		if op := opStatus(t, r, "op_1"); op.Status != run.OpSucceeded || op.Attempts != 2 || op.ExternalID != "post-2" || op.Error != "" {
+			t.Fatalf("operation %s, %d attempts, %q, error %q: want succeeded, 2, post-2, no error", op.Status, op.Attempts, op.ExternalID, op.Error)
+		}
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: l.Lease.Token, OperationUpdates: []store.OperationUpdate{{ID: "op_1", Status: run.OpPending, AttemptsDelta: 1}}})
+		wantErr(t, err, store.ErrConflict) // only a pending operation is attempted again
 	})
 	t.Run("GiveUp", func(t *testing.T) {
 		r := parked(t, "op_1")

@@ -1,6 +1,9 @@
-// Keel run viewer: runs, one run live, approvals bound to their args_hash.
+// Keel run viewer: runs, one run live, approvals bound to their args_hash,
+// operations and the settling of those only a person can answer for.
 // Plain DOM, no dependencies, no build. Every request goes to this origin's
 // /v1 API with the bearer token from sessionStorage, in the header only.
+
+import { operationsPanel } from './operations.js';
 
 const TOKEN_KEY = 'keel.token';
 const STATUSES = ['created', 'planned', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'needs_human'];
@@ -248,6 +251,8 @@ function runPage(id, signal) {
   const summary = el('section', { class: 'card', 'aria-labelledby': 'h-summary' });
   const budget = el('section', { class: 'card', 'aria-labelledby': 'h-budget' });
   const approvals = el('section', { class: 'card', id: 'approvals', 'aria-labelledby': 'h-approvals' });
+  const story = el('section', { class: 'card wide', id: 'story', 'aria-labelledby': 'h-story' });
+  const operations = el('section', { class: 'card wide', id: 'operations', 'aria-labelledby': 'h-operations' });
   const controls = el('section', { class: 'card', 'aria-labelledby': 'h-controls' });
   const plan = el('section', { class: 'card', 'aria-labelledby': 'h-plan' });
   const timeline = el('section', { class: 'card', 'aria-labelledby': 'h-timeline' });
@@ -264,8 +269,9 @@ function runPage(id, signal) {
   box.addEventListener('scroll', () => { stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40; });
 
   main.append(el('p', {}, el('a', { href: '#/' }, '← Runs')), head,
-    el('div', { class: 'grid' }, approvals, summary, budget, controls, plan, timeline, checkpoints, artifacts, eventsCard));
+    el('div', { class: 'grid' }, approvals, story, operations, summary, budget, controls, plan, timeline, checkpoints, artifacts, eventsCard));
   approvals.hidden = true;
+  story.hidden = true;
 
   const notFound = () => {
     put(main, el('p', {}, el('a', { href: '#/' }, '← Runs')),
@@ -316,7 +322,9 @@ function runPage(id, signal) {
     controls.dataset.key = key;
     if (TERMINAL.has(r.status)) {
       put(controls, el('h2', { id: 'h-controls' }, 'Control'),
-        el('p', { class: 'muted' }, `The run is ${r.status}. Fork it from a checkpoint below to go on.`), msg);
+        el('p', { class: 'muted' }, r.status === 'needs_human'
+          ? 'The run waits for a person: settle its operation above, and it goes on; or fork it from a checkpoint below.'
+          : `The run is ${r.status}. Fork it from a checkpoint below to go on.`), msg);
       return;
     }
     const text = el('textarea', { id: 'input-text', rows: 2, required: true });
@@ -418,6 +426,10 @@ function runPage(id, signal) {
     return form;
   }
 
+  const { renderOperations, renderStory } = operationsPanel(
+    { el, put, badge, api, enc, errText, announce, visible },
+    { S, path, signal, refresh: () => refresh(), operations, story });
+
   function renderCheckpoints(list) {
     const msg = checkpointMsg;
     put(checkpoints, el('h2', { id: 'h-checkpoints' }, `Checkpoints (${list.length})`),
@@ -481,6 +493,7 @@ function runPage(id, signal) {
     approval_requested: 'awaiting approval', approval_granted: 'approved', approval_denied: 'denied',
     tool_started: 'running', tool_progress: 'running', tool_completed: 'completed', tool_failed: 'failed',
     op_intent: 'dispatching', op_succeeded: 'completed', op_reconciled: 'completed', op_needs_human: 'needs human',
+    op_settled: 'settled by a person',
     run_spilled: 'spilled',
   };
 
@@ -590,11 +603,14 @@ function runPage(id, signal) {
 
   async function refresh() {
     try {
-      const [r, ap, cp, ar] = await Promise.all([
+      const [r, ap, cp, ar, ops] = await Promise.all([
         api(path, { signal }), api(path + '/approvals', { signal }),
-        api(path + '/checkpoints?limit=1000', { signal }), api(path + '/artifacts', { signal })]);
+        api(path + '/checkpoints?limit=1000', { signal }), api(path + '/artifacts', { signal }),
+        api(path + '/operations', { signal })]);
       renderRun(r);
       renderApprovals(ap.approvals);
+      renderOperations(ops.operations);
+      renderStory();
       renderCheckpoints(cp.checkpoints);
       renderArtifacts(ar.artifacts);
       renderPlan();

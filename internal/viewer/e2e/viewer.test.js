@@ -8,6 +8,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -281,4 +282,105 @@ test('send input, cancel and fork from the page', async () => {
   // It goes on from there (the scripted model ends its turn) and the page follows it.
   await page.locator('#stream-state', { hasText: 'ended: completed' }).waitFor({ timeout: WAIT });
   await page.context().close();
+});
+
+// A destination that promises nothing (no lookup, no idempotency key): the
+// first POST of each operation answers 503, so Keel cannot know whether it
+// happened and the run waits for a person; a later POST of the same
+// operation is accepted. It counts what it received, by operation id.
+function flakyDestination() {
+  const posts = new Map();
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (b) => { body += b; });
+    req.on('end', () => {
+      const op = JSON.parse(body || '{}').operation_id || '';
+      const n = (posts.get(op) || 0) + 1;
+      posts.set(op, n);
+      if (req.method !== 'POST' || n === 1) { res.writeHead(503).end('try later'); return; }
+      res.writeHead(201, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ id: 'pub-' + op.slice(-6) + '-' + n, operation_id: op, sha256: '', bytes: body.length, at: new Date().toISOString() }));
+    });
+  });
+  return new Promise((r) => server.listen(0, '127.0.0.1', () => r({ server, posts, url: `http://127.0.0.1:${server.address().port}` })));
+}
+
+test('a needs_human run: its operations, its story, settled from the page, and it goes on', async () => {
+  const dest = await flakyDestination();
+  const dir = join(tmp, 'settle');
+  const child = spawn(bin, ['dev', '--data-dir', dir, '--addr', '127.0.0.1:0'], {
+    env: { ...process.env, KEEL_DATA_DIR: dir, RESEARCH_PUBLISH: dest.url, RESEARCH_PUBLISH_CONTRACT: 'none', KEEL_URL: '', KEEL_TOKEN: '' },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  const exited = new Promise((r) => child.on('exit', r));
+  try {
+    const url = await until('the second keel dev', () => existsSync(join(dir, 'url')) && readFileSync(join(dir, 'url'), 'utf8').trim());
+    const tok = readFileSync(join(dir, 'token'), 'utf8').trim();
+    const call2 = async (method, path, body) => {
+      const res = await fetch(url + path, { method, headers: { Authorization: 'Bearer ' + tok, 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+      const json = await res.json();
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    // Two runs reach needs_human over their publication.
+    const parked = async (input) => {
+      const r = await call2('POST', '/v1/runs', { agent: 'research', input });
+      const a = await until('the approval', async () => (await call2('GET', `/v1/runs/${r.run_id}/approvals`)).approvals.find((x) => x.status === 'pending'));
+      await call2('POST', `/v1/runs/${r.run_id}/approvals/${a.approval_id}`, { decision: 'approve', args_hash: a.args_hash });
+      await until('needs_human', async () => (await call2('GET', `/v1/runs/${r.run_id}`)).status === 'needs_human');
+      return r.run_id;
+    };
+    const one = await parked('Write a short report on settling');
+    const two = await parked('Write a short report on retries');
+
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await ctx.newPage();
+    page.on('pageerror', (e) => pageErrors.push(e));
+    await page.goto(url + '/#/runs/' + one);
+    await page.getByLabel('Token').fill(tok);
+    await page.getByRole('button', { name: 'Open' }).click();
+
+    // The operations panel, the story, and a settle form.
+    const [op] = (await call2('GET', `/v1/runs/${one}/operations`)).operations;
+    const row = page.locator(`#operations tr[data-operation-id="${op.operation_id}"]`);
+    await row.getByText('needs human').waitFor({ timeout: WAIT });
+    assert.deepEqual(await row.locator('td').allTextContents(),
+      [op.operation_id, 'publish_report', 'needs human', op.destination, 'none', '—', '1']);
+    await page.locator('#story-text', { hasText: 'keel settle' }).waitFor({ timeout: WAIT });
+    const form = page.locator(`form.settle[data-operation-id="${op.operation_id}"]`);
+    await form.waitFor();
+    await page.screenshot({ path: join(out, 'run-needs-human.png'), fullPage: true });
+
+    // It happened: the destination has it (its second answer was lost).
+    await form.getByLabel('It happened').check();
+    await form.getByLabel(/External id/).fill('pub-seen-in-console');
+    await form.getByLabel(/Reason/).fill('found it in the destination\'s console');
+    await form.getByRole('button', { name: 'Settle' }).click();
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor({ timeout: WAIT });
+    await row.getByText('pub-seen-in-console').waitFor({ timeout: WAIT });
+    assert.equal(await row.locator('td').nth(2).textContent(), 'succeeded');
+    assert.equal(dest.posts.get(op.operation_id), 1, 'the destination saw the one effect, no second');
+    assert.ok(await page.locator('#story').isHidden(), 'no story on a completed run');
+
+    // It did not happen: the same operation is dispatched once more, with its id.
+    await page.goto(url + '/#/runs/' + two);
+    const [op2] = (await call2('GET', `/v1/runs/${two}/operations`)).operations;
+    const form2 = page.locator(`form.settle[data-operation-id="${op2.operation_id}"]`);
+    await form2.waitFor({ timeout: WAIT });
+    await form2.getByLabel(/It did not happen/).check();
+    assert.ok(await form2.getByLabel(/External id/).isHidden(), 'no external id for what did not happen');
+    await form2.getByLabel(/Reason/).fill('the destination has no such post');
+    await form2.getByRole('button', { name: 'Settle' }).click();
+    await page.locator('#run-status', { hasText: 'completed' }).waitFor({ timeout: WAIT });
+    const row2 = page.locator(`#operations tr[data-operation-id="${op2.operation_id}"]`);
+    await row2.getByText('succeeded').waitFor({ timeout: WAIT });
+    assert.equal(await row2.locator('td').nth(6).textContent(), '2');
+    assert.equal(dest.posts.get(op2.operation_id), 2, 'dispatched exactly once more, under the same operation id');
+    await page.screenshot({ path: join(out, 'run-settled.png'), fullPage: true });
+    await ctx.close();
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    dest.server.close();
+  }
 });
