@@ -283,7 +283,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// from the environment it inherits.
 		env = append(env,
 			"KEEL_STORE="+rt.Config.Store, "KEEL_ARTIFACTS="+rt.Config.Artifacts, "KEEL_DATA_DIR="+cfg.DataDir,
-			"KEEL_SFN_ENDPOINT="+s.SFNURL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
+			"KEEL_SFN_ENDPOINT="+s.SFNURL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER="+taskOwner(owner))
 		if rt.Config.Model != "" {
 			env = append(env, "KEEL_MODEL="+rt.Config.Model)
 		}
@@ -534,6 +534,12 @@ func lockFile(path, what string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// taskOwner is the lease owner of a task child of the keel dev whose owner
+// is devOwner: under the same prefix, so that the next keel dev ends its
+// leases at start with its parent's (ExpireLeases) rather than waiting for
+// them to expire. A task child dies with its parent (states.ExecTaskRunner).
+func taskOwner(devOwner string) string { return devOwner + "/task-" + randHex(4) }
 
 // MinTokenLen is the shortest dev token Start accepts.
 const MinTokenLen = 16
