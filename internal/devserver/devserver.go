@@ -208,6 +208,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	owner := fmt.Sprintf("%s%d-%s", ownerPrefix, os.Getpid(), randHex(4))
 	if rt.SQLite != nil {
+		// A damaged database is refused, not served: what it answers
+		// (an empty event list, a run without its log) would be taken
+		// for the truth.
+		if err := rt.SQLite.CheckIntegrity(ctx); err != nil {
+			return fail(fmt.Errorf("%s: %w: keel dev will not serve it (restore a copy, or move it aside to start afresh)", rt.Config.Store, err))
+		}
 		if n, err := rt.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
 			return fail(err)
 		} else if n > 0 {
