@@ -265,5 +265,18 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request, principal string
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, runView(rr))
+	v := runView(rr)
+	if rr.Status.Terminal() {
+		// Accepted inputs the run ended before reading: said, never
+		// silently dropped (they will not be delivered now).
+		pending, err := s.store.ListInputs(r.Context(), rr.ID, true)
+		if err != nil {
+			s.fail(w, r, "run", err)
+			return
+		}
+		for _, in := range pending {
+			v.Undelivered = append(v.Undelivered, in.ID)
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
 }
