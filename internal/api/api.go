@@ -25,6 +25,7 @@ type Store interface {
 	DecideApproval(ctx context.Context, d store.Decision) (run.Approval, error)
 	RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error)
 	EnqueueInput(ctx context.Context, runID, text string) (run.Input, error)
+	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
 	GetCheckpoint(ctx context.Context, runID, checkpointID string) (run.Checkpoint, error)
 	ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error)
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)

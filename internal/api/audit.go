@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -21,7 +22,11 @@ type AuditExport struct {
 	Head     AuditHead          `json:"head"`
 	Verified bool               `json:"verified"`
 	Problems []run.ChainProblem `json:"problems"`
-	Events   []AuditEvent       `json:"events"`
+	// Corrupt is set when the chain has problems and the store's own
+	// integrity check fails too (store.ErrCorrupt): the log was read
+	// from a damaged database, so its problems say nothing of tampering.
+	Corrupt string       `json:"corrupt,omitempty"`
+	Events  []AuditEvent `json:"events"`
 }
 
 // AuditHead is the chain's head as the run row holds it: the seq and hash
@@ -87,7 +92,13 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request, principal string)
 		s.fail(w, r, "run", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, AuditOf(a))
+	x := AuditOf(a)
+	if ic, ok := s.store.(store.IntegrityChecker); ok && len(a.Problems) > 0 {
+		if err := ic.CheckIntegrity(r.Context()); errors.Is(err, store.ErrCorrupt) {
+			x.Corrupt = err.Error()
+		}
+	}
+	writeJSON(w, http.StatusOK, x)
 }
 
 func parseEventTime(s string) (time.Time, error) {

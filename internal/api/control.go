@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +124,47 @@ func (s *server) input(w http.ResponseWriter, r *http.Request, principal string)
 		s.fail(w, r, "run", err)
 		return
 	}
+	if rr.InputPolicy == run.InputInterrupt && rr.Status == run.StatusAwaitingApproval {
+		if err := s.withdrawPending(ctx, rr.ID, principal); err != nil {
+			s.fail(w, r, "run", err)
+			return
+		}
+	}
 	writeJSON(w, http.StatusAccepted, InputResponse{InputID: in.ID, RunID: rr.ID, Policy: rr.InputPolicy, ReceivedAt: in.ReceivedAt})
+}
+
+// withdrawnByInput is the reason of an approval denied by input under the
+// interrupt policy.
+const withdrawnByInput = "withdrawn: new input arrived under the interrupt policy"
+
+// withdrawPending denies the run's pending approvals and wakes its wait:
+// under the interrupt policy new input stops the turn after the current
+// tool, and a call waiting for approval has not started, so nothing of it
+// has happened and it is stopped too. The model is told the call was
+// denied and gets the input; it may propose the action again, which then
+// needs a new approval. An approval decided meanwhile stands.
+func (s *server) withdrawPending(ctx context.Context, runID, by string) error {
+	aps, err := s.store.ListApprovals(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, a := range aps {
+		if a.Status != run.ApprovalPending {
+			continue
+		}
+		d, err := s.store.DecideApproval(ctx, store.Decision{RunID: runID, ApprovalID: a.ID, Approve: false,
+			ArgsHash: a.ArgsHash, DecidedBy: by, Reason: withdrawnByInput})
+		if errors.Is(err, store.ErrConflict) {
+			continue // decided between the read and the write
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.resumer.Resume(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fork serves POST /v1/runs/{id}/fork: a new run of the same session, agent,

@@ -31,6 +31,7 @@ const (
 	CodeConflict             = "conflict"               // 409: any other refused change
 	CodeInternal             = "internal"               // 500
 	CodeArtifactCorrupt      = "artifact_corrupt"       // 500: the stored blob fails its hash
+	CodeStoreCorrupt         = "store_corrupt"          // 500: the store's own integrity check fails
 	CodeStartFailed          = "start_failed"           // 503: the run is stored, its execution did not start
 	CodeResumeFailed         = "resume_failed"          // 503: the decision is stored, the wait did not wake
 )
@@ -114,8 +115,31 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 	case clientGone(r.Context(), err):
 		// Nobody is listening; the status is for the request log only.
 		w.WriteHeader(499)
+	case errors.Is(err, store.ErrCorrupt) || s.corrupt(r, err):
+		writeError(w, errCorrupt())
 	default:
 		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, errInternal())
 	}
+}
+
+func errCorrupt() *Error {
+	return &Error{Status: http.StatusInternalServerError, Code: CodeStoreCorrupt,
+		Message: "the store is corrupt: its integrity check fails, so what it holds cannot be trusted; restore a copy"}
+}
+
+// corrupt reports whether the store, asked after an unexpected error
+// (a damaged database fails reads in many ways), finds itself corrupt;
+// it logs what it found.
+func (s *server) corrupt(r *http.Request, cause error) bool {
+	ic, ok := s.store.(store.IntegrityChecker)
+	if !ok {
+		return false
+	}
+	err := ic.CheckIntegrity(r.Context())
+	if errors.Is(err, store.ErrCorrupt) {
+		s.log.ErrorContext(r.Context(), "store corrupt", "method", r.Method, "path", r.URL.Path, "err", cause, "check", err)
+		return true
+	}
+	return false
 }

@@ -44,6 +44,11 @@ func (r records) ListOperations(ctx context.Context, runID string, pendingOnly b
 	return r.RunRecords.ListOperations(ctx, runID, pendingOnly)
 }
 
+// ListInputs reads through the run records (both interfaces have it).
+func (r records) ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error) {
+	return r.RunRecords.ListInputs(ctx, runID, pendingOnly)
+}
+
 // runRecords is the run's records, or false (answered 404) when the API
 // was built without RunRecords.
 func (s *server) runRecords(w http.ResponseWriter) (telemetry.Records, bool) {

@@ -76,10 +76,11 @@ func (s *server) pathRun(w http.ResponseWriter, r *http.Request, principal strin
 	return rr, true
 }
 
-// MaxDeadlineAhead bounds how far ahead a run's deadline may be: the
-// stores keep times as int64 Unix nanoseconds (up to the year 2262), and
-// no run waits a decade.
-const MaxDeadlineAhead = 10 * 365 * 24 * time.Hour
+// MaxDeadlineYears bounds how far ahead a run's deadline may be, in
+// calendar years from the request (leap days included: not 3,650 days):
+// the stores keep times as int64 Unix nanoseconds (up to the year 2262),
+// and no run waits a decade.
+const MaxDeadlineYears = 10
 
 // sameLimits reports whether a retried create asks for the limits the run
 // was stored with. A deadline the request did not give comes from the
@@ -136,8 +137,9 @@ func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, 
 			if !d.After(s.now()) {
 				return run.Limits{}, "", badField(CodeInvalidField, "limits.deadline", "limits.deadline is in the past")
 			}
-			if d.After(s.now().Add(MaxDeadlineAhead)) {
-				return run.Limits{}, "", badField(CodeInvalidField, "limits.deadline", "limits.deadline must be at most 10 years ahead")
+			if d.After(s.now().AddDate(MaxDeadlineYears, 0, 0)) {
+				return run.Limits{}, "", badField(CodeInvalidField, "limits.deadline",
+					fmt.Sprintf("limits.deadline must be at most %d calendar years ahead (by the date, leap days included)", MaxDeadlineYears))
 			}
 			lim.Deadline = d.UTC()
 		}
@@ -265,5 +267,18 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request, principal string
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, runView(rr))
+	v := runView(rr)
+	if rr.Status.Terminal() {
+		// Accepted inputs the run ended before reading: said, never
+		// silently dropped (they will not be delivered now).
+		pending, err := s.store.ListInputs(r.Context(), rr.ID, true)
+		if err != nil {
+			s.fail(w, r, "run", err)
+			return
+		}
+		for _, in := range pending {
+			v.Undelivered = append(v.Undelivered, in.ID)
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
 }

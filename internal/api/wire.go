@@ -75,9 +75,13 @@ type Run struct {
 	ParentRunID      string          `json:"parent_run_id,omitempty"`
 	ForkCheckpointID string          `json:"fork_checkpoint_id,omitempty"`
 	IdempotencyKey   string          `json:"idempotency_key,omitempty"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
-	Links            Links           `json:"links"`
+	// Undelivered lists the inputs the run accepted (POST .../input)
+	// and ended without reading, oldest first: they will never reach
+	// the agent. Set by GET /v1/runs/{id} for a finished run only.
+	Undelivered []string  `json:"undelivered_inputs,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Links       Links     `json:"links"`
 }
 
 // Counters are what a run has used so far.

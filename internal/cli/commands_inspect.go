@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -126,6 +127,9 @@ func showCommand() command {
 		row("created", r.CreatedAt.Local().Format(time.RFC3339))
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
+		if n := len(r.Undelivered); n > 0 {
+			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
+		}
 		tw.Flush()
 		if r.Output != "" {
 			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))

@@ -55,15 +55,24 @@ func devCommand() command {
 				return err
 			}
 			log := cfg.Logger(c.stderr)
+			// Held before the store is opened: a second keel dev must not
+			// open (and write through) the database a live one holds.
+			def := cfg.Defaults()
+			lock, err := devserver.AcquireLock(def.DataDir, def.Store)
+			if err != nil {
+				return err
+			}
 			b, err := compose.LoadBackends(ctx, cfg, log)
 			if err != nil {
+				lock.Close()
 				return err
 			}
 			rt, err := compose.Open(ctx, cfg, c.app, b)
 			if err != nil {
+				lock.Close()
 				return &configError{err}
 			}
-			srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr, Token: *tok,
+			srv, err := devserver.Start(ctx, devserver.Config{DataDir: rt.Config.DataDir, Addr: rt.Config.Addr, Token: *tok, Lock: lock,
 				Runtime: rt, TaskCommand: []string{self, "task"}, StepBudget: rt.Config.StepBudget, AllowRemote: *allowRemote, Logger: log})
 			if err != nil {
 				return err

@@ -36,6 +36,9 @@ func verifyCommand() command {
 				return err
 			}
 		}
+		if x.Corrupt != "" {
+			return fmt.Errorf("verify %s: the database is corrupt (%s): its log cannot be checked; restore a copy", x.RunID, x.Corrupt)
+		}
 		problems, err := x.Recheck()
 		if err != nil {
 			return err

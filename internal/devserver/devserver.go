@@ -10,9 +10,9 @@
 // in keel.db with SQLite, in DIR/sfn.db otherwise.
 //
 // The data directory is held exclusively (an flock on DIR/lock), and so is
-// the SQLite database file (an flock on PATH.lock, for a KEEL_STORE
-// outside DIR): a second `keel dev` on the same directory or database is
-// refused. Because of that, leases held
+// the SQLite database file (an flock on the file itself, whatever path,
+// link or mount names it; see Lock): a second `keel dev` on the same
+// directory or database is refused. Because of that, leases held
 // by an earlier incarnation belong to a dead process and are ended at start,
 // so recovery after a crash does not wait for them to expire (on SQLite
 // only: a shared DynamoDB table may hold leases of live workers elsewhere,
@@ -36,7 +36,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
@@ -74,6 +73,10 @@ type Config struct {
 	// waits before it can step the run. Start takes it over: Close closes
 	// it, and so does Start when it fails.
 	Runtime *compose.Runtime
+	// Lock is the data directory's and database's lock (AcquireLock),
+	// taken before Runtime was opened; Start takes it over like Runtime.
+	// Nil: Start takes it itself, after the store was opened.
+	Lock *Lock
 	// TaskCommand is the argv of the local long-running task (normally
 	// this binary with "task"); empty: runs never spill.
 	TaskCommand []string
@@ -150,8 +153,7 @@ type Server struct {
 	tasks    *states.ExecTaskRunner
 	rt       *compose.Runtime
 	sfnStore *states.Store // opened here (not on the run store's database)
-	lock     *os.File
-	dbLock   *os.File
+	lock     *Lock
 	serveErr chan error
 	sweeper  *sweeper.Sweeper
 	stopSwp  context.CancelFunc
@@ -181,40 +183,37 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	} else if !isLoopback(cfg.Addr) {
 		log.Warn("keel dev is serving on a non-loopback address: anyone who reaches it over plain HTTP can try the bearer token", "addr", cfg.Addr)
 	}
-	// Owner-only, as documented: MkdirAll leaves an existing directory
-	// (an older Keel's 0755) as it is, so its mode is set too.
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
 	if cfg.Runtime == nil {
 		return nil, errors.New("devserver: no runtime")
 	}
-	s := &Server{serveErr: make(chan error, 1), rt: cfg.Runtime}
+	s := &Server{serveErr: make(chan error, 1), rt: cfg.Runtime, lock: cfg.Lock}
 	rt := cfg.Runtime
 	var err error
-	if s.lock, err = lockDir(cfg.DataDir); err != nil {
-		return nil, err
+	if s.lock == nil {
+		spec := ""
+		if rt.SQLite != nil {
+			spec = rt.Config.Store
+		}
+		if s.lock, err = AcquireLock(cfg.DataDir, spec); err != nil {
+			_ = rt.Close()
+			return nil, err
+		}
 	}
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err
-	}
-	if path, ok := strings.CutPrefix(rt.Config.Store, "sqlite:"); ok && rt.SQLite != nil {
-		// Another data directory may name the same database file: the
-		// file is held too, or a second keel dev would end this one's
-		// leases.
-		if s.dbLock, err = lockFile(path+".lock", "database "+path); err != nil {
-			return fail(err)
-		}
 	}
 	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
 		return fail(err)
 	}
 	owner := fmt.Sprintf("%s%d-%s", ownerPrefix, os.Getpid(), randHex(4))
 	if rt.SQLite != nil {
+		// A damaged database is refused, not served: what it answers
+		// (an empty event list, a run without its log) would be taken
+		// for the truth.
+		if err := rt.SQLite.CheckIntegrity(ctx); err != nil {
+			return fail(fmt.Errorf("%s: %w: keel dev will not serve it (restore a copy, or move it aside to start afresh)", rt.Config.Store, err))
+		}
 		if n, err := rt.SQLite.ExpireLeases(ctx, ownerPrefix, owner); err != nil {
 			return fail(err)
 		} else if n > 0 {
@@ -283,7 +282,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		// from the environment it inherits.
 		env = append(env,
 			"KEEL_STORE="+rt.Config.Store, "KEEL_ARTIFACTS="+rt.Config.Artifacts, "KEEL_DATA_DIR="+cfg.DataDir,
-			"KEEL_SFN_ENDPOINT="+s.SFNURL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER=keel-task/"+randHex(4))
+			"KEEL_SFN_ENDPOINT="+s.SFNURL, "KEEL_SFN_TOKEN="+s.Token, "KEEL_OWNER="+taskOwner(owner))
 		if rt.Config.Model != "" {
 			env = append(env, "KEEL_MODEL="+rt.Config.Model)
 		}
@@ -444,13 +443,7 @@ func (s *Server) Close() error {
 	if s.sfnStore != nil {
 		err = errors.Join(err, s.sfnStore.Close())
 	}
-	if s.dbLock != nil {
-		s.dbLock.Close()
-	}
-	if s.lock != nil {
-		s.lock.Close()
-	}
-	return err
+	return errors.Join(err, s.lock.Close())
 }
 
 // lambda adapts a typed handler to the executor's JSON interface, with the
@@ -515,25 +508,11 @@ func (x execSweep) StartExecution(ctx context.Context, name, input string) error
 	return err
 }
 
-func lockDir(dir string) (*os.File, error) {
-	return lockFile(filepath.Join(dir, "lock"), "data dir "+dir)
-}
-
-// lockFile holds an exclusive flock on path (created if missing) until the
-// file is closed; what names the thing it guards in the error. The lock
-// is a file of its own beside what it guards: SQLite's own locks are
-// POSIX locks, which any close of the database file would release.
-func lockFile(path, what string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s is in use by another keel dev (%w)", what, err)
-	}
-	return f, nil
-}
+// taskOwner is the lease owner of a task child of the keel dev whose owner
+// is devOwner: under the same prefix, so that the next keel dev ends its
+// leases at start with its parent's (ExpireLeases) rather than waiting for
+// them to expire. A task child dies with its parent (states.ExecTaskRunner).
+func taskOwner(devOwner string) string { return devOwner + "/task-" + randHex(4) }
 
 // MinTokenLen is the shortest dev token Start accepts.
 const MinTokenLen = 16

@@ -14,19 +14,26 @@ import (
 // (Text) and the same facts as a structure (the JSON of GET
 // /v1/runs/{id}/explain).
 type Story struct {
-	RunID     string        `json:"run_id"`
-	Agent     string        `json:"agent"`
-	Status    run.Status    `json:"status"`
-	Error     string        `json:"error,omitempty"`
-	Steps     int           `json:"steps"`
-	Duration  time.Duration `json:"duration_ns"`
-	Path      []Decision    `json:"path"`
-	FirstErr  *FirstError   `json:"first_error,omitempty"`
-	Spend     Spend         `json:"spend"`
-	Open      []Open        `json:"open"`
-	Next      []Action      `json:"next"`
-	Text      string        `json:"text"`
-	Generated time.Time     `json:"as_of"`
+	RunID  string     `json:"run_id"`
+	Agent  string     `json:"agent"`
+	Status run.Status `json:"status"`
+	Error  string     `json:"error,omitempty"`
+	// Steps is the run's step count (what max_steps bounds; show's
+	// "steps"); Invocations the worker invocations (Step, task) that
+	// took them, a lease each.
+	Steps       int64         `json:"steps"`
+	Invocations int           `json:"invocations"`
+	Duration    time.Duration `json:"duration_ns"`
+	Path        []Decision    `json:"path"`
+	FirstErr    *FirstError   `json:"first_error,omitempty"`
+	Spend       Spend         `json:"spend"`
+	Open        []Open        `json:"open"`
+	// Undelivered lists the inputs the run accepted and, finished, never
+	// read (oldest first): they will never reach the agent.
+	Undelivered []string  `json:"undelivered_inputs,omitempty"`
+	Next        []Action  `json:"next"`
+	Text        string    `json:"text"`
+	Generated   time.Time `json:"as_of"`
 }
 
 // Decision is one turn of the path: what the model or the runtime chose.
@@ -116,7 +123,7 @@ func Explain(ctx context.Context, rec telemetry.Records, runID string) (Story, e
 func Of(b telemetry.Bundle) Story {
 	tl := telemetry.Rebuild(b)
 	r := b.Run
-	s := Story{RunID: r.ID, Agent: r.Agent, Status: r.Status, Error: r.Error, Steps: len(tl.Steps), Generated: b.WrittenAt,
+	s := Story{RunID: r.ID, Agent: r.Agent, Status: r.Status, Error: r.Error, Steps: r.StepCount, Invocations: len(tl.Steps), Generated: b.WrittenAt,
 		Path: []Decision{}, Open: []Open{}, Next: []Action{}}
 	end := r.UpdatedAt
 	if n := len(b.Events); n > 0 && b.Events[n-1].Time.After(end) {
@@ -127,6 +134,13 @@ func Of(b telemetry.Bundle) Story {
 	s.FirstErr = firstError(b)
 	s.Spend = spend(b, tl, s.FirstErr)
 	s.Open = open(b, tl)
+	if r.Status.Terminal() {
+		for _, in := range b.Inputs {
+			if !in.Consumed {
+				s.Undelivered = append(s.Undelivered, in.ID)
+			}
+		}
+	}
 	s.Next = next(b, s)
 	s.Text = Render(s)
 	return s

@@ -9,11 +9,14 @@ import (
 // Render is the story as a few lines a person reads.
 func Render(s Story) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s (%s) %s after %d step(s) in %s", s.RunID, s.Agent, s.Status, s.Steps, round(s.Duration))
+	fmt.Fprintf(&b, "Run %s (%s) %s after %d step(s) (%d worker invocation(s)) in %s", s.RunID, s.Agent, s.Status, s.Steps, s.Invocations, round(s.Duration))
 	if s.Error != "" {
 		fmt.Fprintf(&b, ": %s", clip(s.Error, 200))
 	}
 	b.WriteString(".\n")
+	if n := len(s.Undelivered); n > 0 {
+		fmt.Fprintf(&b, "%d accepted input(s) never delivered: the run ended before reading them (%s).\n", n, strings.Join(s.Undelivered, ", "))
+	}
 	if s.FirstErr != nil {
 		kind := s.FirstErr.Kind
 		if s.FirstErr.Panic {

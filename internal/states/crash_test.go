@@ -3,11 +3,14 @@ package states
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +61,11 @@ func TestCrashResume(t *testing.T) {
 			wantP: []string{"Init", "Step", "Count", "Route", "AwaitApproval", "Step", "Count", "Route", "Finalize", "Outcome", "Done"}},
 		{name: "wait keeps its absolute end time", mode: "wait", steps: 2,
 			wantP: []string{"Init", "Step", "Count", "Route", "Wait", "Step", "Count", "Route", "Finalize", "Outcome", "Done"}},
+		// Issue #32 item 5: the spilled task dies with the executor's
+		// process, and the next process takes its wait as lost at once
+		// (the fake clock never reaches the heartbeat timeout).
+		{name: "spilled task dies with it and its wait ends", mode: "spill", steps: 2,
+			wantP: []string{"Init", "Step", "Count", "Route", "RunOnFargate", "Step", "Count", "Route", "Finalize", "Outcome", "Done"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +101,10 @@ func TestCrashResume(t *testing.T) {
 			}
 			if err := <-exited; err == nil || !strings.Contains(err.Error(), "killed") {
 				t.Fatalf("child did not die by SIGKILL: %v", err)
+			}
+
+			if tc.mode == "spill" {
+				waitGone(t, filepath.Join(dir, "task.pid"))
 			}
 
 			// What the dead process left behind.
@@ -140,7 +152,8 @@ func TestCrashResume(t *testing.T) {
 					return json.RawMessage(`{}`), nil
 				},
 			}
-			env := newEnv(t, envOpts{dbPath: filepath.Join(dir, "keel.db"), clock: clock, lambdas: lambdas})
+			env := newEnv(t, envOpts{dbPath: filepath.Join(dir, "keel.db"), clock: clock, lambdas: lambdas,
+				tasks: &ExecTaskRunner{Command: "/nonexistent"}})
 			env.register("keel-run", string(runASL(t)), runSubs) // also Start: resumes
 			switch tc.mode {
 			case "approval":
@@ -202,6 +215,8 @@ func TestCrashChild(t *testing.T) {
 				return nil, ctx.Err()
 			case mode == "approval":
 				return json.Marshal(decision{Next: "approval", ApprovalID: "ap-1", ApprovalTimeoutSeconds: 86400})
+			case mode == "spill":
+				return json.Marshal(decision{Next: "spill"})
 			default:
 				return json.Marshal(decision{Next: "wait", WaitSeconds: 3600})
 			}
@@ -220,7 +235,9 @@ func TestCrashChild(t *testing.T) {
 			return json.RawMessage(`{}`), nil
 		},
 	}
-	env := newEnv(t, envOpts{dbPath: filepath.Join(dir, "keel.db"), clock: SystemClock{}, lambdas: lambdas})
+	tasks := &ExecTaskRunner{Command: os.Args[0], Args: []string{"-test.run=^TestHelperOrphanTask$"},
+		Env: append(os.Environ(), "KEEL_HELPER=orphan")}
+	env := newEnv(t, envOpts{dbPath: filepath.Join(dir, "keel.db"), clock: SystemClock{}, lambdas: lambdas, tasks: tasks})
 	arn := env.register("keel-run", string(runASL(t)), runSubs)
 	if ex := env.start(arn, "run-crash", `{"run_id": "run-crash", "generation": 0}`); ex != crashExecARN {
 		t.Fatalf("arn %s", ex)
@@ -237,4 +254,46 @@ func TestCrashChild(t *testing.T) {
 		ready()
 	}
 	time.Sleep(10 * time.Minute) // until SIGKILL
+}
+
+// TestHelperOrphanTask is the spilled task of TestCrashChild's "spill"
+// mode: it writes its pid and works (sleeps) until it is killed.
+func TestHelperOrphanTask(t *testing.T) {
+	if os.Getenv("KEEL_HELPER") != "orphan" {
+		t.Skip("helper process")
+	}
+	dir := os.Getenv("KEEL_CRASH_DIR")
+	if err := os.WriteFile(filepath.Join(dir, "task.pid"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Minute) // until killed
+}
+
+// waitGone waits until the process whose pid is in pidFile has exited
+// (a zombie nobody reaps counts as exited). It polls under a generous
+// bound only to learn that the kernel got there.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the parenthesised command name.
+		if err != nil || strings.Contains(string(stat[strings.LastIndexByte(string(stat), ')')+1:]), " Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the spilled task (pid %d) outlived the killed executor", pid)
+		}
+	}
 }

@@ -17,6 +17,14 @@ import (
 // environment. The child is not tied to the RunTask context: like a
 // Fargate task it outlives the call that started it and reports back
 // through the task token. Wait waits for every child started.
+//
+// A child does not outlive this process: it is killed (SIGKILL, Linux's
+// parent-death signal) when the process dies, however it dies. A task
+// left running by a dead keel dev would keep stepping its run beside the
+// next one, holding its lease until its heartbeat ran out; instead it
+// dies, and the next process's executor takes its wait as lost at once
+// (ProcessBoundTasks). Killing it mid-step is a crash like any other: the
+// harness reconciles the run's operations before it goes on.
 type ExecTaskRunner struct {
 	Command string
 	Args    []string
@@ -28,7 +36,10 @@ type ExecTaskRunner struct {
 	wg sync.WaitGroup
 }
 
-var _ TaskRunner = (*ExecTaskRunner)(nil)
+var _ ProcessBoundTasks = (*ExecTaskRunner)(nil)
+
+// TasksDieWithProcess is true on Linux: see ExecTaskRunner.
+func (r *ExecTaskRunner) TasksDieWithProcess() bool { return childrenDie }
 
 // runTaskParams is the part of ecs:runTask's parameters a local run uses.
 type runTaskParams struct {
@@ -62,6 +73,7 @@ func (r *ExecTaskRunner) RunTask(ctx context.Context, params json.RawMessage) er
 	cmd := exec.Command(r.Command, r.Args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = r.Stdout, r.Stderr
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("states: start %s: %w", r.Command, err)
 	}

@@ -199,6 +199,9 @@ type execRun struct {
 	// pendingOutcome: pending holds a task's outcome, which must be
 	// durable before the next invocation (advance).
 	pendingOutcome bool
+	// taskHere is the token of the ecs:runTask task this process started
+	// (see ProcessBoundTasks).
+	taskHere string
 }
 
 // cursor is where an execution stands; it is persisted at every transition.

@@ -112,6 +112,7 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 		if !st.Resource.waitsForToken() {
 			return e.taskSucceeded(x, st, raw, result, false)
 		}
+		x.taskHere = tc.Token
 		out, _ := json.Marshal(result)
 		next := x.cur
 		ntc := *tc
@@ -191,6 +192,16 @@ func (e *Executor) awaitToken(x *execRun, st *State, tc *taskCursor) (any, *Stat
 			return nil, &StateError{Name: t.Error.String, Cause: cause}, nil
 		case tokClosed:
 			return nil, nil, errNotRunning
+		}
+		if e.lostTask(x, st, tc) {
+			// Its process died with the one that started it: no heartbeat
+			// or result can come, so the wait ends now, not at the
+			// heartbeat timeout.
+			e.log.Warn("states: the task of an earlier process is gone: timing out its token", "execution", x.rec.ARN, "state", st.Name)
+			if err := e.store.timeoutToken(x.ctx, tc.Token, t.Heartbeat, ErrHeartbeatTimeout); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
 		now := e.clock.Now()
 		var deadline time.Time
@@ -281,4 +292,25 @@ func (e *Executor) taskFailed(x *execRun, st *State, raw any, serr *StateError, 
 		return e.transition(x, st, out, c.Next, events)
 	}
 	return e.failExecution(x, events, serr.Name, serr.Cause)
+}
+
+// ProcessBoundTasks is a TaskRunner whose tasks cannot outlive the process
+// that started them (ExecTaskRunner: its children are killed when it
+// dies). An executor resuming an ecs:runTask.waitForTaskToken wait whose
+// task an earlier process started times the token out at once, as
+// States.HeartbeatTimeout, instead of waiting out HeartbeatSeconds for a
+// task that is gone.
+type ProcessBoundTasks interface {
+	TaskRunner
+	TasksDieWithProcess() bool
+}
+
+// lostTask reports whether tc waits on an ecs task that an earlier process
+// started and that died with it.
+func (e *Executor) lostTask(x *execRun, st *State, tc *taskCursor) bool {
+	if st.Resource != ECSRunTaskWithToken || x.taskHere == tc.Token {
+		return false
+	}
+	pb, ok := e.tasks.(ProcessBoundTasks)
+	return ok && pb.TasksDieWithProcess()
 }

@@ -36,7 +36,18 @@ var (
 	// pending (an intent, or an uncertain dispatch not yet reconciled) or
 	// needs_human (only a person can say what happened).
 	ErrUnsettled = errors.New("an operation of the run is not settled")
+	// ErrCorrupt: the store's own integrity check found it damaged (a
+	// database file that is no longer well formed): what it answers
+	// cannot be trusted, and nothing should be served from it.
+	ErrCorrupt = errors.New("the store is corrupt")
 )
+
+// IntegrityChecker is a store that can check its own storage (SQLite:
+// PRAGMA quick_check). CheckIntegrity returns an error wrapping ErrCorrupt
+// when the check fails, another error when it could not run.
+type IntegrityChecker interface {
+	CheckIntegrity(ctx context.Context) error
+}
 
 // Size limits, chosen to fit a DynamoDB item with room for attributes.
 const (

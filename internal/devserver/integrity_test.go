@@ -1,0 +1,78 @@
+package devserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/examples/research"
+	"github.com/keelrun/keel/examples/research/researchtest"
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/store/sqlite"
+)
+
+// TestCorruptDatabaseRefused is issue #32 item 6: keel dev on a database
+// file damaged in the middle (a page of events overwritten) refuses to
+// start, saying the store is corrupt, instead of serving what it reads.
+func TestCorruptDatabaseRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "keel.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := st.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: research.AgentName, Request: "x",
+		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		d, _ := json.Marshal(map[string]string{"note": fmt.Sprintf("event %d %s", i, strings.Repeat("x", 200))})
+		if _, err := st.AppendEvents(ctx, r.ID, []run.Event{{Type: run.EventInputReceived, Data: d}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt([]byte(strings.Repeat("\xde\xad\xbe\xef", 64)), fi.Size()*2/3)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err := config.FromEnv(func(k string) string { return map[string]string{"KEEL_DATA_DIR": dir}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: dir}), compose.Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := devserver.Start(ctx, devserver.Config{DataDir: dir, Addr: "127.0.0.1:0", Runtime: rt})
+	if err == nil {
+		srv.Close()
+		t.Fatal("keel dev served a corrupted database")
+	}
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("refusal: %v", err)
+	}
+}
