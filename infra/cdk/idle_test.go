@@ -108,7 +108,7 @@ func TestIdleCost(t *testing.T) {
 	}{
 		{name: "default: nothing billed by the hour", props: KeelStackProps{},
 			doctor: []string{"idle: $0.00/month: nothing in the template bills by the hour",
-				"storage at rest, per GB-month (nothing while empty): DynamoDB $0.25 (1 table), DynamoDB PITR $0.2 (1 table), S3 Standard $0.023 (1 bucket), CloudWatch Logs $0.03 (9 log groups)"},
+				"storage at rest, per GB-month (nothing while empty): DynamoDB $0.25 (1 table), DynamoDB PITR $0.20 (1 table), S3 Standard $0.023 (1 bucket), CloudWatch Logs $0.03 (9 log groups)"},
 			egress: "AWS::EC2::InternetGateway", publicIP: "ENABLED"},
 		{name: "natGateways=1: the check flags the NAT and its address", props: KeelStackProps{NATGateways: 1},
 			hourly: []string{"AWS::EC2::EIP", "AWS::EC2::NatGateway"},

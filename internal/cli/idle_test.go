@@ -43,7 +43,7 @@ func TestIdleCost(t *testing.T) {
 	}{
 		{name: "doctor, default template, no API", env: noAPI,
 			args: []string{"doctor", "--template", idleTemplate("serverless.json")},
-			want: []string{"Idle cost of " + idleTemplate("serverless.json"), "idle: $0.00/month", "storage at rest, per GB-month", "DynamoDB PITR $0.2 (1 table)", "no Keel API configured"},
+			want: []string{"Idle cost of " + idleTemplate("serverless.json"), "idle: $0.00/month", "storage at rest, per GB-month", "DynamoDB PITR $0.20 (1 table)", "no Keel API configured"},
 			not:  []string{"NAT gateway  "}},
 		{name: "doctor, one NAT gateway, no API", env: noAPI,
 			args: []string{"doctor", "--template", idleTemplate("nat.json")},

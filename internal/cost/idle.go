@@ -221,7 +221,11 @@ func plural(unit string, qty float64) string {
 }
 
 // price renders a price with the digits it has (0.045, 0.0225, 0.25),
-// to a millionth of a dollar.
+// to a millionth of a dollar and at least to the cent.
 func price(v float64) string {
-	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+	s := strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+	if i := strings.IndexByte(s, '.'); i < 0 || len(s)-i < 3 {
+		return fmt.Sprintf("%.2f", v) // whole cents: 0.20, not 0.2
+	}
+	return s
 }

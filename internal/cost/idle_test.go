@@ -37,7 +37,7 @@ func TestIdleCostHandWorked(t *testing.T) {
 			name: "serverless.json", usdMonth: 0,
 			want: []string{
 				"idle: $0.00/month: nothing in the template bills by the hour (16 resources of 14 types)",
-				"storage at rest, per GB-month (nothing while empty): DynamoDB $0.25 (1 table), DynamoDB PITR $0.2 (1 table), S3 Standard $0.023 (1 bucket), CloudWatch Logs $0.03 (2 log groups)",
+				"storage at rest, per GB-month (nothing while empty): DynamoDB $0.25 (1 table), DynamoDB PITR $0.20 (1 table), S3 Standard $0.023 (1 bucket), CloudWatch Logs $0.03 (2 log groups)",
 				"prices: us-east-1 list prices of 2026-11-01, 730 hours a month",
 				"public IPv4 address: the public IPv4 hourly price while a task runs, nothing idle",
 			},
