@@ -63,32 +63,7 @@ type SpillTask struct {
 // gateways' Elastic IPs: fixed egress addresses, at an hourly price.
 func NewSpillTask(scope constructs.Construct, id string, props SpillTaskProps) *SpillTask {
 	c := constructs.NewConstruct(scope, jsii.String(id))
-
-	subnets := []*awsec2.SubnetConfiguration{
-		{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
-	}
-	taskSubnets := awsec2.SubnetType_PUBLIC
-	if props.NATGateways > 0 {
-		taskSubnets = awsec2.SubnetType_PRIVATE_WITH_EGRESS
-		subnets = append(subnets, &awsec2.SubnetConfiguration{Name: jsii.String("tasks"), SubnetType: taskSubnets, CidrMask: jsii.Number(20)})
-	}
-	vpcProps := &awsec2.VpcProps{
-		NatGateways:         jsii.Number(float64(props.NATGateways)),
-		SubnetConfiguration: &subnets,
-		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
-			"S3":       {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
-			"DynamoDB": {Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB()},
-		},
-		// Nothing here uses the default security group; restricting it
-		// would add a Node.js custom-resource Lambda to the stack.
-		RestrictDefaultSecurityGroup: jsii.Bool(false),
-	}
-	if len(props.AvailabilityZones) > 0 {
-		vpcProps.AvailabilityZones = jsii.Strings(props.AvailabilityZones...)
-	} else {
-		vpcProps.MaxAzs = jsii.Number(2)
-	}
-	vpc := awsec2.NewVpc(c, jsii.String("Vpc"), vpcProps)
+	vpc, taskSubnets := newSpillVpc(c, props)
 
 	sg := awsec2.NewSecurityGroup(c, jsii.String("TaskSecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
@@ -145,6 +120,36 @@ func NewSpillTask(scope constructs.Construct, id string, props SpillTaskProps) *
 	}
 
 	return &SpillTask{Construct: c, Vpc: vpc, SecurityGroup: sg, Cluster: cluster, TaskDefinition: td, Container: container, TaskSubnets: taskSubnets}
+}
+
+// newSpillVpc is NewSpillTask's network, and the subnet type the task
+// runs in.
+func newSpillVpc(c constructs.Construct, props SpillTaskProps) (awsec2.Vpc, awsec2.SubnetType) {
+	subnets := []*awsec2.SubnetConfiguration{
+		{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
+	}
+	taskSubnets := awsec2.SubnetType_PUBLIC
+	if props.NATGateways > 0 {
+		taskSubnets = awsec2.SubnetType_PRIVATE_WITH_EGRESS
+		subnets = append(subnets, &awsec2.SubnetConfiguration{Name: jsii.String("tasks"), SubnetType: taskSubnets, CidrMask: jsii.Number(20)})
+	}
+	vpcProps := &awsec2.VpcProps{
+		NatGateways:         jsii.Number(float64(props.NATGateways)),
+		SubnetConfiguration: &subnets,
+		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
+			"S3":       {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
+			"DynamoDB": {Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB()},
+		},
+		// Nothing here uses the default security group; restricting it
+		// would add a Node.js custom-resource Lambda to the stack.
+		RestrictDefaultSecurityGroup: jsii.Bool(false),
+	}
+	if len(props.AvailabilityZones) > 0 {
+		vpcProps.AvailabilityZones = jsii.Strings(props.AvailabilityZones...)
+	} else {
+		vpcProps.MaxAzs = jsii.Number(2)
+	}
+	return awsec2.NewVpc(c, jsii.String("Vpc"), vpcProps), taskSubnets
 }
 
 // taskImage is the pulled image, or a Docker build asset: synthesis only
