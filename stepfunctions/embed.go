@@ -12,5 +12,5 @@ var Definition []byte
 // Placeholders lists the DefinitionSubstitutions run.asl.json expects.
 func Placeholders() []string {
 	return []string{"StepFunctionArn", "ApprovalFunctionArn", "FinalizeFunctionArn", "ClusterArn",
-		"TaskDefinitionArn", "SubnetIds", "SecurityGroupIds", "ContainerName"}
+		"TaskDefinitionArn", "SubnetIds", "SecurityGroupIds", "AssignPublicIp", "ContainerName"}
 }

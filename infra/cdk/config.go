@@ -33,7 +33,7 @@ const (
 	CtxTaskImage          = "keel:taskImage"          // image URI; default: the keel:app binary in a distroless image
 	CtxTaskCPU            = "keel:taskCpu"            // default 1024
 	CtxTaskMemoryMiB      = "keel:taskMemoryMiB"      // default 2048
-	CtxNATGateways        = "keel:natGateways"        // default 1
+	CtxNATGateways        = "keel:natGateways"        // default 0: public subnets, nothing billed by the hour
 	CtxAvailabilityZones  = "keel:availabilityZones"  // two zones, comma-separated; default Fn::GetAZs
 	CtxJWTIssuer          = "keel:jwtIssuer"          // OIDC issuer URL; default: IAM auth
 	CtxJWTAudience        = "keel:jwtAudience"        // comma-separated
@@ -249,7 +249,7 @@ func reservedEnv() []string {
 func Substitutions() []string {
 	return []string{
 		SubstStepFunctionArn, SubstApprovalFunctionArn, SubstFinalizeFunctionArn,
-		SubstClusterArn, SubstTaskDefinitionArn, SubstSubnetIds, SubstSecurityGroupIds, SubstContainerName,
+		SubstClusterArn, SubstTaskDefinitionArn, SubstSubnetIds, SubstSecurityGroupIds, SubstAssignPublicIP, SubstContainerName,
 	}
 }
 
@@ -293,8 +293,8 @@ func (p KeelStackProps) Validate() error {
 	if !validFargateSize(p.TaskCPU, p.TaskMemoryMiB) {
 		errs = append(errs, fmt.Errorf("fargate task: %d CPU units with %d MiB is not a Fargate size", p.TaskCPU, p.TaskMemoryMiB))
 	}
-	if p.NATGateways < 1 || p.NATGateways > 2 {
-		errs = append(errs, fmt.Errorf("natGateways: %d, want 1 or 2 (the task needs egress to model providers)", p.NATGateways))
+	if p.NATGateways < 0 || p.NATGateways > 2 {
+		errs = append(errs, fmt.Errorf("natGateways: %d, want 0 (public subnets), 1 or 2 (private subnets behind NAT gateways)", p.NATGateways))
 	}
 	if n := len(p.AvailabilityZones); n != 0 && n != 2 {
 		errs = append(errs, fmt.Errorf("availabilityZones: %d given, want 2", n))

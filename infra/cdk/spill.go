@@ -35,8 +35,8 @@ type SpillTaskProps struct {
 }
 
 // SpillTask is where a run goes when a step needs more than Lambda's 15
-// minutes or a sandbox: an arm64 Fargate task in private subnets, started
-// by the state machine's RunOnFargate state with a task token.
+// minutes or a sandbox: an arm64 Fargate task started by the state
+// machine's RunOnFargate state with a task token.
 type SpillTask struct {
 	constructs.Construct
 	Vpc            awsec2.Vpc
@@ -44,39 +44,26 @@ type SpillTask struct {
 	Cluster        awsecs.Cluster
 	TaskDefinition awsecs.FargateTaskDefinition
 	Container      awsecs.ContainerDefinition
+	// TaskSubnets are the subnets the task runs in: public without NAT
+	// gateways, private with them.
+	TaskSubnets awsec2.SubnetType
 }
 
 // NewSpillTask creates the network, the cluster and the task definition.
 //
-// Network: two availability zones, public subnets holding NATGateways NAT
-// gateways and private subnets the tasks run in (run.asl.json starts them
-// with AssignPublicIp DISABLED). The task must reach model providers on the
-// internet, so isolated subnets with only VPC endpoints would not do; one
-// shared NAT gateway is the cheapest layout that works, and free gateway
-// endpoints keep S3 and DynamoDB traffic off it.
+// Network: two availability zones and free S3 and DynamoDB gateway
+// endpoints in every subnet's route table. The task must reach model
+// providers on the internet, so isolated subnets with only VPC endpoints
+// would not do. With NATGateways 0 (the default) the VPC has only public
+// subnets: the task runs there with a public IPv4 address (RunOnFargate's
+// AssignPublicIp ENABLED) behind a security group with no inbound rule,
+// and leaves through the internet gateway, which bills nothing by the
+// hour. With NATGateways 1 or 2 the task runs in private subnets without a
+// public address (AssignPublicIp DISABLED) and leaves through the NAT
+// gateways' Elastic IPs: fixed egress addresses, at an hourly price.
 func NewSpillTask(scope constructs.Construct, id string, props SpillTaskProps) *SpillTask {
 	c := constructs.NewConstruct(scope, jsii.String(id))
-
-	vpcProps := &awsec2.VpcProps{
-		NatGateways: jsii.Number(float64(props.NATGateways)),
-		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{
-			{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
-			{Name: jsii.String("tasks"), SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS, CidrMask: jsii.Number(20)},
-		},
-		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
-			"S3":       {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
-			"DynamoDB": {Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB()},
-		},
-		// Nothing here uses the default security group; restricting it
-		// would add a Node.js custom-resource Lambda to the stack.
-		RestrictDefaultSecurityGroup: jsii.Bool(false),
-	}
-	if len(props.AvailabilityZones) > 0 {
-		vpcProps.AvailabilityZones = jsii.Strings(props.AvailabilityZones...)
-	} else {
-		vpcProps.MaxAzs = jsii.Number(2)
-	}
-	vpc := awsec2.NewVpc(c, jsii.String("Vpc"), vpcProps)
+	vpc, taskSubnets := newSpillVpc(c, props)
 
 	sg := awsec2.NewSecurityGroup(c, jsii.String("TaskSecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
@@ -132,7 +119,37 @@ func NewSpillTask(scope constructs.Construct, id string, props SpillTaskProps) *
 		props.ModelSecret.GrantRead(td.TaskRole(), nil)
 	}
 
-	return &SpillTask{Construct: c, Vpc: vpc, SecurityGroup: sg, Cluster: cluster, TaskDefinition: td, Container: container}
+	return &SpillTask{Construct: c, Vpc: vpc, SecurityGroup: sg, Cluster: cluster, TaskDefinition: td, Container: container, TaskSubnets: taskSubnets}
+}
+
+// newSpillVpc is NewSpillTask's network, and the subnet type the task
+// runs in.
+func newSpillVpc(c constructs.Construct, props SpillTaskProps) (awsec2.Vpc, awsec2.SubnetType) {
+	subnets := []*awsec2.SubnetConfiguration{
+		{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
+	}
+	taskSubnets := awsec2.SubnetType_PUBLIC
+	if props.NATGateways > 0 {
+		taskSubnets = awsec2.SubnetType_PRIVATE_WITH_EGRESS
+		subnets = append(subnets, &awsec2.SubnetConfiguration{Name: jsii.String("tasks"), SubnetType: taskSubnets, CidrMask: jsii.Number(20)})
+	}
+	vpcProps := &awsec2.VpcProps{
+		NatGateways:         jsii.Number(float64(props.NATGateways)),
+		SubnetConfiguration: &subnets,
+		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
+			"S3":       {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
+			"DynamoDB": {Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB()},
+		},
+		// Nothing here uses the default security group; restricting it
+		// would add a Node.js custom-resource Lambda to the stack.
+		RestrictDefaultSecurityGroup: jsii.Bool(false),
+	}
+	if len(props.AvailabilityZones) > 0 {
+		vpcProps.AvailabilityZones = jsii.Strings(props.AvailabilityZones...)
+	} else {
+		vpcProps.MaxAzs = jsii.Number(2)
+	}
+	return awsec2.NewVpc(c, jsii.String("Vpc"), vpcProps), taskSubnets
 }
 
 // taskImage is the pulled image, or a Docker build asset: synthesis only
@@ -152,8 +169,19 @@ func taskImage(props SpillTaskProps) awsecs.ContainerImage {
 // SubnetIDs is the comma-separated list of the task subnets, for the
 // SubnetIds placeholder of run.asl.json.
 func (s *SpillTask) SubnetIDs() *string {
-	sel := s.Vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
+	sel := s.Vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: s.TaskSubnets})
 	return awscdk.Fn_Join(jsii.String(","), sel.SubnetIds)
+}
+
+// AssignPublicIP is RunOnFargate's AssignPublicIp, for the AssignPublicIp
+// placeholder: ENABLED in public subnets, where the address is the task's
+// only way out (billed per hour only while the task runs), DISABLED in
+// private subnets, which leave through the NAT gateways.
+func (s *SpillTask) AssignPublicIP() *string {
+	if s.TaskSubnets == awsec2.SubnetType_PUBLIC {
+		return jsii.String("ENABLED")
+	}
+	return jsii.String("DISABLED")
 }
 
 // SecurityGroupIDs is the comma-separated list of the task security

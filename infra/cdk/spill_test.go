@@ -20,7 +20,7 @@ func TestSpillTask(t *testing.T) {
 		nats  int
 		azs   []string
 	}{
-		{name: "defaults: built image, one NAT, zones from CloudFormation", image: "asset", nats: 1},
+		{name: "defaults: built image, no NAT, zones from CloudFormation", image: "asset"},
 		{
 			name:  "pulled image, two NATs, given zones",
 			props: SpillTaskProps{Image: "public.ecr.aws/example/keel-task:1", NATGateways: 2, AvailabilityZones: []string{"eu-west-1a", "eu-west-1b"}},
@@ -34,18 +34,20 @@ func TestSpillTask(t *testing.T) {
 				p := tc.props
 				p.ImageDir = RoleDir(appDir, RoleTask)
 				p.CPU, p.MemoryMiB = 1024, 2048
-				if p.NATGateways == 0 {
-					p.NATGateways = 1
-				}
 				p.Table, p.Bucket = storage.Table, storage.Bucket
 				p.Environment = map[string]string{"KEEL_MODEL": "scripted"}
 				NewSpillTask(stack, "Spill", p)
 			})
 
+			subnets := 2 // public in each of two zones
+			if tc.nats > 0 {
+				subnets = 4 // and private
+			}
 			countTypes(t, s, map[string]int{
 				"AWS::EC2::VPC":         1,
-				"AWS::EC2::Subnet":      4, // public + private in each of two zones
+				"AWS::EC2::Subnet":      subnets,
 				"AWS::EC2::NatGateway":  tc.nats,
+				"AWS::EC2::EIP":         tc.nats,
 				"AWS::EC2::VPCEndpoint": 2,
 				"AWS::ECS::Cluster":     1,
 			})
@@ -55,12 +57,12 @@ func TestSpillTask(t *testing.T) {
 					t.Errorf("no gateway endpoint for %s: %s", svc, endpoints)
 				}
 			}
-			subnets := jsonOf(s.resources("AWS::EC2::Subnet"))
-			if len(tc.azs) == 0 && !strings.Contains(subnets, "Fn::GetAZs") {
-				t.Errorf("subnets do not take their zones from Fn::GetAZs: %s", subnets)
+			subnetJSON := jsonOf(s.resources("AWS::EC2::Subnet"))
+			if len(tc.azs) == 0 && !strings.Contains(subnetJSON, "Fn::GetAZs") {
+				t.Errorf("subnets do not take their zones from Fn::GetAZs: %s", subnetJSON)
 			}
 			for _, az := range tc.azs {
-				if !strings.Contains(subnets, `"AvailabilityZone":"`+az+`"`) {
+				if !strings.Contains(subnetJSON, `"AvailabilityZone":"`+az+`"`) {
 					t.Errorf("no subnet in %s", az)
 				}
 			}

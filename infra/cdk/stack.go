@@ -47,10 +47,14 @@ type KeelStackProps struct {
 	TaskCPU       int
 	TaskMemoryMiB int
 
-	// NATGateways is the number of NAT gateways for the private subnets the
-	// Fargate task runs in. Default 1 (one shared gateway: the cheapest
-	// layout that still reaches model providers on the internet); 2 keeps
-	// egress up when one availability zone fails.
+	// NATGateways is the number of NAT gateways the Fargate task leaves
+	// through. Default 0: the task runs in public subnets with a public
+	// IPv4 address and no inbound rule, and the deployment has nothing
+	// billed by the hour (see NewSpillTask). 1 gives the task private
+	// subnets and fixed egress addresses (the gateway's Elastic IP) for
+	// providers that allow-list them, at about $0.045/h plus $0.005/h for
+	// the address in us-east-1; 2 keeps that egress up when one
+	// availability zone fails.
 	NATGateways int
 	// AvailabilityZones, when set, are the two zones of the VPC. Default:
 	// the region's first two, resolved by CloudFormation (Fn::GetAZs), so
@@ -86,7 +90,6 @@ func (p KeelStackProps) DefinitionFile() string {
 const (
 	defaultTaskCPU       = 1024
 	defaultTaskMemoryMiB = 2048
-	defaultNATGateways   = 1
 )
 
 // KeelStack is the synthesized stack and the constructs it composes, so
@@ -196,9 +199,6 @@ func (p KeelStackProps) withDefaults() KeelStackProps {
 	}
 	if p.TaskMemoryMiB == 0 {
 		p.TaskMemoryMiB = defaultTaskMemoryMiB
-	}
-	if p.NATGateways == 0 {
-		p.NATGateways = defaultNATGateways
 	}
 	if p.App == "" {
 		p.App = DefaultApp

@@ -27,7 +27,8 @@ func TestKeelStack(t *testing.T) {
 			"AWS::ECS::Cluster":                1,
 			"AWS::ECS::TaskDefinition":         1,
 			"AWS::EC2::VPC":                    1,
-			"AWS::EC2::NatGateway":             1,
+			"AWS::EC2::NatGateway":             0, // see TestIdleCost
+			"AWS::EC2::EIP":                    0,
 			"AWS::ApiGatewayV2::Api":           1,
 			"AWS::ApiGatewayV2::Route":         3, // $default; the viewer's GET / and GET /ui/{file}
 			"AWS::Scheduler::Schedule":         1,

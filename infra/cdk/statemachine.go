@@ -36,6 +36,7 @@ const (
 	SubstTaskDefinitionArn   = "TaskDefinitionArn"
 	SubstSubnetIds           = "SubnetIds"
 	SubstSecurityGroupIds    = "SecurityGroupIds"
+	SubstAssignPublicIP      = "AssignPublicIp"
 	SubstContainerName       = "ContainerName"
 )
 
@@ -71,6 +72,7 @@ func NewRunStateMachine(scope constructs.Construct, id string, props RunStateMac
 			SubstTaskDefinitionArn:   spill.TaskDefinition.Family(),
 			SubstSubnetIds:           spill.SubnetIDs(),
 			SubstSecurityGroupIds:    spill.SecurityGroupIDs(),
+			SubstAssignPublicIP:      spill.AssignPublicIP(),
 			SubstContainerName:       jsii.String(ContainerName),
 		},
 		TracingEnabled: jsii.Bool(true),

@@ -72,6 +72,7 @@ func TestRunStateMachine(t *testing.T) {
 			SubstFinalizeFunctionArn: getAttArn(logicalID(stack, fns.Finalize)),
 			SubstClusterArn:          getAttArn(logicalID(stack, spill.Cluster)),
 			SubstContainerName:       `"keel"`,
+			SubstAssignPublicIP:      `"ENABLED"`, // public subnets, no NAT gateway
 		}
 		for k, w := range want {
 			if got := jsonOf(subs[k]); got != w {
@@ -83,8 +84,8 @@ func TestRunStateMachine(t *testing.T) {
 			t.Errorf("TaskDefinitionArn = %s, want the family %s", got, jsonOf(td.Props()["Family"]))
 		}
 		subnets := jsonOf(subs[SubstSubnetIds])
-		if !strings.HasPrefix(subnets, `{"Fn::Join":[",",[`) || strings.Count(subnets, `"Ref"`) != 2 || !strings.Contains(subnets, "tasks") {
-			t.Errorf("SubnetIds = %s, want the two private subnets joined by commas", subnets)
+		if !strings.HasPrefix(subnets, `{"Fn::Join":[",",[`) || strings.Count(subnets, `"Ref"`) != 2 || !strings.Contains(subnets, "public") {
+			t.Errorf("SubnetIds = %s, want the two public subnets joined by commas", subnets)
 		}
 		sg := logicalID(stack, spill.SecurityGroup)
 		// A one-element Fn::Join is simplified to the element.

@@ -53,7 +53,7 @@ func TestLowerLoopBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := states.Load(def, map[string]string{"StepFunctionArn": "s", "ApprovalFunctionArn": "a", "FinalizeFunctionArn": "f",
-		"ClusterArn": "c", "TaskDefinitionArn": "t", "SubnetIds": "n", "SecurityGroupIds": "g", "ContainerName": "k"})
+		"ClusterArn": "c", "TaskDefinitionArn": "t", "SubnetIds": "n", "SecurityGroupIds": "g", "AssignPublicIp": "ENABLED", "ContainerName": "k"})
 	if err != nil {
 		t.Fatalf("the lowered definition no longer loads: %v", err)
 	}

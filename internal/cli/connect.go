@@ -37,7 +37,7 @@ func (c *cli) client() (*client.Client, error) {
 			if dir != "" {
 				where = "in " + dir
 			}
-			return nil, &configError{fmt.Errorf("no Keel API: found no %s/url %s; start `%s dev` here, or set KEEL_URL (or pass --url)", devDirName, where, c.prog)}
+			return nil, &configError{fmt.Errorf("%w: found no %s/url %s; start `%s dev` here, or set KEEL_URL (or pass --url)", errNoAPI, devDirName, where, c.prog)}
 		case u == "":
 			u = fileURL
 		}

@@ -14,15 +14,37 @@ import (
 // measures the usage from the run's records; the price table is the dated
 // default, or the JSON file KEEL_PRICES (or --prices) names. A run on
 // `dev` is priced as if it had run on AWS, and the output says so: only
-// its model spend was real.
+// its model spend was real. With --template instead of a run, it prices
+// what the synthesized stack bills while nothing runs (no API needed).
 func costCommand() command {
-	cmd := command{usage: "[--json] [--prices FILE] RUN_ID",
-		summary: "what a run costs on AWS, part by part (state transitions, Lambda, DynamoDB, S3, Fargate, model); a local run as if deployed"}
+	cmd := command{usage: "[--json] [--prices FILE] (RUN_ID | --template FILE)",
+		summary: "what a run costs on AWS, part by part (state transitions, Lambda, DynamoDB, S3, Fargate, model); a local run as if deployed; --template: the stack's idle monthly cost"}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("cost")
 		asJSON := fs.Bool("json", false, "print JSON")
 		pricesFile := fs.String("prices", "", "JSON price table over the default (default $KEEL_PRICES)")
-		pos, cl, err := c.connect(fs, args, "RUN_ID")
+		template := fs.String("template", "", "synthesized CloudFormation template (infra/cdk/cdk.out/STACK.template.json): its idle monthly cost instead of a run's")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if *template != "" {
+			if len(pos) != 0 {
+				return usagef("--template prices the stack, not a run: give no RUN_ID")
+			}
+			idle, err := c.idleReport(*template, *pricesFile)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(c, idle)
+			}
+			return idle.Print(c.stdout)
+		}
+		if err := wantArgs(pos, "RUN_ID"); err != nil {
+			return err
+		}
+		cl, err := c.client()
 		if err != nil {
 			return err
 		}

@@ -235,7 +235,7 @@ func newWorld(t *testing.T, be backend, opts worldOptions) *world {
 	machine, err := states.Load(stepfunctions.Definition, map[string]string{
 		"StepFunctionArn": stepFn, "ApprovalFunctionArn": approvalFn, "FinalizeFunctionArn": finalizeFn,
 		"ClusterArn": "local", "TaskDefinitionArn": "keel-task", "SubnetIds": "subnet-1",
-		"SecurityGroupIds": "sg-1", "ContainerName": "keel",
+		"SecurityGroupIds": "sg-1", "AssignPublicIp": "DISABLED", "ContainerName": "keel",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,4 +15,14 @@
 // What the records cannot say (API calls beyond creating and deciding,
 // CloudWatch, data transfer, storage over time) is left out and said so
 // in [Report.Notes].
+//
+// [IdleCost] says what a deployment costs while nothing runs: it reads the
+// synthesized CloudFormation template (cdk.out/STACK.template.json) and
+// prices, from the same dated table, every resource that bills by the
+// hour or the month whatever the traffic — NAT gateways, Elastic IPs,
+// interface VPC endpoints, load balancers, provisioned capacity, keys and
+// secrets — and names the always-on kinds it has no price for. Storage at
+// rest (DynamoDB, point-in-time recovery, S3, CloudWatch Logs) is a
+// separate line of per-GB-month rates: it is nothing while empty and
+// grows with what runs leave behind.
 package cost

@@ -319,7 +319,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	machine, err := states.Load(stepfunctions.Definition, map[string]string{
 		"StepFunctionArn": stepFn, "ApprovalFunctionArn": approvalFn, "FinalizeFunctionArn": finalizeFn,
 		"ClusterArn": "local", "TaskDefinitionArn": "keel-task", "SubnetIds": "local", "SecurityGroupIds": "local",
-		"ContainerName": "keel",
+		"AssignPublicIp": "DISABLED", "ContainerName": "keel",
 	})
 	if err != nil {
 		closeLns()

@@ -55,6 +55,13 @@
 // package does not build yet. Isolation reports this as a gap. Either way
 // a command with any network allowed is an effect under the mode rule.
 //
+// The private namespace does not depend on how the worker reaches the
+// internet: a Fargate task in a public subnet with its own public address,
+// or one behind a NAT gateway, has its routes and interfaces in the
+// task's namespace, which a command without network never enters. Its
+// namespace has no interface but lo and no route at all, whatever the
+// host's (TestNoNetworkWhateverTheRoute).
+//
 // # Where namespaces are missing
 //
 // New probes bwrap (bwrap --unshare-all ... true) and refuses with

@@ -99,3 +99,55 @@ func TestNewRefusesWithoutIsolation(t *testing.T) {
 		t.Fatalf("New with a failing probe = %v, want ErrNoIsolation", err)
 	}
 }
+
+// TestNoNetworkWhateverTheRoute: a command without network has its own
+// network namespace holding only a loopback interface and no route, so
+// what the worker's host can reach (a Fargate task's public IP and
+// internet gateway, or a NAT gateway) does not matter to it. The host's
+// view is the control: the same probe in unsafe mode sees the host's
+// interfaces and default route where the host has one.
+func TestNoNetworkWhateverTheRoute(t *testing.T) {
+	f := newFixture(t)
+	probe := sh("cat /proc/net/dev /proc/net/route")
+	ifaces := func(out string) []string {
+		var names []string
+		for _, line := range strings.Split(out, "\n") {
+			if name, _, ok := strings.Cut(line, ":"); ok && !strings.Contains(name, "|") {
+				names = append(names, strings.TrimSpace(name))
+			}
+		}
+		return names
+	}
+	defaultRoute := func(out string) bool {
+		for _, line := range strings.Split(out, "\n") {
+			if fields := strings.Fields(line); len(fields) > 2 && fields[1] == "00000000" {
+				return true
+			}
+		}
+		return false
+	}
+	res, err := newSandbox(t, false).Run(ctx, f.ws, probe, Policy{})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %v exit %d: %s", err, res.ExitCode, res.Stderr)
+	}
+	out := string(res.Stdout)
+	if got := ifaces(out); len(got) != 1 || got[0] != "lo" {
+		t.Errorf("interfaces without network = %v, want only lo:\n%s", got, out)
+	}
+	if defaultRoute(out) {
+		t.Errorf("a default route without network:\n%s", out)
+	}
+
+	host, err := os.ReadFile("/proc/net/route")
+	if err != nil || !defaultRoute(string(host)) {
+		t.Logf("this host has no default route (%v): the control half proves nothing here", err)
+		return
+	}
+	res, err = newSandbox(t, true).Run(ctx, f.ws, probe, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Stdout); !defaultRoute(out) || len(ifaces(out)) < 2 {
+		t.Errorf("unsafe mode does not see the host's network; the probe is blind:\n%s", out)
+	}
+}

@@ -32,6 +32,7 @@ var runSubs = map[string]string{
 	"TaskDefinitionArn":   "keel-fargate",
 	"SubnetIds":           "subnet-a,subnet-b",
 	"SecurityGroupIds":    "sg-1",
+	"AssignPublicIp":      "ENABLED",
 	"ContainerName":       "keel",
 }
 

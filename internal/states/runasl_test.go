@@ -298,14 +298,18 @@ func TestRunSpillWithHeartbeats(t *testing.T) {
 	var full struct {
 		Cluster, TaskDefinition, LaunchType string
 		NetworkConfiguration                struct {
-			AwsvpcConfiguration struct{ Subnets, SecurityGroups []string }
+			AwsvpcConfiguration struct {
+				Subnets, SecurityGroups []string
+				AssignPublicIp          string
+			}
 		}
 	}
 	if err := json.Unmarshal(params, &full); err != nil {
 		t.Fatal(err)
 	}
 	if full.Cluster != "local" || full.TaskDefinition != "keel-fargate" || full.LaunchType != "FARGATE" ||
-		!slices.Equal(full.NetworkConfiguration.AwsvpcConfiguration.Subnets, []string{"subnet-a", "subnet-b"}) {
+		!slices.Equal(full.NetworkConfiguration.AwsvpcConfiguration.Subnets, []string{"subnet-a", "subnet-b"}) ||
+		full.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIp != runSubs["AssignPublicIp"] {
 		t.Fatalf("runTask parameters %s", params)
 	}
 	env := spillEnv(t, params)
