@@ -2,6 +2,9 @@
 -- approval or leaves a run in needs_human writes a notification here in
 -- the same transaction; a delivery worker claims due ones by bumping
 -- attempts. The link token is kept only as its SHA-256 (link_hash).
+-- One b-tree, no index of due rows: the table holds one row per approval
+-- or needs_human, few beside the steps, and every b-tree is a page of
+-- every store (the store-size bound of internal/harness's bench).
 CREATE TABLE notifications (
     run_id          TEXT NOT NULL REFERENCES runs(id),
     id              TEXT NOT NULL,
@@ -21,4 +24,3 @@ CREATE TABLE notifications (
     updated_at      INTEGER NOT NULL,
     PRIMARY KEY (run_id, id)
 ) WITHOUT ROWID;
-CREATE INDEX notifications_due ON notifications(next_at) WHERE status = 'pending';
