@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/notify"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/telemetry"
@@ -30,6 +31,8 @@ type Store interface {
 	ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error)
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
 	store.Settler
+	ListNotifications(ctx context.Context, runID string) ([]run.Notification, error)
+	UseNotificationLink(ctx context.Context, runID, id, linkHash string, now time.Time) (run.Notification, error)
 }
 
 // Artifacts is what the API needs from the artifact store (downloads).
@@ -232,6 +235,9 @@ func (s *server) routes() http.Handler {
 	view := viewer.Handler()
 	mux.Handle("GET /{$}", view)
 	mux.Handle("GET "+viewer.Prefix, view)
+	// One-time approval links: the token in the path is the credential.
+	mux.HandleFunc("GET "+notify.LinkPath+"{token}", s.linkShow)
+	mux.HandleFunc("POST "+notify.LinkPath+"{token}", s.linkDecide)
 	authed := func(pattern string, h func(w http.ResponseWriter, r *http.Request, principal string)) {
 		mux.HandleFunc(pattern, s.authenticate(h))
 	}
@@ -242,6 +248,7 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/audit", s.audit)
 	authed("GET /v1/runs/{id}/approvals", s.listApprovals)
 	authed("GET /v1/runs/{id}/operations", s.listOperations)
+	authed("GET /v1/runs/{id}/notifications", s.listNotifications)
 	authed("POST /v1/runs/{id}/operations/{op}/settle", s.settle)
 	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
 	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/keelrun/keel/internal/httpbuf"
+	"github.com/keelrun/keel/internal/notify"
 )
 
 // authenticate resolves the principal before h runs; without one the
@@ -37,7 +39,7 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", logPath(r), "panic", fmt.Sprint(v))
 				writeError(w, errInternal())
 			}
 		}()
@@ -73,7 +75,7 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		start := s.now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
+		s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", logPath(r),
 			"status", sw.status, "duration", time.Since(start))
 	})
 }
@@ -111,4 +113,13 @@ func (s *server) jsonFallbacks(mux *http.ServeMux) http.Handler {
 // not worth an error log line.
 func clientGone(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// logPath is the request's path as logs show it: an approval link's token
+// is a credential, so it is cut off.
+func logPath(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, notify.LinkPath) {
+		return notify.LinkPath + "…"
+	}
+	return r.URL.Path
 }

@@ -142,9 +142,30 @@ func showCommand() command {
 					a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
 			}
 		}
+		showNotifications(ctx, c, cl, r.RunID)
 		return nil
 	}
 	return cmd
+}
+
+// showNotifications prints the run's notifications and how their delivery
+// went; a server without the endpoint (older) prints nothing.
+func showNotifications(ctx context.Context, c *cli, cl *client.Client, runID string) {
+	ns, err := cl.Notifications(ctx, runID)
+	if err != nil || len(ns) == 0 {
+		return
+	}
+	fmt.Fprintln(c.stdout, "\nnotifications:")
+	for _, n := range ns {
+		line := fmt.Sprintf("  %s %s: %s after %d attempt(s)", n.ID, n.Kind, n.Status, n.Attempts)
+		if len(n.Delivered) > 0 {
+			line += " (delivered: " + strings.Join(n.Delivered, ", ") + ")"
+		}
+		if n.LastError != "" {
+			line += "; last error: " + clip(oneLine(n.LastError), 200)
+		}
+		fmt.Fprintln(c.stdout, termSafe(line))
+	}
 }
 
 func eventsCommand() command {

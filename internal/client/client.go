@@ -271,6 +271,15 @@ func (c *Client) Operations(ctx context.Context, id string) (api.OperationList, 
 	return out, err
 }
 
+// Notifications lists the run's notifications and their delivery state.
+func (c *Client) Notifications(ctx context.Context, id string) ([]run.Notification, error) {
+	var out struct {
+		Notifications []run.Notification `json:"notifications"`
+	}
+	_, err := c.call(ctx, http.MethodGet, runPath(id, "notifications"), nil, nil, nil, &out)
+	return out.Notifications, err
+}
+
 // Settle records what a person established about a needs_human operation.
 func (c *Client) Settle(ctx context.Context, runID, opID string, req api.SettleRequest) (api.Run, error) {
 	var out api.Run

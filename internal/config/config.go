@@ -120,6 +120,8 @@ type Config struct {
 	S3PathStyle bool
 	// AWSEndpoint is AWS_ENDPOINT_URL, for messages.
 	AWSEndpoint string
+	// Notify is how notifications reach people (KEEL_NOTIFY_*).
+	Notify Notify
 	// OTel is the OpenTelemetry export (the standard OTEL_* variables);
 	// off unless an OTLP endpoint is set.
 	OTel OTel
@@ -183,6 +185,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.OTel, err = parseOTel(get); err != nil {
+		return c, err
+	}
+	if c.Notify, err = parseNotify(get); err != nil {
 		return c, err
 	}
 	for _, d := range []struct {

@@ -158,6 +158,8 @@ type Server struct {
 	sweeper  *sweeper.Sweeper
 	stopSwp  context.CancelFunc
 	swept    chan struct{}
+	// stopNotify stops the notification worker (startNotify).
+	stopNotify func()
 }
 
 // Start opens everything, resumes executions and serves until Close.
@@ -403,6 +405,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			}
 		}
 	}()
+	if s.stopNotify, err = startNotify(rt, s.URL); err != nil {
+		return fail(err)
+	}
 	if err := writeFile(filepath.Join(cfg.DataDir, "url"), s.URL); err != nil {
 		return fail(err)
 	}
@@ -421,6 +426,9 @@ func (s *Server) Wait() error {
 
 // Close stops serving and driving executions; they resume at the next Start.
 func (s *Server) Close() error {
+	if s.stopNotify != nil {
+		s.stopNotify()
+	}
 	if s.stopSwp != nil {
 		s.stopSwp()
 		<-s.swept

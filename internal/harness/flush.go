@@ -50,6 +50,7 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 		c.Run = &patch
 	}
 	s.redactCommit(&c)
+	enqueueNotifications(&c)
 	if c.Run == nil && len(c.Events) == 0 && len(c.PlanItems) == 0 && cp == nil && len(c.NewOperations) == 0 &&
 		len(c.OperationUpdates) == 0 && len(c.NewApprovals) == 0 && len(c.CancelApprovals) == 0 && len(c.ConsumeInputs) == 0 &&
 		c.Used == (store.Amounts{}) && c.Released == (store.Amounts{}) {

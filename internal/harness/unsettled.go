@@ -71,6 +71,7 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 	reason := fmt.Sprintf("%s; not failed, because operation %s has no known outcome: a person must find out whether it happened", msg, strings.Join(ids, ", "))
 	c.Run = &store.RunPatch{Status: run.StatusNeedsHuman, Error: &reason, ReleaseLease: true}
 	c.Events = append(c.Events, run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", unsettled[0].ID, "reason", reason, "by", by)})
+	enqueueNotifications(&c)
 	if _, err := h.opt.Store.Commit(ctx, c); err != nil {
 		return Decision{}, mapStoreErr(r.ID, err)
 	}

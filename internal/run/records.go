@@ -227,6 +227,9 @@ const (
 	// execution, an execution that ended while the run was not finished)
 	// and what it did (started, resumed, finalized).
 	EventRunSwept EventType = "run_swept"
+	// EventNotificationFailed: a notification's delivery gave up after its
+	// last attempt (its approval, if any, stays pending).
+	EventNotificationFailed EventType = "notification_failed"
 )
 
 // Event is one entry of a run's append-only log. Seq is assigned by the store:

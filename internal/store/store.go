@@ -132,6 +132,10 @@ type Commit struct {
 	NewApprovals []run.Approval
 	// CancelApprovals are set to cancelled if still pending.
 	CancelApprovals []string
+	// Notifications are new outbox records (status pending, due at once),
+	// written with the approval or status change they announce; one whose
+	// id exists is left as it is.
+	Notifications []run.Notification
 	// ConsumeInputs marks queued inputs as consumed.
 	ConsumeInputs []string
 	// Used is added to the run's used budget counters, and Released is
@@ -294,5 +298,6 @@ type Store interface {
 	Checkpoints
 	Signals
 	Settler
+	Outbox
 	Close() error
 }

@@ -4,12 +4,13 @@ import "github.com/keelrun/keel/internal/run"
 
 // CommitItems is the number of records c writes, as MaxItemsPerCommit
 // counts them: the run row, each event, plan item, operation (new or
-// updated), approval (new or cancelled), consumed input, and the
-// checkpoint. A writer that batches (the harness taking queued inputs)
+// updated), approval (new or cancelled), consumed input, the checkpoint,
+// and two for each notification (a backend may write an outbox entry and
+// a due marker). A writer that batches (the harness taking queued inputs)
 // keeps its commits within MaxItemsPerCommit by this count.
 func CommitItems(c *Commit) int {
 	items := 1 + len(c.Events) + len(c.PlanItems) + len(c.NewOperations) + len(c.OperationUpdates) +
-		len(c.NewApprovals) + len(c.CancelApprovals) + len(c.ConsumeInputs)
+		len(c.NewApprovals) + len(c.CancelApprovals) + len(c.ConsumeInputs) + 2*len(c.Notifications)
 	if c.Checkpoint != nil {
 		items++
 	}
@@ -92,6 +93,16 @@ func ValidateCommit(c *Commit) error {
 	if err := validateIDs("input", c.ConsumeInputs, once); err != nil {
 		return err
 	}
+	notes, err := validateEach(c.Notifications, func(n *run.Notification) error {
+		if err := validateNotification(c.RunID, n); err != nil {
+			return err
+		}
+		return once("notification", n.ID)
+	})
+	if err != nil {
+		return err
+	}
+	c.Notifications = notes
 	c.Checkpoint, c.PlanItems, c.NewOperations, c.NewApprovals = checkpoint, planItems, newOps, newApprovals
 	return nil
 }

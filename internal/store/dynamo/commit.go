@@ -207,6 +207,9 @@ func (s *Store) explainCommitFailure(ctx context.Context, runID string, p part, 
 			return nil
 		}
 		return fmt.Errorf("dynamo: commit: approval %q: %w: exists for other arguments", p.id, store.ErrConflict)
+	case "ntf_new", "ntf_due":
+		skip["ntf:"+p.id] = true // enqueued before: left as it is
+		return nil
 	case "op_update":
 		it, err := s.getItem(ctx, runPK(runID), opSK(p.id))
 		if err != nil {

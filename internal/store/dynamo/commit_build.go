@@ -14,7 +14,7 @@ import (
 // part says what one action of a commit transaction writes, so a failed
 // condition can be explained.
 type part struct {
-	kind string // run, event, op_new, op_update, ap_new, ap_cancel, input, cp, cp_id, cp_ref, plan
+	kind string // run, event, op_new, op_update, ap_new, ap_cancel, ntf_new, ntf_due, input, cp, cp_id, cp_ref, plan
 	id   string
 	hash string // args hash of a new op/approval
 	tool string // tool of a new approval
@@ -88,6 +88,7 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 	}
 	// 5. Operations and approvals.
 	s.addIntents(&tx, c, st.sessionID, skip, now)
+	s.addNotifications(&tx, c, skip, now)
 	// 6. Inputs consumed.
 	for _, id := range c.ConsumeInputs {
 		tx.add(part{kind: "input", id: id}, s.consumeInput(c.RunID, id))

@@ -17,6 +17,8 @@
 //	RUN#{run_id}               AP#{approval_id}     one approval (with its task token)
 //	RUN#{run_id}               PI#{plan_item_id}    one plan item
 //	RUN#{run_id}               IN#{input_id}        one queued input
+//	RUN#{run_id}               NTF#{id}             one notification (the outbox record)
+//	OUTBOX                     {len}:{run_id}#{id}  a pending notification's due marker (deleted when it finishes)
 //	SESSION#{session_id}       SESSION              the session (owner)
 //	SESSION#{session_id}       GRANT#{tool}         a confirm_once grant
 //	CKEY#{len}:{owner}#{key}   CKEY                 client idempotency key → run id

@@ -77,6 +77,9 @@ func (s *Store) commitTx(ctx context.Context, tx *sql.Tx, c *store.Commit, sig *
 	if err := s.cancelApprovals(ctx, tx, c, nowN); err != nil {
 		return nil, err
 	}
+	if err := s.insertNotifications(ctx, tx, c, nowN); err != nil {
+		return nil, err
+	}
 	if err := s.consumeInputs(ctx, tx, c); err != nil {
 		return nil, err
 	}

@@ -75,6 +75,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"TwoStoresOneDatabase", testTwoStores},
 		{"Operations", testOperations},
 		{"Approvals", testApprovals},
+		{"Outbox", testOutbox},
 		{"Budget", testBudget},
 		{"ConcurrentReservations", testConcurrentReservations},
 		{"Cancel", testCancel},

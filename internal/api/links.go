@@ -1,0 +1,202 @@
+package api
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/keelrun/keel/internal/notify"
+	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/store"
+)
+
+// A one-time approval link (internal/notify) opens a page at
+// notify.LinkPath + token that needs no bearer token: the token is the
+// credential. It shows the exact action and its args hash; its form
+// approves or denies through the same decision path as
+// POST /v1/runs/{id}/approvals/{approval_id}, so whichever answer (link,
+// CLI, API, viewer) lands first wins and the others are refused.
+
+var linkPage = template.Must(template.New("link").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<meta name="referrer" content="no-referrer"><title>Keel approval</title>
+<style>body{font:15px system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}
+pre{background:#f4f4f4;padding:.75rem;white-space:pre-wrap;word-break:break-all}
+button{font-size:1rem;padding:.5rem 1.25rem;margin-right:1rem}</style></head><body>
+<h1>{{.Title}}</h1>
+{{if .Message}}<p id="message">{{.Message}}</p>{{end}}
+{{if .Tool}}<dl><dt>Run</dt><dd><code id="run">{{.RunID}}</code></dd>
+<dt>Tool</dt><dd><code id="tool">{{.Tool}}</code></dd>
+<dt>Arguments</dt><dd><pre id="args">{{.Args}}</pre></dd>
+<dt>Args hash</dt><dd><code id="hash">{{.ArgsHash}}</code></dd>
+<dt>Link expires</dt><dd>{{.Expires}}</dd></dl>{{end}}
+{{if .Ask}}<form method="post">
+<button id="approve" name="decision" value="approve" type="submit">Approve</button>
+<button id="deny" name="decision" value="deny" type="submit">Deny</button></form>{{end}}
+</body></html>`))
+
+type linkView struct {
+	Title, Message, RunID, Tool, Args, ArgsHash, Expires string
+	Ask                                                  bool
+}
+
+// linkTarget resolves a link to its notification and approval, or writes
+// the page that refuses it and returns false.
+func (s *server) linkTarget(w http.ResponseWriter, r *http.Request) (run.Notification, run.Approval, string, bool) {
+	token := r.PathValue("token")
+	runID, id, hash, ok := notify.ParseLink(token)
+	var n run.Notification
+	if ok {
+		n, ok = s.linkNotification(r, runID, id)
+	}
+	if !ok || n.LinkHash == "" || subtle.ConstantTimeCompare([]byte(n.LinkHash), []byte(hash)) != 1 {
+		linkRefuse(w, http.StatusNotFound, "This link is not valid.")
+		return n, run.Approval{}, "", false
+	}
+	switch {
+	case !n.LinkUsedAt.IsZero():
+		linkRefuse(w, http.StatusGone, "This link was used already: it works once.")
+		return n, run.Approval{}, "", false
+	case !s.now().Before(n.LinkExpiresAt):
+		linkRefuse(w, http.StatusGone, "This link expired.")
+		return n, run.Approval{}, "", false
+	}
+	a, err := s.store.GetApproval(r.Context(), n.RunID, n.ApprovalID)
+	if err != nil {
+		linkRefuse(w, http.StatusNotFound, "This link is not valid.")
+		return n, run.Approval{}, "", false
+	}
+	if a.ArgsHash != n.ArgsHash {
+		linkRefuse(w, http.StatusConflict, "The action changed since this link was sent: it is no longer valid.")
+		return n, run.Approval{}, "", false
+	}
+	if a.Status != run.ApprovalPending {
+		linkRefuse(w, http.StatusConflict, fmt.Sprintf("This approval is already %s.", a.Status))
+		return n, run.Approval{}, "", false
+	}
+	return n, a, hash, true
+}
+
+func (s *server) linkNotification(r *http.Request, runID, id string) (run.Notification, bool) {
+	if !validID(runID) || !validID(id) {
+		return run.Notification{}, false
+	}
+	ns, err := s.store.ListNotifications(r.Context(), runID)
+	if err != nil {
+		return run.Notification{}, false
+	}
+	for _, n := range ns {
+		if n.ID == id && n.Kind == run.NotifyApproval {
+			return n, true
+		}
+	}
+	return run.Notification{}, false
+}
+
+// linkShow serves GET notify.LinkPath{token}: the action and the form.
+func (s *server) linkShow(w http.ResponseWriter, r *http.Request) {
+	n, a, _, ok := s.linkTarget(w, r)
+	if !ok {
+		return
+	}
+	v := actionView(n, a)
+	v.Title, v.Ask = "Approve this action?", true
+	writeLinkPage(w, http.StatusOK, v)
+}
+
+// linkDecide serves POST notify.LinkPath{token}: the link is used (once),
+// then the decision is recorded and the run woken.
+func (s *server) linkDecide(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	decision := r.PostFormValue("decision")
+	if decision != DecisionApprove && decision != DecisionDeny {
+		linkRefuse(w, http.StatusBadRequest, `Choose "approve" or "deny".`)
+		return
+	}
+	n, a, hash, ok := s.linkTarget(w, r)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	if _, err := s.store.UseNotificationLink(ctx, n.RunID, n.ID, hash, s.now()); err != nil {
+		linkRefuse(w, http.StatusGone, "This link was used already: it works once.")
+		return
+	}
+	decided, err := s.store.DecideApproval(ctx, store.Decision{RunID: n.RunID, ApprovalID: a.ID,
+		Approve: decision == DecisionApprove, ArgsHash: n.ArgsHash, DecidedBy: "link:" + n.ID})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		linkRefuse(w, http.StatusConflict, "This approval was decided already through another channel.")
+		return
+	case errors.Is(err, store.ErrHashMismatch):
+		linkRefuse(w, http.StatusConflict, "The action changed since this link was sent: it is no longer valid.")
+		return
+	case err != nil:
+		s.log.ErrorContext(ctx, "link decision", "run_id", n.RunID, "approval_id", a.ID, "err", err)
+		linkRefuse(w, http.StatusInternalServerError, "The decision could not be recorded; try again.")
+		return
+	}
+	v := actionView(n, decided)
+	v.Title = "Recorded: " + string(decided.Status)
+	if err := s.resumer.Resume(ctx, decided); err != nil {
+		s.log.ErrorContext(ctx, "resume after link decision", "run_id", n.RunID, "approval_id", a.ID, "err", err)
+		v.Message = "The decision is recorded; the run will pick it up when its wait is retried."
+	}
+	writeLinkPage(w, http.StatusOK, v)
+}
+
+func actionView(n run.Notification, a run.Approval) linkView {
+	return linkView{RunID: visible(n.RunID), Tool: visible(a.Tool), Args: visible(string(a.Args)), ArgsHash: a.ArgsHash,
+		Expires: n.LinkExpiresAt.UTC().Format("2006-01-02 15:04 MST")}
+}
+
+func linkRefuse(w http.ResponseWriter, code int, msg string) {
+	writeLinkPage(w, code, linkView{Title: "Link refused", Message: msg})
+}
+
+func writeLinkPage(w http.ResponseWriter, code int, v linkView) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(code)
+	_ = linkPage.Execute(w, v)
+}
+
+// visible shows control characters and bidi/invisible format characters
+// as \uXXXX escapes, so the page shows what the arguments hold, not what
+// they make a browser draw. (html/template escapes the markup.)
+func visible(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c != '\n' && c != '\t' && (unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || c == '\u2028' || c == '\u2029') {
+			fmt.Fprintf(&b, `\u%04x`, c)
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// listNotifications serves GET /v1/runs/{id}/notifications: the run's
+// outbox, delivery state and last error included (never a link token).
+func (s *server) listNotifications(w http.ResponseWriter, r *http.Request, principal string) {
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
+		return
+	}
+	ns, err := s.store.ListNotifications(r.Context(), rr.ID)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	if ns == nil {
+		ns = []run.Notification{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"notifications": ns})
+}
