@@ -48,6 +48,26 @@ type Config struct {
 	Model keel.Model
 }
 
+// Env names the research agent's own variables, for [keel.EnvVars.Check]:
+// a RESEARCH_* variable it does not read stops the program at start.
+func Env() keel.EnvVars {
+	return keel.EnvVars{Prefix: "RESEARCH_", Names: []string{"RESEARCH_PUBLISH", "RESEARCH_PUBLISH_CONTRACT", "RESEARCH_PUBLISH_TIMEOUT"}}
+}
+
+// ConfigFromEnviron checks environ (os.Environ) against [Env], then reads
+// the configuration from it ([ConfigFromEnv]).
+func ConfigFromEnviron(environ []string) (Config, error) {
+	if err := Env().Check(environ); err != nil {
+		return Config{}, err
+	}
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return ConfigFromEnv(func(k string) string { return vars[k] })
+}
+
 // ConfigFromEnv reads the RESEARCH_* variables through getenv. Errors
 // name the variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
@@ -130,7 +150,7 @@ func New(c Config) (keel.Agent, error) {
 // Main is the stock Keel program: the research agent configured from the
 // environment, run by keel.Main.
 func Main() {
-	c, err := ConfigFromEnv(os.Getenv)
+	c, err := ConfigFromEnviron(os.Environ())
 	if err == nil {
 		var a keel.Agent
 		if a, err = New(c); err == nil {
