@@ -19,7 +19,7 @@ import (
 // main reads the research agent's own configuration (RESEARCH_*) and hands
 // the agent to keel.Main; a bad variable exits 2 before anything starts.
 func main() {
-	c, err := fixture.ConfigFromEnv(os.Getenv)
+	c, err := fixture.ConfigFromEnviron(os.Environ())
 	if err == nil {
 		var a keel.Agent
 		if a, err = fixture.New(c); err == nil {

@@ -72,8 +72,9 @@ type KeelStackProps struct {
 	// the template or an environment variable.
 	ModelSecretName string
 	// Environment adds variables to every function and the Fargate task
-	// (KEEL_MODEL, KEEL_PUBLISH, KEEL_SPILL_TOOLS...: internal/setup reads
-	// the same ones everywhere). Never put a secret here: the values are
+	// (KEEL_MODEL, KEEL_SPILL_TOOLS, an agent's own RESEARCH_PUBLISH...:
+	// internal/config reads the same ones everywhere, and refuses a KEEL_*
+	// name it does not know). Never put a secret here: the values are
 	// visible in the template and the console.
 	Environment map[string]string
 

@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/notify"
 	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/scrub"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/telemetry"
 	"github.com/keelrun/keel/internal/viewer"
@@ -162,6 +163,10 @@ type Deps struct {
 	BundleEnv telemetry.Env
 	// Deployment, when set, serves GET /v1/deployment (keel doctor).
 	Deployment Deployment
+	// Secrets are masked in every text response (JSON and SSE): the
+	// deployment's facts, and run data that echoes a credential. Stored
+	// records are not changed; artifacts are served as stored.
+	Secrets scrub.Secrets
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a full-size input
@@ -224,7 +229,7 @@ func New(d Deps) (http.Handler, error) {
 	if s.keepAlive <= 0 {
 		s.keepAlive = 15 * time.Second
 	}
-	return s.routes(), nil
+	return d.Secrets.Middleware(s.routes()), nil
 }
 
 func (s *server) routes() http.Handler {

@@ -51,6 +51,11 @@ type IO struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Environ lists the environment (os.Environ) so that dev, task, step
+	// and every role refuse a KEEL_* variable Keel does not read
+	// (config.CheckEnviron); nil skips that check (tests that pass a
+	// Getenv of their own).
+	Environ func() []string
 }
 
 // Main runs the command line of a Keel program with app's agents and
@@ -71,7 +76,7 @@ func MainLazy(ctx context.Context, in IO, load func() (compose.App, error)) int 
 	if prog == "" {
 		prog = "keel"
 	}
-	c := &cli{prog: prog, stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, loadApp: load}
+	c := &cli{prog: prog, stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, environ: in.Environ, loadApp: load}
 	if role := strings.TrimSpace(in.Getenv("KEEL_ROLE")); role != "" {
 		if err := c.needApp(); err != nil {
 			fmt.Fprintf(c.stderr, "%s: %v\n", prog, err)
@@ -94,6 +99,9 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// environ lists the environment for config.CheckEnviron; nil: no
+	// check.
+	environ func() []string
 	// app holds the program's agents, for the commands that run them;
 	// needApp fills it from loadApp before such a command runs.
 	app     compose.App

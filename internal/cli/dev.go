@@ -46,12 +46,23 @@ func kindFlag(flag, v, local, localPath, cloud, cloudDefault string, spec, name 
 	return nil
 }
 
-// config reads the one configuration; a bad variable is a usage error
-// naming it.
+// config reads the one configuration; a bad variable, or a KEEL_* one
+// Keel does not read, is a usage error naming it.
 func (c *cli) config() (config.Config, error) {
-	cfg, err := config.FromEnv(c.getenv)
+	cfg, err := c.readConfig()
 	if err != nil {
 		return cfg, &configError{err}
 	}
 	return cfg, nil
+}
+
+// readConfig refuses unknown KEEL_* variables (config.CheckEnviron), then
+// reads the configuration (config.FromEnv).
+func (c *cli) readConfig() (config.Config, error) {
+	if c.environ != nil {
+		if err := config.CheckEnviron(c.environ()); err != nil {
+			return config.Config{}, err
+		}
+	}
+	return config.FromEnv(c.getenv)
 }

@@ -14,7 +14,11 @@ import (
 // Lambda Runtime API, or the long-running task. Errors are logged as JSON
 // (CloudWatch reads them) and exit 1: Lambda reports an init failure.
 func (c *cli) serveRole(ctx context.Context, role string) int {
-	cfg, err := config.FromEnv(c.getenv)
+	cfg, err := c.readConfig()
+	if err != nil {
+		// Log as the role would: JSON, at the level asked for if it parses.
+		cfg.Role = role
+	}
 	log := cfg.Logger(c.stderr)
 	if !roles.Serves(role) {
 		// Before the configuration's own checks: they would name what this

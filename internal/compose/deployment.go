@@ -21,7 +21,8 @@ import (
 // configuration resolved to, each agent's model, limits and tools as the
 // harness holds them (mode, effect, destination contract, secrets), and
 // how a run is read after the fact. executor is "local" (keel dev) or
-// "aws-stepfunctions"; getenv reads OTEL_EXPORTER_OTLP_ENDPOINT.
+// "aws-stepfunctions"; getenv reads OTEL_EXPORTER_OTLP_ENDPOINT when the
+// configuration names no traces endpoint.
 func (rt *Runtime) Deployment(executor string, getenv func(string) string) doctor.Facts {
 	var f doctor.Facts
 	f.Keel.Version, f.Keel.Commit = telemetry.BuildVersion()
@@ -72,8 +73,14 @@ func (rt *Runtime) Deployment(executor string, getenv func(string) string) docto
 		BundleFiles: telemetry.Files,
 		Endpoints:   []string{"GET /v1/runs/{id}/bundle", "GET /v1/runs/{id}/explain", "GET /v1/runs/{id}/audit"},
 		EventChain:  true,
-		OTLP:        getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
+		OTLP:        rt.Config.OTel.TracesURL,
 	}
+	if f.Bundle.OTLP == "" {
+		f.Bundle.OTLP = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	// The endpoint may carry a collector's password (http://u:p@host);
+	// the API masks every answer by value too (api.Deps.Secrets).
+	f.Bundle.OTLP = rt.Secrets.String(withoutUserinfo(f.Bundle.OTLP))
 	return f
 }
 

@@ -4,9 +4,9 @@ import "github.com/keelrun/keel/internal/telemetry"
 
 // BundleEnv is what a debug bundle's env.txt says of this runtime: the
 // build, each agent's model and the configuration with its credentials
-// masked.
+// masked, by field name and by value (rt.Secrets, masked in every file).
 func (rt *Runtime) BundleEnv() telemetry.Env {
-	env := telemetry.Env{Models: rt.ModelSpecs(), Config: telemetry.MaskedConfig(rt.Config)}
+	env := telemetry.Env{Models: rt.ModelSpecs(), Config: telemetry.MaskedConfig(rt.Config), Secrets: rt.Secrets}
 	env.Version, env.Commit = telemetry.BuildVersion()
 	return env
 }

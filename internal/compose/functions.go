@@ -110,6 +110,7 @@ func NewAPI(ctx context.Context, d Deps) (*API, error) {
 		MaxStreamDuration: rt.Config.StreamMax,
 		Records:           rt.Store, BundleEnv: rt.BundleEnv(),
 		Deployment: Reporter{Runtime: rt, Executor: "aws-stepfunctions"},
+		Secrets:    rt.Secrets,
 	})
 	if err != nil {
 		rt.Close()

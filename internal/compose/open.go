@@ -17,6 +17,7 @@ import (
 	"github.com/keelrun/keel/internal/model/provider"
 	"github.com/keelrun/keel/internal/model/scripted"
 	"github.com/keelrun/keel/internal/otelkeel"
+	"github.com/keelrun/keel/internal/scrub"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tool"
 )
@@ -40,6 +41,19 @@ type Runtime struct {
 	// OTel are this process's trace and meter providers (the OTEL_*
 	// variables); they export nothing when no endpoint is set.
 	OTel *otelkeel.Providers
+	// Secrets are the secret values masked in everything the runtime
+	// writes or serves: the configuration's (config.Config.Secrets) and
+	// those added by AddSecrets.
+	Secrets scrub.Secrets
+}
+
+// AddSecrets adds values the runtime made itself (keel dev's token) to
+// its Secrets, its logger and its exported spans. Call it before the API
+// and bundles are built on the runtime.
+func (rt *Runtime) AddSecrets(values ...string) {
+	rt.Secrets = rt.Secrets.With(values...)
+	rt.Logger = slog.New(scrub.Handler(rt.Logger.Handler(), scrub.New(values...)))
+	rt.OTel.Mask(values...)
 }
 
 // Close flushes and stops the telemetry exporters, then releases the
@@ -82,7 +96,8 @@ func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 	if len(app.Agents) == 0 {
 		return nil, errors.New("no agents: pass at least one keel.Agent to keel.Main")
 	}
-	rt := &Runtime{Config: cfg, Logger: b.logger(), Faults: b.Faults, App: app}
+	secrets := cfg.Secrets()
+	rt := &Runtime{Config: cfg, Logger: slog.New(scrub.Handler(b.logger().Handler(), secrets)), Faults: b.Faults, App: app, Secrets: secrets}
 	if rt.Faults == nil {
 		rt.Faults = cfg.Faults()
 	}
@@ -91,7 +106,7 @@ func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 	if role == "" {
 		role = "local"
 	}
-	if rt.OTel, err = otelkeel.Setup(ctx, cfg.OTel, otelkeel.Process{Role: role}); err != nil {
+	if rt.OTel, err = otelkeel.Setup(ctx, cfg.OTel, otelkeel.Process{Role: role, Secrets: secrets}); err != nil {
 		return nil, err
 	}
 	if rt.Artifacts, err = openArtifacts(ctx, cfg.Artifacts, b); err != nil {

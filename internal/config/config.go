@@ -20,6 +20,7 @@ import (
 
 	"github.com/keelrun/keel/internal/faults"
 	"github.com/keelrun/keel/internal/model/provider"
+	"github.com/keelrun/keel/internal/scrub"
 )
 
 // Roles a Keel binary can play, named by KEEL_ROLE. The Lambda roles run
@@ -136,6 +137,9 @@ type Config struct {
 	// missing; "unsafe" runs them as plain child processes of the worker,
 	// with its files, environment and credentials (doctor reports it).
 	Sandbox string
+	// awsSecrets are AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, read
+	// only to be masked (see Secrets); the AWS clients read their own.
+	awsSecrets []string
 }
 
 // The sandboxes KEEL_SANDBOX names.
@@ -177,6 +181,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("KEEL_SANDBOX %q: want %s or %s", c.Sandbox, SandboxBubblewrap, SandboxUnsafe)
 	}
 	c.S3PathStyle = c.AWSEndpoint != "" || get("AWS_ENDPOINT_URL_S3") != ""
+	c.awsSecrets = []string{get("AWS_SECRET_ACCESS_KEY"), get("AWS_SESSION_TOKEN")}
 	var err error
 	if c.Models, err = provider.ParseSettings(getenv); err != nil {
 		return c, err
@@ -345,13 +350,15 @@ func (c Config) Faults() *faults.Points {
 }
 
 // Logger returns the process's logger at LogLevel: JSON for the AWS roles
-// (Lambda's JSON log format and CloudWatch parse it), text otherwise.
+// (Lambda's JSON log format and CloudWatch parse it), text otherwise;
+// every configured secret (Secrets) is masked in what it writes.
 func (c Config) Logger(w interface{ Write([]byte) (int, error) }) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if c.Role != "" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(scrub.Handler(h, c.Secrets()))
 }
 
 func logLevel(s string) (slog.Level, error) {

@@ -41,6 +41,7 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/roles"
+	"github.com/keelrun/keel/internal/scrub"
 	"github.com/keelrun/keel/internal/states"
 	"github.com/keelrun/keel/internal/sweeper"
 	"github.com/keelrun/keel/stepfunctions"
@@ -208,6 +209,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if s.Token, err = token(cfg.DataDir, cfg.Token); err != nil {
 		return fail(err)
 	}
+	// The token is a secret keel dev made: masked like the configured ones
+	// in the logs, spans, API answers and bundles.
+	rt.AddSecrets(s.Token)
+	log = slog.New(scrub.Handler(log.Handler(), rt.Secrets))
 	owner := fmt.Sprintf("%s%d-%s", ownerPrefix, os.Getpid(), randHex(4))
 	if rt.SQLite != nil {
 		// A damaged database is refused, not served: what it answers
@@ -350,6 +355,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:   log,
 		Records:  rt.Store, BundleEnv: rt.BundleEnv(),
 		Deployment: compose.Reporter{Runtime: rt, Executor: "local"},
+		Secrets:    rt.Secrets,
 	})
 	if err != nil {
 		closeLns()

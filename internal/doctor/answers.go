@@ -172,7 +172,7 @@ func credentials(f Facts) Answer {
 	if len(undeclared) > 0 {
 		a.Facts = append(a.Facts, "effects that declare no secret (nothing to redact if they hold none): "+strings.Join(undeclared, ", "))
 	}
-	a.Facts = append(a.Facts, "env.txt of a bundle masks every credential of the configuration")
+	a.Facts = append(a.Facts, "every configured secret value (API keys, OTLP headers, URL passwords, the dev token) is masked in the bundle, the API answers, the logs and the exported spans")
 	return a
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -15,11 +16,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/scrub"
 )
 
 // Providers are one process's trace and meter providers. The zero value
 // (nothing configured) exports nothing; its Telemetry is nil.
 type Providers struct {
+	// secrets are masked in every exported span (see Mask).
+	secrets atomic.Pointer[scrub.Secrets]
 	traces  *sdktrace.TracerProvider
 	metrics *sdkmetric.MeterProvider
 	tel     *Telemetry
@@ -29,6 +33,9 @@ type Providers struct {
 type Process struct {
 	Role    string // KEEL_ROLE, or "dev", "task", "cli"
 	Version string // Keel's version, when known
+	// Secrets are masked in every exported span: the configuration's
+	// (config.Config.Secrets); more may be added with Providers.Mask.
+	Secrets scrub.Secrets
 }
 
 // Setup builds the providers o names: OTLP/HTTP exporters with a batch
@@ -54,6 +61,7 @@ func Setup(ctx context.Context, o config.OTel, p Process) (*Providers, error) {
 	}
 	res := resource.NewWithAttributes(semconv.SchemaURL, attrs...)
 	out := &Providers{}
+	out.secrets.Store(&p.Secrets)
 	if o.TracesURL != "" {
 		exp, err := newSpanExporter(ctx, o.TracesURL, o.TraceHeaders)
 		if err != nil {
@@ -63,6 +71,7 @@ func Setup(ctx context.Context, o config.OTel, p Process) (*Providers, error) {
 		if o.BatchDelay > 0 {
 			batch = append(batch, sdktrace.WithBatchTimeout(o.BatchDelay))
 		}
+		exp = scrubExporter{SpanExporter: exp, secrets: &out.secrets}
 		out.traces = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, batch...), sdktrace.WithResource(res),
 			sdktrace.WithSampler(sampler(o.Sampler, o.SamplerArg)), sdktrace.WithIDGenerator(newIDs()))
 	}
@@ -93,6 +102,26 @@ func Setup(ctx context.Context, o config.OTel, p Process) (*Providers, error) {
 	}
 	out.tel = tel
 	return out, nil
+}
+
+// Mask adds values to the secrets masked in the spans exported from now
+// on (keel dev's token, made after the providers). Safe on the zero
+// Providers and concurrently with exports.
+func (p *Providers) Mask(values ...string) {
+	if p == nil {
+		return
+	}
+	for {
+		old := p.secrets.Load()
+		var cur scrub.Secrets
+		if old != nil {
+			cur = *old
+		}
+		next := cur.With(values...)
+		if p.secrets.CompareAndSwap(old, &next) {
+			return
+		}
+	}
 }
 
 // Telemetry is what the harness records through; nil when nothing is

@@ -64,6 +64,9 @@ func Archive(ctx context.Context, b Bundle, arts States, env Env) ([]byte, error
 		return nil, fmt.Errorf("bundle: tool_calls.csv: %w", err)
 	}
 	files["env.txt"] = []byte(env.Text(b.WrittenAt))
+	for name, data := range files {
+		files[name] = env.Secrets.Bytes(data)
+	}
 
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)

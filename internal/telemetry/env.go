@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keelrun/keel/internal/scrub"
 )
 
 // Env is what env.txt of a bundle says about the deployment that wrote it:
@@ -22,6 +24,9 @@ type Env struct {
 	// Config is the configuration as NAME=value lines, secrets masked
 	// ([MaskedConfig]).
 	Config []string
+	// Secrets are masked by value in every file of the bundle (env.txt,
+	// and the records: an echoed credential in an event or a state).
+	Secrets scrub.Secrets
 }
 
 // Provider is the GenAI provider name of the agent's model spec

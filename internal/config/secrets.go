@@ -1,0 +1,61 @@
+package config
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/keelrun/keel/internal/scrub"
+)
+
+// Secrets are the secret values of the configuration, collected once so
+// that every output can mask them by value (internal/scrub): the model
+// API keys, the Step Functions task token and local endpoint token, AWS
+// secret keys from the environment, every OTLP header value (a
+// collector's credential hides there), and the userinfo credential of
+// every configured URL (the OTLP endpoints, the provider base URLs, the
+// AWS and local Step Functions endpoints, an HTTP store or artifacts
+// location): its password, or the user name when it stands alone (a
+// token in https://TOKEN@host).
+func (c Config) Secrets() scrub.Secrets {
+	vals := []string{c.Models.AnthropicAPIKey, c.Models.OpenAIAPIKey, c.SFNToken, c.TaskToken}
+	vals = append(vals, c.awsSecrets...)
+	for _, h := range []map[string]string{c.OTel.TraceHeaders, c.OTel.MetricHeaders} {
+		for _, v := range h {
+			vals = append(vals, v)
+		}
+	}
+	for _, u := range []string{c.OTel.TracesURL, c.OTel.MetricsURL, c.Models.AnthropicBaseURL, c.Models.OpenAIBaseURL,
+		c.AWSEndpoint, c.SFNEndpoint, c.Store, c.Artifacts} {
+		vals = append(vals, userinfoSecrets(u)...)
+	}
+	return scrub.New(slices.DeleteFunc(vals, func(s string) bool { return s == "" })...)
+}
+
+// userinfoSecrets is the credential in raw's userinfo, as written and
+// unescaped: the password, or the user name when no password is given;
+// none when there is no userinfo. It reads the authority by hand, so a
+// URL that url.Parse refuses still gives up its credential.
+func userinfoSecrets(raw string) []string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return nil
+	}
+	user, pass, hasPass := strings.Cut(rest[:at], ":")
+	cred := user
+	if hasPass {
+		cred = pass
+	}
+	out := []string{cred}
+	if dec, err := url.PathUnescape(cred); err == nil && dec != cred {
+		out = append(out, dec)
+	}
+	return out
+}
