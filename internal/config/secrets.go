@@ -18,7 +18,8 @@ import (
 // location): its password, or the user name when it stands alone (a
 // token in https://TOKEN@host).
 func (c Config) Secrets() scrub.Secrets {
-	vals := []string{c.Models.AnthropicAPIKey, c.Models.OpenAIAPIKey, c.SFNToken, c.TaskToken}
+	vals := []string{c.Models.AnthropicAPIKey, c.Models.OpenAIAPIKey, c.SFNToken, c.TaskToken,
+		c.Notify.WebhookSecret, c.Notify.SlackSecret, c.Notify.SMTPPassword, c.Notify.LinkKey}
 	vals = append(vals, c.awsSecrets...)
 	for _, h := range []map[string]string{c.OTel.TraceHeaders, c.OTel.MetricHeaders} {
 		for _, v := range h {
@@ -26,7 +27,7 @@ func (c Config) Secrets() scrub.Secrets {
 		}
 	}
 	for _, u := range []string{c.OTel.TracesURL, c.OTel.MetricsURL, c.Models.AnthropicBaseURL, c.Models.OpenAIBaseURL,
-		c.AWSEndpoint, c.SFNEndpoint, c.Store, c.Artifacts} {
+		c.AWSEndpoint, c.SFNEndpoint, c.Store, c.Artifacts, c.Notify.WebhookURL} {
 		vals = append(vals, userinfoSecrets(u)...)
 	}
 	return scrub.New(slices.DeleteFunc(vals, func(s string) bool { return s == "" })...)

@@ -1,0 +1,25 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNotifySecretsMasked: the notification channels' secrets are among the
+// values masked by value everywhere Keel writes or serves.
+func TestNotifySecretsMasked(t *testing.T) {
+	env := map[string]string{
+		"KEEL_NOTIFY_WEBHOOK_URL": "https://hook.example/x", "KEEL_NOTIFY_WEBHOOK_SECRET": "canary-webhook-secret",
+		"KEEL_NOTIFY_SLACK_URL": "https://hooks.slack.example/canary-slack-path", "KEEL_NOTIFY_SMTP_ADDR": "127.0.0.1:25",
+		"KEEL_NOTIFY_SMTP_FROM": "k@example.com", "KEEL_NOTIFY_SMTP_TO": "p@example.com",
+		"KEEL_NOTIFY_SMTP_USER": "u", "KEEL_NOTIFY_SMTP_PASSWORD": "canary-smtp-password", "KEEL_NOTIFY_LINK_KEY": "canary-link-key-0123456789abcdef",
+	}
+	c, err := FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "w=canary-webhook-secret s=https://hooks.slack.example/canary-slack-path p=canary-smtp-password l=canary-link-key-0123456789abcdef"
+	if got := c.Secrets().String(text); strings.Contains(got, "canary") {
+		t.Fatalf("masked: %q", got)
+	}
+}
