@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
@@ -19,7 +19,7 @@ import (
 // error naming the variable.
 func TestUnknownConfigurationStops(t *testing.T) {
 	dir := t.TempDir()
-	load := func() (compose.App, error) { return researchtest.App(research.DirPublisher{Dir: dir}), nil }
+	load := func() (compose.App, error) { return fixturetest.App(fixture.DirPublisher{Dir: dir}), nil }
 	type entry struct {
 		name string
 		args []string

@@ -23,7 +23,7 @@ func TestSettleOnKeelDev(t *testing.T) {
 	}
 	bin := t.TempDir()
 	keel := build(t, bin, "keel", "github.com/keelrun/keel/cmd/keel")
-	pub := build(t, bin, "pubserver", "github.com/keelrun/keel/examples/research/cmd/pubserver")
+	pub := build(t, bin, "pubserver", "github.com/keelrun/keel/internal/cmd/pubserver")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a hang guard
 	t.Cleanup(cancel)
 	rows := SettleScenarios()

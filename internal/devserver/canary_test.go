@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
@@ -85,7 +85,7 @@ func TestSecretCanaries(t *testing.T) {
 	}
 	logs := &lockedBuffer{}
 	log := cfg.Logger(logs)
-	rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: filepath.Join(dir, "published")}),
+	rt, err := compose.Open(ctx, cfg.Defaults(), fixturetest.App(fixture.DirPublisher{Dir: filepath.Join(dir, "published")}),
 		compose.Backends{Logger: log})
 	if err != nil {
 		t.Fatal(err)

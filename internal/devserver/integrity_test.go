@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/examples/research"
-	"github.com/keelrun/keel/examples/research/researchtest"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/store/sqlite"
@@ -31,7 +31,7 @@ func TestCorruptDatabaseRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := st.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: research.AgentName, Request: "x",
+	r, _, err := st.CreateRun(ctx, run.Run{ID: run.NewID("run"), SessionID: "s", Owner: "dev", Agent: fixture.AgentName, Request: "x",
 		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestCorruptDatabaseRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := compose.Open(ctx, cfg.Defaults(), researchtest.App(research.DirPublisher{Dir: dir}), compose.Backends{})
+	rt, err := compose.Open(ctx, cfg.Defaults(), fixturetest.App(fixture.DirPublisher{Dir: dir}), compose.Backends{})
 	if err != nil {
 		t.Fatal(err)
 	}
