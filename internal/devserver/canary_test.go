@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/internal/fixture"
-	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/otelkeel/otlptest"
 	"github.com/keelrun/keel/internal/scrub"
 	"github.com/keelrun/keel/internal/telemetry"
