@@ -50,8 +50,13 @@ func corruptDatabase(t *testing.T, path string) {
 	}
 	defer f.Close()
 	garbage := []byte(strings.Repeat("\xde\xad\xbe\xef", 64))
-	if _, err := f.WriteAt(garbage, fi.Size()*2/3); err != nil {
-		t.Fatal(err)
+	// Every page of the file's second half (where the events are, past
+	// what Open reads), so the damage hits a used page whatever the
+	// schema's layout.
+	for off := fi.Size() * 3 / 4 / 4096 * 4096; off < fi.Size(); off += 4096 {
+		if _, err := f.WriteAt(garbage, off+64); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
