@@ -344,6 +344,9 @@ test('a needs_human run: its operations, its story, settled from the page, and i
     const [op] = (await call2('GET', `/v1/runs/${one}/operations`)).operations;
     const row = page.locator(`#operations tr[data-operation-id="${op.operation_id}"]`);
     await row.getByText('needs human').waitFor({ timeout: WAIT });
+    // The contract comes from the op_intent event, which may reach the
+    // page after the operations list: wait for it, not for a guess.
+    await row.locator('td', { hasText: /^none$/ }).waitFor({ timeout: WAIT });
     assert.deepEqual(await row.locator('td').allTextContents(),
       [op.operation_id, 'publish_report', 'needs human', op.destination, 'none', '—', '1']);
     await page.locator('#story-text', { hasText: 'keel settle' }).waitFor({ timeout: WAIT });
