@@ -164,6 +164,9 @@ func (a Agent) def() (compose.AgentDef, error) {
 		// The window holds the answer's ceiling as well as the transcript.
 		return fail(fmt.Errorf("ContextTokens %d must exceed MaxOutputTokens %d", a.ContextTokens, a.MaxOutputTokens))
 	}
+	if err := a.Workspace.check(); err != nil {
+		return fail(err)
+	}
 	names := map[string]bool{}
 	for i, t := range a.Tools {
 		switch {

@@ -235,6 +235,20 @@ func clipOut(s string) string {
 	return s
 }
 
+// check refuses limits no tree or command could honour.
+func (c *WorkspaceConfig) check() error {
+	if c == nil {
+		return nil
+	}
+	if c.MaxBytes < 0 || c.MaxFiles < 0 || c.MaxFileBytes < 0 {
+		return errors.New("Workspace limits must not be negative")
+	}
+	if p := c.Commands; p != nil && (p.CPUTime < 0 || p.MemoryBytes < 0 || p.MaxProcs < 0 || p.MaxFileBytes < 0 || p.WallTime < 0 || p.MaxOutputBytes < 0) {
+		return errors.New("Workspace.Commands bounds must not be negative")
+	}
+	return nil
+}
+
 // checkCommandTool refuses a Command tool the agent cannot run safely.
 func checkCommandTool(a Agent, t Tool) error {
 	switch {

@@ -238,3 +238,34 @@ func TestWorkspaceRestoredOnAnotherWorker(t *testing.T) {
 		t.Fatalf("shipped %q, want the approved file once", shipped)
 	}
 }
+
+// TestWorkspaceConfigRefused: Main (through Dev) refuses a workspace it
+// could not honour, naming what is wrong, before anything starts.
+func TestWorkspaceConfigRefused(t *testing.T) {
+	cmd := keel.Command("sh", "run")
+	cases := []struct {
+		name string
+		a    keel.Agent
+		want string
+	}{
+		{"negative limit", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Workspace: &keel.WorkspaceConfig{MaxBytes: -1}}, "must not be negative"},
+		{"negative bound", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Workspace: &keel.WorkspaceConfig{Commands: &keel.CommandPolicy{WallTime: -1}}}, "bounds must not be negative"},
+		{"command without workspace", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Tools: []keel.Tool{cmd}}, "set Workspace.Commands"},
+		{"command with network", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Tools: []keel.Tool{cmd},
+			Workspace: &keel.WorkspaceConfig{Commands: &keel.CommandPolicy{AllowHosts: []string{"example.com"}}}}, "must run from an Effect"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := keel.Dev(context.Background(), keel.DevOptions{DataDir: t.TempDir()}, tc.a)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	_, err := keel.Dev(context.Background(), keel.DevOptions{DataDir: t.TempDir(), Getenv: func(k string) string {
+		return map[string]string{"KEEL_SANDBOX": "none"}[k]
+	}}, coder(coderScript))
+	if err == nil || !strings.Contains(err.Error(), "KEEL_SANDBOX") {
+		t.Fatalf("KEEL_SANDBOX=none: %v, want an error naming it", err)
+	}
+}
