@@ -7,15 +7,17 @@ import (
 	"github.com/keelrun/keel/internal/run"
 )
 
-// A run long enough in Steps to roll over: a Step budget of a millisecond
-// makes nearly every iteration a Step of its own, so 600 iterations pass
-// the state machine's 500 Steps per generation. The run completes with
+// A run long enough in Steps to roll over: a Step budget of a nanosecond
+// makes every iteration a Step of its own (the harness looks at its
+// deadline after each iteration, never before the first), so 600
+// iterations pass the state machine's 500 Steps per generation whatever
+// the machine's speed; a millisecond let a fast machine fit two. The run completes with
 // every tool call made once, across two executions.
 func TestLongRunRollsOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 600 Steps through the local state machine")
 	}
-	res, err := Run(t.Context(), Config{N: 600, StepBudget: time.Millisecond, Dir: t.TempDir(), Marks: []int{100, 600}, Window: 100})
+	res, err := Run(t.Context(), Config{N: 600, StepBudget: time.Nanosecond, Dir: t.TempDir(), Marks: []int{100, 600}, Window: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
