@@ -19,10 +19,11 @@ comma := ,
 # The tags are the CDK app's: keel_lambda leaves SQLite, keel dev and
 # crashtest out; BUILD_TAGS=keel_no_openai,keel_no_anthropic drops providers;
 # ROLE=api (step, approval, finalize, schedule, sweep, task) builds that
-# role's bootstrap, as the CDK app does for each function.
+# role's bootstrap with its capability tags, as the CDK app does for each
+# function (infra/cdk RoleTags).
 build-app:
 	@mkdir -p dist
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda,grpcnotrace$(if $(ROLE),$(comma)keel_role_$(ROLE))$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,keel_lambda,grpcnotrace$(if $(ROLE),$(comma)keel_role_$(ROLE)$(comma)keel_env_aws$(if $(filter step task,$(ROLE)),,$(comma)keel_no_models))$(if $(BUILD_TAGS),$(comma)$(BUILD_TAGS)) -ldflags "-s -w" -o dist/bootstrap $(or $(APP),./cmd/keel)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

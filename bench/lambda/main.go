@@ -44,6 +44,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/keelrun/keel/internal/awslocal"
 )
 
 // variant is one build.
@@ -53,25 +55,22 @@ type variant struct {
 	Role string `json:"role"` // the role started; "" for size only
 }
 
-// base are the tags of every deployed bootstrap (infra/cdk BaseBuildTags).
-const base = "lambda.norpc,keel_lambda,grpcnotrace"
-
 var variants = []variant{
 	// Before: the one binary every function ran.
 	{"default (every role, no tags)", "lambda.norpc", "api"},
 	{"keel_lambda (every role, the former CDK build)", "lambda.norpc,keel_lambda", "api"},
 	// After: one bootstrap per role.
-	{"api", base + ",keel_role_api", "api"},
-	{"step (every provider)", base + ",keel_role_step", "step"},
-	{"step, anthropic only", base + ",keel_role_step,keel_no_openai,keel_no_bedrock", "step"},
-	{"step, bedrock only", base + ",keel_role_step,keel_no_anthropic,keel_no_openai", "step"},
-	{"step, no provider", base + ",keel_role_step,keel_no_anthropic,keel_no_openai,keel_no_bedrock", "step"},
-	{"approval", base + ",keel_role_approval", "approval"},
-	{"finalize", base + ",keel_role_finalize", "finalize"},
-	{"schedule", base + ",keel_role_schedule", "schedule"},
-	{"sweep", base + ",keel_role_sweep", "sweep"},
-	{"task (Fargate image, every provider)", base + ",keel_role_task", ""},
-	{"task, anthropic only", base + ",keel_role_task,keel_no_openai,keel_no_bedrock", ""},
+	{"api", awslocal.RoleBuildTags("api"), "api"},
+	{"step (every provider)", awslocal.RoleBuildTags("step"), "step"},
+	{"step, anthropic only", awslocal.RoleBuildTags("step") + ",keel_no_openai,keel_no_bedrock", "step"},
+	{"step, bedrock only", awslocal.RoleBuildTags("step") + ",keel_no_anthropic,keel_no_openai", "step"},
+	{"step, no provider", awslocal.RoleBuildTags("step") + ",keel_no_anthropic,keel_no_openai,keel_no_bedrock", "step"},
+	{"approval", awslocal.RoleBuildTags("approval"), "approval"},
+	{"finalize", awslocal.RoleBuildTags("finalize"), "finalize"},
+	{"schedule", awslocal.RoleBuildTags("schedule"), "schedule"},
+	{"sweep", awslocal.RoleBuildTags("sweep"), "sweep"},
+	{"task (Fargate image, every provider)", awslocal.RoleBuildTags("task"), ""},
+	{"task, anthropic only", awslocal.RoleBuildTags("task") + ",keel_no_openai,keel_no_bedrock", ""},
 }
 
 // events are what each role is invoked with.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keelrun/keel/internal/awslocal"
 )
 
 const (
@@ -18,8 +20,8 @@ const (
 	protoImplPkg  = "google.golang.org/protobuf/internal/impl"
 )
 
-// roleBase are the tags of a deployed role bootstrap (infra/cdk).
-const roleBase = "lambda.norpc,keel_lambda,grpcnotrace"
+// roleBase are the tags of every deployed bootstrap (infra/cdk).
+const roleBase = awslocal.CDKBuildTags
 
 // TestRoleBuildsLeaveOut checks what each role's bootstrap does not
 // import, against the build without a role tag (so each check can fail):
@@ -64,7 +66,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 		{role: "task", models: true},
 	} {
 		t.Run(tc.role, func(t *testing.T) {
-			got := deps(t, roleBase+",keel_role_"+tc.role)
+			got := deps(t, awslocal.RoleBuildTags(tc.role))
 			// The OTLP exporters are otlphttp's (protowire): no gRPC, no
 			// protobuf runtime.
 			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver", grpcPkg, protoImplPkg} {
@@ -108,11 +110,11 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 // x/net/trace's absence let the linker drop the S3 operations Keel never
 // calls.
 func TestRoleBuildLinks(t *testing.T) {
-	if imp := deps(t, roleBase+",keel_role_step"); !slices.Contains(imp, "text/template") || !slices.Contains(imp, k+"internal/client") {
+	if imp := deps(t, awslocal.RoleBuildTags("step")); !slices.Contains(imp, "text/template") || !slices.Contains(imp, k+"internal/client") {
 		t.Fatalf("keel_role_step no longer imports the CLI's packages: check the symbols below against another build")
 	}
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", roleBase+",keel_role_step", "-o", bin, "./cmd/keel")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", awslocal.RoleBuildTags("step"), "-o", bin, "./cmd/keel")
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -161,7 +163,7 @@ func TestRoleBuildLinks(t *testing.T) {
 func TestRoleBuildsCompile(t *testing.T) {
 	pkgs := []string{"./internal/roles", "./internal/model/provider", "./internal/compose", "./internal/cli", "./cmd/keel"}
 	for _, r := range []string{"api", "task"} {
-		if out, err := goCmd(append([]string{"build", "-tags", roleBase + ",keel_role_" + r}, pkgs...)...); err != nil {
+		if out, err := goCmd(append([]string{"build", "-tags", awslocal.RoleBuildTags(r)}, pkgs...)...); err != nil {
 			t.Errorf("keel_role_%s: %v\n%s", r, err, out)
 		}
 	}

@@ -137,8 +137,20 @@ func moduleRoot(dir string) (string, error) {
 	}
 }
 
-// RoleTag is the go build tag that narrows the binary to role.
-func RoleTag(role string) string { return "keel_role_" + role }
+// RoleTags are the go build tags that narrow the binary to role: the
+// role's own tag (which command it serves), then one tag per capability
+// the role's build leaves out or narrows: keel_env_aws (its AWS
+// configuration is its environment, no default loader), keel_no_models
+// (no model provider, no Secrets Manager, no tool-call validator: every
+// role but step and task). internal/awslocal's RoleBuildTags has the same
+// body; a test there holds them equal.
+func RoleTags(role string) string {
+	switch role {
+	case "step", "task":
+		return "keel_role_" + role + ",keel_env_aws"
+	}
+	return "keel_role_" + role + ",keel_env_aws,keel_no_models"
+}
 
 // RoleDir is the directory of role's bootstrap under appDir (AppDir): a
 // function's code asset, or (RoleTask) the task image's build context.
@@ -162,7 +174,7 @@ func buildArgs(app App, role, out string) ([]string, error) {
 	if rel == "." {
 		pkg = "."
 	}
-	tags := strings.Join(append([]string{BaseBuildTags, RoleTag(role)}, app.BuildTags...), ",")
+	tags := strings.Join(append([]string{BaseBuildTags, RoleTags(role)}, app.BuildTags...), ",")
 	return []string{"build", "-trimpath", "-buildvcs=false", "-tags", tags, "-ldflags", "-s -w", "-o", out, pkg}, nil
 }
 

@@ -221,14 +221,14 @@ func TestResolveApp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc,keel_lambda,grpcnotrace,keel_role_step", "-ldflags", "-s -w", "-o", "/out/bootstrap", tc.pkg}
+			want := []string{"build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc,keel_lambda,grpcnotrace,keel_role_step,keel_env_aws", "-ldflags", "-s -w", "-o", "/out/bootstrap", tc.pkg}
 			if !slices.Equal(args, want) {
 				t.Errorf("go %v, want go %v", args, want)
 			}
 			// keel:buildTags add to the base tags (a build that leaves
 			// out the providers it does not use).
 			app.BuildTags = []string{"keel_no_openai", "keel_no_anthropic"}
-			if args, _ = buildArgs(app, "api", "/out/bootstrap"); args[4] != "lambda.norpc,keel_lambda,grpcnotrace,keel_role_api,keel_no_openai,keel_no_anthropic" {
+			if args, _ = buildArgs(app, "api", "/out/bootstrap"); args[4] != "lambda.norpc,keel_lambda,grpcnotrace,keel_role_api,keel_env_aws,keel_no_models,keel_no_openai,keel_no_anthropic" {
 				t.Errorf("-tags %s with keel:buildTags", args[4])
 			}
 		})

@@ -21,12 +21,21 @@ import (
 const CDKBuildTags = "lambda.norpc,keel_lambda,grpcnotrace"
 
 // RoleBuildTags are the tags of role's bootstrap, as infra/cdk builds it
-// (BaseBuildTags, then RoleTag(role)); role "" is the every-role build.
+// (BaseBuildTags, then RoleTags(role)); role "" is the every-role build.
 func RoleBuildTags(role string) string {
 	if role == "" {
 		return CDKBuildTags
 	}
-	return CDKBuildTags + ",keel_role_" + role
+	return CDKBuildTags + "," + roleTags(role)
+}
+
+// roleTags is infra/cdk's RoleTags, body for body (TestCDKBuildTags).
+func roleTags(role string) string {
+	switch role {
+	case "step", "task":
+		return "keel_role_" + role + ",keel_env_aws"
+	}
+	return "keel_role_" + role + ",keel_env_aws,keel_no_models"
 }
 
 // zipEpoch is the modification time of every file of a package, so the

@@ -1,4 +1,4 @@
-//go:build keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep
+//go:build keel_no_models
 
 package compose
 
@@ -12,7 +12,7 @@ import (
 	"github.com/keelrun/keel/internal/model"
 )
 
-// awsModels, in a build narrowed to a role that calls no model, refuses
+// awsModels, in a build with keel_no_models (a role that calls no model), refuses
 // every call: no provider, no API key, no Secrets Manager client linked.
 func awsModels(cfg config.Config, _ aws.Config, _ *slog.Logger) func(ctx context.Context, spec string) (model.Model, error) {
 	return refuseModels(cfg.Role)

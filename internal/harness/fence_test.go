@@ -45,7 +45,7 @@ func TestKernelFence(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	for _, tags := range []string{"", "keel_lambda,keel_role_api", "keel_skip_reconcile"} {
+	for _, tags := range []string{"", "keel_lambda,keel_role_api,keel_env_aws,keel_no_models", "keel_skip_reconcile"} {
 		t.Run("tags="+tags, func(t *testing.T) {
 			args := append([]string{"list", "-deps", "-tags", tags, "-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, kernel...)
 			out, err := exec.Command("go", args...).CombinedOutput()

@@ -1,4 +1,4 @@
-//go:build keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep
+//go:build keel_no_models
 
 package tool
 
@@ -10,8 +10,8 @@ import (
 	"io"
 )
 
-// A build narrowed to a role that runs no tool call (-tags keel_role_api,
-// _approval, _finalize, _schedule, _sweep) does not link the JSON Schema
+// A build that runs no tool call (-tags keel_no_models: the api,
+// approval, finalize, schedule and sweep roles) does not link the JSON Schema
 // validator: the package's initialiser compiles every draft's
 // meta-schema, 8 ms of each cold start, and it brings 0.5 MB. Such a
 // role builds its agents' registries (NewLazyRegistry) for their names
@@ -33,5 +33,5 @@ func parseJSON(b json.RawMessage) (any, error) {
 }
 
 func compileSchema(name string, _ any) (func(doc any) error, error) {
-	return nil, fmt.Errorf("tool %q: this build validates no tool call (built with the tag of a role that runs none)", name)
+	return nil, fmt.Errorf("tool %q: this build validates no tool call (built with keel_no_models)", name)
 }

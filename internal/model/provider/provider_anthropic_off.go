@@ -1,4 +1,4 @@
-//go:build keel_no_anthropic || keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep
+//go:build keel_no_anthropic || keel_no_models
 
 package provider
 

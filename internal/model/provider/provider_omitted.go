@@ -1,4 +1,4 @@
-//go:build keel_no_anthropic || keel_no_openai || keel_no_bedrock || keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep
+//go:build keel_no_anthropic || keel_no_openai || keel_no_bedrock || keel_no_models
 
 package provider
 
@@ -6,9 +6,8 @@ import "fmt"
 
 // errOmitted is what a provider left out of this build by its tag answers:
 // the spec names a provider the program can no longer reach, and the
-// message says how to get it back. A role tag of a role that calls no
-// model (keel_role_api, _approval, _finalize, _schedule, _sweep) leaves
-// every provider out too.
+// message says how to get it back. keel_no_models (the capability tag
+// of the roles that call no model) leaves every provider out too.
 func errOmitted(name, tag string) error {
-	return fmt.Errorf("model provider %q is not in this build (it was built with -tags %s, or with the tag of a role that calls no model); rebuild without that tag", name, tag)
+	return fmt.Errorf("model provider %q is not in this build (it was built with -tags %s, or with keel_no_models, as the roles that call no model are); rebuild without that tag", name, tag)
 }

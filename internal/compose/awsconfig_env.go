@@ -1,4 +1,4 @@
-//go:build keel_role_api || keel_role_approval || keel_role_finalize || keel_role_schedule || keel_role_sweep || keel_role_step || keel_role_task
+//go:build keel_env_aws
 
 package compose
 
@@ -11,7 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/awsbackend"
 )
 
-// LoadAWSConfig is, in a role's build, the configuration a Lambda
+// LoadAWSConfig is, with keel_env_aws (every role's build), the configuration a Lambda
 // function's environment holds, or a Fargate task's (its container
 // credentials endpoint): awsbackend.EnvConfig. A role build has no
 // command line, so nothing reaches this but a role's own wiring; the point
