@@ -46,6 +46,9 @@ type AuditEvent struct {
 	Data        string `json:"data"`
 	PrevHash    string `json:"prev_hash"`
 	Hash        string `json:"hash"`
+	// HashDerived: the store keeps no hash of this event of its own (only
+	// its commit's last one), so a change here is named as that span.
+	HashDerived bool `json:"hash_derived,omitempty"`
 }
 
 // AuditOf builds the export of an audit.
@@ -57,7 +60,7 @@ func AuditOf(a store.Audit) AuditExport {
 	}
 	for _, e := range a.Events {
 		out.Events = append(out.Events, AuditEvent{Seq: e.Seq, Type: string(e.Type), Time: run.EventTime(e.Time),
-			PlanItemID: e.PlanItemID, OperationID: e.OperationID, Data: string(e.Data), PrevHash: e.PrevHash, Hash: e.Hash})
+			PlanItemID: e.PlanItemID, OperationID: e.OperationID, Data: string(e.Data), PrevHash: e.PrevHash, Hash: e.Hash, HashDerived: e.HashDerived})
 	}
 	return out
 }
@@ -72,7 +75,7 @@ func (x AuditExport) Recheck() ([]run.ChainProblem, error) {
 			return nil, err
 		}
 		ev := run.Event{RunID: x.RunID, Seq: e.Seq, Type: run.EventType(e.Type), Time: t, PlanItemID: e.PlanItemID,
-			OperationID: e.OperationID, PrevHash: e.PrevHash, Hash: e.Hash}
+			OperationID: e.OperationID, PrevHash: e.PrevHash, Hash: e.Hash, HashDerived: e.HashDerived}
 		if e.Data != "" {
 			ev.Data = []byte(e.Data)
 		}

@@ -72,13 +72,47 @@ func Chain(runID, prev string, events []Event) string {
 }
 
 // ChainProblem is one place where a run's log and its chain disagree.
+// When the events before the one found wrong had derived hashes
+// (Event.HashDerived), the change may be in any of them: Seq is then the
+// first of that span and Through the event whose stored hash failed.
 type ChainProblem struct {
-	Seq  int64  `json:"seq"`
-	Kind string `json:"kind"` // edited, deleted, reordered, truncated, unchained
-	Text string `json:"text"`
+	Seq     int64  `json:"seq"`
+	Through int64  `json:"through,omitempty"`
+	Kind    string `json:"kind"` // edited, deleted, reordered, truncated, unchained
+	Text    string `json:"text"`
 }
 
-func (p ChainProblem) String() string { return fmt.Sprintf("seq %d: %s: %s", p.Seq, p.Kind, p.Text) }
+func (p ChainProblem) String() string {
+	if p.Through > p.Seq {
+		return fmt.Sprintf("seqs %d..%d: %s: %s", p.Seq, p.Through, p.Kind, p.Text)
+	}
+	return fmt.Sprintf("seq %d: %s: %s", p.Seq, p.Kind, p.Text)
+}
+
+// spanned widens problems found at a stored hash to the derived events
+// right before it: the change is in one of them or at the event itself.
+func spanned(problems []ChainProblem, events []Event) []ChainProblem {
+	at := make(map[int64]int, len(events))
+	for i, e := range events {
+		at[e.Seq] = i
+	}
+	for k, p := range problems {
+		i, ok := at[p.Seq]
+		if !ok || (p.Kind != ChainEdited && p.Kind != ChainReordered) || events[i].HashDerived {
+			continue
+		}
+		first := i
+		for first > 0 && events[first-1].HashDerived && events[first-1].Seq == events[first].Seq-1 {
+			first--
+		}
+		if first < i {
+			problems[k].Seq, problems[k].Through = events[first].Seq, p.Seq
+			problems[k].Text = fmt.Sprintf("one of events %d..%d: only seq %d's hash is stored (the others are derived from it), so the change is in one of them; %s",
+				events[first].Seq, p.Seq, p.Seq, p.Text)
+		}
+	}
+	return problems
+}
 
 // The kinds of ChainProblem.
 const (
@@ -104,7 +138,7 @@ func VerifyChain(runID string, events []Event, headSeq int64, headHash string) [
 	prev, prevSeq, chained := "", int64(0), false
 	for _, e := range events {
 		if e.Seq != prevSeq+1 {
-			out = append(out, ChainProblem{e.Seq, ChainDeleted, fmt.Sprintf("events %d..%d are missing", prevSeq+1, e.Seq-1)})
+			out = append(out, ChainProblem{Seq: e.Seq, Kind: ChainDeleted, Text: fmt.Sprintf("events %d..%d are missing", prevSeq+1, e.Seq-1)})
 		}
 		if e.Hash == "" && !chained {
 			prevSeq = e.Seq
@@ -112,7 +146,7 @@ func VerifyChain(runID string, events []Event, headSeq int64, headHash string) [
 		}
 		switch {
 		case e.Hash == "":
-			out = append(out, ChainProblem{e.Seq, ChainUnchained, "the event has no hash, though the log before it is chained"})
+			out = append(out, ChainProblem{Seq: e.Seq, Kind: ChainUnchained, Text: "the event has no hash, though the log before it is chained"})
 		case e.RunID != runID || EventHash(e) != e.Hash:
 			// A store may derive PrevHash from the event before (SQLite
 			// does not store it): an intact event moved elsewhere then fails
@@ -122,24 +156,24 @@ func VerifyChain(runID string, events []Event, headSeq int64, headHash string) [
 			at, moved := linkedTo(e, where, len(out))
 			switch {
 			case moved && at != prevSeq:
-				out = append(out, ChainProblem{e.Seq, ChainReordered, fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
+				out = append(out, ChainProblem{Seq: e.Seq, Kind: ChainReordered, Text: fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
 			case moved || e.Seq == prevSeq+1:
-				out = append(out, ChainProblem{e.Seq, ChainEdited, "the event's content does not match its hash " + e.Hash})
+				out = append(out, ChainProblem{Seq: e.Seq, Kind: ChainEdited, Text: "the event's content does not match its hash " + e.Hash})
 			}
 		case e.PrevHash != prev:
 			if at, ok := where[e.PrevHash]; ok && at != e.Seq {
-				out = append(out, ChainProblem{e.Seq, ChainReordered, fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
+				out = append(out, ChainProblem{Seq: e.Seq, Kind: ChainReordered, Text: fmt.Sprintf("the event follows the one now at seq %d, not seq %d", at, prevSeq)})
 			} else if e.Seq == prevSeq+1 {
-				out = append(out, ChainProblem{e.Seq, ChainDeleted, fmt.Sprintf("the event follows %s, which is not in the log: an event before it was removed", e.PrevHash)})
+				out = append(out, ChainProblem{Seq: e.Seq, Kind: ChainDeleted, Text: fmt.Sprintf("the event follows %s, which is not in the log: an event before it was removed", e.PrevHash)})
 			}
 		}
 		chained = chained || e.Hash != ""
 		prev, prevSeq = e.Hash, e.Seq
 	}
 	if prevSeq != headSeq || (chained && prev != headHash) {
-		out = append(out, ChainProblem{prevSeq, ChainTruncated, fmt.Sprintf("the log ends at seq %d (%s) but the run's head is seq %d (%s)", prevSeq, prev, headSeq, headHash)})
+		out = append(out, ChainProblem{Seq: prevSeq, Kind: ChainTruncated, Text: fmt.Sprintf("the log ends at seq %d (%s) but the run's head is seq %d (%s)", prevSeq, prev, headSeq, headHash)})
 	}
-	return out
+	return spanned(out, events)
 }
 
 // maxRelinks bounds the problems VerifyChain tries to explain as moved

@@ -78,3 +78,48 @@ func TestEventHashFixed(t *testing.T) {
 		t.Fatalf("EventHash = %s, want %s", got, want)
 	}
 }
+
+// A store that keeps one hash per commit derives the others on read: an
+// edit of a derived event is found at the commit's stored hash, and the
+// problem names the commit's span, which holds the edited event (issue 32
+// item 7: an edit at 138 was named at 140 alone).
+func TestVerifyChainNamesTheCommitSpan(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		edit         int // index of the edited event
+		seq, through int64
+		derived      []int // indexes whose hash the store derived
+	}{
+		{"derived event edited", 2, 2, 4, []int{1, 2}},
+		{"stored event edited", 3, 2, 4, []int{1, 2}},
+		{"every hash stored", 2, 3, 0, nil},
+		{"first of the log derived", 0, 1, 3, []int{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := chainOf(5)
+			head := evs[4].Hash
+			evs[tc.edit].Data = json.RawMessage(`{"i":9}`)
+			for _, i := range tc.derived {
+				evs[i].HashDerived = true
+			}
+			// What the store reads: a derived hash is the event's hash as
+			// it now reads, chained from the one before.
+			prev := ""
+			for i := range evs {
+				evs[i].PrevHash = prev
+				if evs[i].HashDerived {
+					evs[i].RunID = "run_1"
+					evs[i].Hash = EventHash(evs[i])
+				}
+				prev = evs[i].Hash
+			}
+			got := VerifyChain("run_1", evs, 5, head)
+			if len(got) == 0 || got[0].Seq != tc.seq || got[0].Through != tc.through || got[0].Kind != ChainEdited {
+				t.Fatalf("problems %v, want edited at seq %d through %d", got, tc.seq, tc.through)
+			}
+			if tc.through != 0 && tc.edit+1 > int(tc.through) {
+				t.Fatalf("the span %d..%d misses the edited seq %d", tc.seq, tc.through, tc.edit+1)
+			}
+		})
+	}
+}

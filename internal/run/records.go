@@ -247,6 +247,11 @@ type Event struct {
 	// the same write, so the log is a hash chain per run.
 	PrevHash string `json:"prev_hash,omitempty"`
 	Hash     string `json:"hash,omitempty"`
+	// HashDerived says the store did not keep this event's hash but derived
+	// it on read from the event's content (SQLite keeps only the hash of a
+	// commit's last event): an edit here shows at the next stored hash, and
+	// VerifyChain names the span between.
+	HashDerived bool `json:"hash_derived,omitempty"`
 }
 
 // OpStatus is where an external operation stands.

@@ -54,8 +54,9 @@
 // and an args hash of stored args are derived on read; plan modes and
 // statuses are codes. Only a commit's last event stores its hash (and its
 // whole time): the others' hashes and times follow from the event before
-// and are derived on read, so an edit of any still breaks the stored hash
-// at the end of its commit, where the audit names it. Options.PageSize
+// and are derived on read (run.Event.HashDerived), so an edit of any still
+// breaks the stored hash at the end of its commit, and the audit names the
+// commit's span, which holds the edited event. Options.PageSize
 // sets a new file's page size (default SQLite's 4 KiB; pagesize.go says
 // when a smaller one pays).
 //

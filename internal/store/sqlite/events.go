@@ -160,7 +160,7 @@ func (s *Store) ReadEvents(ctx context.Context, runID string, afterSeq int64, li
 		if hash != nil {
 			e.Hash = hashText("", hash) // an empty BLOB: written before the chain (0002)
 		} else {
-			e.Hash = run.EventHash(e)
+			e.Hash, e.HashDerived = run.EventHash(e), true
 		}
 		prev = e.Hash
 		if e.Seq <= afterSeq {

@@ -23,9 +23,9 @@ type Tamperer interface {
 // CommitHashes is implemented by the Tamperer of a store that keeps only
 // the hash of each append's (commit's) last event and derives the others
 // on read from the one before (SQLite). Every change is still detected,
-// but within one append it is named at the first stored hash from the
-// changed event on: the events before that, in the same append, hash
-// whatever they hold.
+// and named as the span of the append it is in: from the append's first
+// derived event through the stored hash that failed (ChainProblem.Through),
+// since the events before that hash whatever they hold.
 type CommitHashes interface{ CommitHashesOnly() }
 
 // TamperOpener is an Opener that also returns a Tamperer of the database.
@@ -40,29 +40,31 @@ func RunTamper(t *testing.T, newDB TamperOpener) {
 		tamper func(ctx context.Context, tm Tamperer, runID string) error
 		seq    int64
 		kind   string
-		// commitSeq is where a CommitHashes store names it (0: at seq).
-		commitSeq int64
+		// span is the [Seq, Through] a CommitHashes store names (zero: seq
+		// alone). Appends are seqs 1..3 (with the run's first event) and 4..5.
+		span [2]int64
 	}{
-		{"Intact", func(context.Context, Tamperer, string) error { return nil }, 0, "", 0},
+		{"Intact", func(context.Context, Tamperer, string) error { return nil }, 0, "", [2]int64{}},
 		{"Edit", func(ctx context.Context, tm Tamperer, id string) error {
 			return tm.EditEventData(ctx, id, 3, []byte(`{"amount":1000000}`))
-		}, 3, run.ChainEdited, 0},
+		}, 3, run.ChainEdited, [2]int64{2, 3}},
 		{"EditFirstOfAppend", func(ctx context.Context, tm Tamperer, id string) error {
 			return tm.EditEventData(ctx, id, 2, []byte(`{"amount":1000000}`))
-		}, 2, run.ChainEdited, 3},
-		{"Delete", func(ctx context.Context, tm Tamperer, id string) error { return tm.DeleteEvent(ctx, id, 3) }, 4, run.ChainDeleted, 0},
-		{"DeleteLast", func(ctx context.Context, tm Tamperer, id string) error { return tm.DeleteEvent(ctx, id, 5) }, 4, run.ChainTruncated, 0},
+		}, 2, run.ChainEdited, [2]int64{2, 3}},
+		{"Delete", func(ctx context.Context, tm Tamperer, id string) error { return tm.DeleteEvent(ctx, id, 3) }, 4, run.ChainDeleted, [2]int64{}},
+		{"DeleteLast", func(ctx context.Context, tm Tamperer, id string) error { return tm.DeleteEvent(ctx, id, 5) }, 4, run.ChainTruncated, [2]int64{}},
 		// Seq 3 ends the first append and 4 starts the second: a
 		// CommitHashes store finds the move at 4, the first stored hash
-		// from 3 on (the old 3, which follows 2, not the new 3).
-		{"Reorder", func(ctx context.Context, tm Tamperer, id string) error { return tm.SwapEvents(ctx, id, 3, 4) }, 3, run.ChainReordered, 4},
+		// from 3 on (the old 3, which follows 2, not the new 3), and names
+		// 2..4: seq 2 and the new 3 both have derived hashes.
+		{"Reorder", func(ctx context.Context, tm Tamperer, id string) error { return tm.SwapEvents(ctx, id, 3, 4) }, 3, run.ChainReordered, [2]int64{2, 4}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			open, tm := newDB(t)
-			seq := tc.seq
-			if _, ok := tm.(CommitHashes); ok && tc.commitSeq != 0 {
-				seq = tc.commitSeq
+			seq, through := tc.seq, int64(0)
+			if _, ok := tm.(CommitHashes); ok && tc.span[0] != 0 {
+				seq, through = tc.span[0], tc.span[1]
 			}
 			e := &env{t: t, ctx: t.Context(), open: open, clock: NewClock(epoch)}
 			e.s = e.openStore()
@@ -87,8 +89,8 @@ func RunTamper(t *testing.T, newDB TamperOpener) {
 			if len(a.Problems) == 0 {
 				t.Fatalf("%s not detected", tc.name)
 			}
-			if p := a.Problems[0]; p.Seq != seq || p.Kind != tc.kind {
-				t.Fatalf("first problem %v, want %s at seq %d (all: %v)", p, tc.kind, seq, a.Problems)
+			if p := a.Problems[0]; p.Seq != seq || p.Through != through || p.Kind != tc.kind {
+				t.Fatalf("first problem %v (through %d), want %s at seq %d through %d (all: %v)", p, p.Through, tc.kind, seq, through, a.Problems)
 			}
 		})
 	}
