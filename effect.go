@@ -30,6 +30,12 @@ const (
 	LookupByKey Promise = 2
 )
 
+// String names p as records, explain, doctor and the viewer do:
+// "idempotency_key", "lookup", "idempotency_key+lookup" or "none". The
+// public Promise, the recorded contract and these names are one concept:
+// Promise is its spelling in Go, and both go through contract.
+func (p Promise) String() string { return p.contract().String() }
+
 func (p Promise) contract() ops.Contract {
 	return ops.Contract{Idempotent: p&IdempotentByKey != 0, Lookup: p&LookupByKey != 0}
 }
