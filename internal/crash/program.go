@@ -196,7 +196,7 @@ func PrintProgram(w io.Writer, rep ProgramReport) {
 		}
 	}
 	fmt.Fprintf(w, "hits in the unkilled run:")
-	for _, p := range Points {
+	for _, p := range slices.Concat(Points, WorkspacePoints) {
 		if n := rep.Hits[p]; n > 0 {
 			fmt.Fprintf(w, " %s=%d", p, n)
 		}
