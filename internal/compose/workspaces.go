@@ -24,6 +24,8 @@ type workspaces struct {
 	arts artifact.Store
 	log  *slog.Logger
 	sb   *sandbox.Sandbox
+	// faults: the in_command point is hit as each command starts.
+	faults harness.FaultPoints
 }
 
 // open returns the harness's opener of def's runs' workspaces.
@@ -32,6 +34,9 @@ func (w *workspaces) open(ctx context.Context, def AgentDef) (harness.Workspaces
 		return nil, errors.New("a workspace needs an artifact store (KEEL_ARTIFACTS)")
 	}
 	rc := runspace.Config{Root: WorkspaceRoot(w.cfg), Artifacts: w.arts, Limits: def.Workspace.Limits, Policy: def.Workspace.Policy}
+	if w.faults != nil {
+		rc.Started = func() { w.faults.Hit(harness.FaultInCommand) }
+	}
 	if def.Workspace.Commands {
 		sb, err := w.sandbox(ctx)
 		if err != nil {

@@ -27,6 +27,14 @@ var Points = []string{
 	harness.FaultAfterResult,
 }
 
+// WorkspacePoints are the fault points only a run with a workspace meets
+// (commands, snapshots). Matrix's research agent has none; ProgramMatrix
+// plays them for a program whose baseline run reaches them.
+var WorkspacePoints = []string{
+	harness.FaultInCommand,
+	harness.FaultInWorkspaceSnapshot,
+}
+
 // maxNth bounds the enumeration of one point's hits in one run.
 const maxNth = 40
 

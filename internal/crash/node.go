@@ -37,6 +37,8 @@ type node struct {
 	keel   *proc
 	c      *client.Client
 	starts int
+	// wsRoots are the incarnations' workspace roots, removed by close.
+	wsRoots []string
 }
 
 func newNode(cfg Config, sc *Scenario, dir string) *node {
@@ -107,7 +109,16 @@ func (n *node) startKeel(ctx context.Context, fault string) error {
 	if err := os.Remove(urlFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	env := n.keelEnv()
+	// Every incarnation is another worker: its workspace root is new and
+	// empty, so a run with a workspace goes on only from what its
+	// checkpoints recorded. Under the system's temporary directory, which
+	// the sandbox's uid can reach; the scenario's own Env may replace it.
+	root, err := os.MkdirTemp("", "keel-crash-ws-")
+	if err != nil {
+		return err
+	}
+	n.wsRoots = append(n.wsRoots, root)
+	env := append([]string{"KEEL_WORKSPACE_ROOT=" + root}, n.keelEnv()...)
 	if fault != "" {
 		env = append(env, "KEEL_FAULTPOINT="+fault)
 	}
@@ -136,6 +147,9 @@ func (n *node) startKeel(ctx context.Context, fault string) error {
 func (n *node) close() {
 	n.keel.kill()
 	n.pub.stop()
+	for _, r := range n.wsRoots {
+		_ = os.RemoveAll(r)
+	}
 }
 
 // Evidence is what the suite reads after a run ended: Keel's records

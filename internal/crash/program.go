@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -90,8 +91,8 @@ func ProgramMatrix(ctx context.Context, cfg Config, opt ProgramOptions) ProgramR
 	}
 
 	var scs []*Scenario
-	for _, p := range Points {
-		last := rep.Hits[p]
+	for _, p := range slices.Concat(Points, WorkspacePoints) {
+		last := rep.Hits[p] // 0 for a point this agent never reaches
 		if !opt.AllHits {
 			last = min(last, 1)
 		}
@@ -195,7 +196,7 @@ func PrintProgram(w io.Writer, rep ProgramReport) {
 		}
 	}
 	fmt.Fprintf(w, "hits in the unkilled run:")
-	for _, p := range Points {
+	for _, p := range slices.Concat(Points, WorkspacePoints) {
 		if n := rep.Hits[p]; n > 0 {
 			fmt.Fprintf(w, " %s=%d", p, n)
 		}

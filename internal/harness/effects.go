@@ -133,26 +133,25 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 	}
 	sort.Slice(pendingOps, func(i, j int) bool { return pendingOps[i].CreatedAt.Before(pendingOps[j].CreatedAt) })
 	for _, op := range pendingOps {
-		var it run.PlanItem
-		for _, x := range s.items {
-			if x.ID == op.PlanItemID {
-				it = x
-			}
-		}
-		t, _ := s.agent.Tools.Get(op.Tool)
-		eff, ok := t.(tool.Effectful)
-		if !ok || it.ID == "" {
+		it, eff, ok := s.pendingOf(op)
+		if !ok {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
 		eff = s.guardEffect(eff)
+		// A redispatch runs the effect's code again, which may read the
+		// run's workspace (the file it ships) as the first dispatch did.
+		octx, err := s.toolContext(ctx)
+		if err != nil {
+			return Decision{}, true, err
+		}
 		if it.Status == run.PlanNeedsHuman {
 			// A person established it did not happen (store.SettleNotHappened).
-			if d, stop, err := s.attemptAgain(ctx, it, eff, op); err != nil || stop {
+			if d, stop, err := s.attemptAgain(octx, it, eff, op); err != nil || stop {
 				return d, stop, err
 			}
 			continue
 		}
-		rctx, rsp := s.startOp(ctx, op, true)
+		rctx, rsp := s.startOp(octx, op, true)
 		verdict, out, rerr := ops.Reconcile(rctx, eff, op)
 		s.endReconcile(rctx, rsp, verdict, rerr)
 		if rerr != nil && verdict != ops.Failed {
@@ -188,4 +187,18 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 	// A person may have settled what the run waited on: answer the model
 	// with the truth before anything else.
 	return s.answerSettled(ctx)
+}
+
+// pendingOf is op's plan item and effect; ok is false when this worker
+// knows either not.
+func (s *step) pendingOf(op run.Operation) (run.PlanItem, tool.Effectful, bool) {
+	var it run.PlanItem
+	for _, x := range s.items {
+		if x.ID == op.PlanItemID {
+			it = x
+		}
+	}
+	t, _ := s.agent.Tools.Get(op.Tool)
+	eff, ok := t.(tool.Effectful)
+	return it, eff, ok && it.ID != ""
 }

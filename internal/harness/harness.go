@@ -85,6 +85,14 @@ const (
 	FaultAfterDecision = "after_decision"
 	FaultLeaseHandover = "lease_handover"
 	FaultInModelStream = "in_model_stream"
+	// FaultInCommand: a sandboxed command of the run's workspace has just
+	// started (internal/runspace); a worker killed there leaves a tree
+	// half changed by a command that no checkpoint recorded.
+	FaultInCommand = "in_command"
+	// FaultInWorkspaceSnapshot: the tree's blobs and manifest are stored,
+	// the checkpoint naming them is not; a worker killed there leaves a
+	// version nobody refers to.
+	FaultInWorkspaceSnapshot = "in_workspace_snapshot"
 )
 
 type noFaults struct{}

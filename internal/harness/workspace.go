@@ -74,6 +74,7 @@ func (s *step) workspaceVersion(ctx context.Context) (string, error) {
 		}
 		return "", &RetryableError{Err: fmt.Errorf("snapshot workspace: %w", err)}
 	}
+	s.h.opt.Faults.Hit(FaultInWorkspaceSnapshot)
 	return v, nil
 }
 

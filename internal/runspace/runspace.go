@@ -26,6 +26,9 @@ type Config struct {
 	Sandbox *sandbox.Sandbox
 	// Policy bounds each command (zero fields: sandbox.DefaultPolicy).
 	Policy sandbox.Policy
+	// Started, when set, is called right after each command's process
+	// started (the in_command fault point).
+	Started func()
 }
 
 // ErrNoSandbox is returned by Exec when the agent has no sandbox.

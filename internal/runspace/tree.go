@@ -113,7 +113,7 @@ func (t *Tree) Exec(ctx context.Context, argv []string) (sandbox.Result, error) 
 	if err := t.Touch(); err != nil {
 		return sandbox.Result{}, err
 	}
-	return t.m.cfg.Sandbox.Run(ctx, t.dir, argv, t.m.cfg.Policy)
+	return t.m.cfg.Sandbox.RunNotify(ctx, t.dir, argv, t.m.cfg.Policy, t.m.cfg.Started)
 }
 
 // Policy is the bound of the tree's commands.

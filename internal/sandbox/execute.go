@@ -14,7 +14,7 @@ import (
 )
 
 // execute starts cmd, waits for it within ctx and classifies how it ended.
-func (s *Sandbox) execute(ctx context.Context, cmd *exec.Cmd, status *os.File, p Policy) (Result, error) {
+func (s *Sandbox) execute(ctx context.Context, cmd *exec.Cmd, status *os.File, p Policy, started func()) (Result, error) {
 	out := newCapture(p.MaxOutputBytes)
 	cmd.Stdout, cmd.Stderr = out.writer(&out.stdout), out.writer(&out.stderr)
 	cmd.Cancel = func() error { return killGroup(cmd) }
@@ -26,8 +26,11 @@ func (s *Sandbox) execute(ctx context.Context, cmd *exec.Cmd, status *os.File, p
 		return Result{}, fmt.Errorf("%w: start: %w", ErrSetup, err)
 	}
 	closeAll(cmd.ExtraFiles) // the child holds the write end
-	started := make(chan bool, 1)
-	go func() { started <- readStatus(status) }()
+	if started != nil {
+		started()
+	}
+	ok := make(chan bool, 1)
+	go func() { ok <- readStatus(status) }()
 	go func() {
 		select {
 		case <-out.full:
@@ -42,7 +45,7 @@ func (s *Sandbox) execute(ctx context.Context, cmd *exec.Cmd, status *os.File, p
 		res.ExitCode = exitCode(ps)
 		res.CPUTime = ps.UserTime() + ps.SystemTime()
 	}
-	if status != nil && !<-started {
+	if status != nil && !<-ok {
 		return res, fmt.Errorf("%w: bwrap: %s", ErrSetup, strings.TrimSpace(string(res.Stderr)))
 	}
 	var exitErr *exec.ExitError

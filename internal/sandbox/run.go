@@ -30,6 +30,13 @@ type Result struct {
 // Result and a *LimitError (errors.Is(err, ErrLimit)); a sandbox that could
 // not be set up returns ErrSetup. ctx cancelled kills the command.
 func (s *Sandbox) Run(ctx context.Context, dir string, argv []string, p Policy) (Result, error) {
+	return s.RunNotify(ctx, dir, argv, p, nil)
+}
+
+// RunNotify is Run calling started (when not nil) right after the command's
+// process started: the crash suite's fault point for a worker killed while
+// a command runs.
+func (s *Sandbox) RunNotify(ctx context.Context, dir string, argv []string, p Policy, started func()) (Result, error) {
 	p = p.withDefaults()
 	if len(argv) == 0 {
 		return Result{}, fmt.Errorf("%w: empty command", ErrSetup)
@@ -47,7 +54,7 @@ func (s *Sandbox) Run(ctx context.Context, dir string, argv []string, p Policy) 
 	if err != nil {
 		return Result{}, err
 	}
-	return s.execute(ctx, cmd, status, p)
+	return s.execute(ctx, cmd, status, p, started)
 }
 
 // command builds the exec.Cmd: bwrap around prlimit around argv, or argv
