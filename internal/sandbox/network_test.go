@@ -27,6 +27,7 @@ func TestAllowHosts(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed by the network probes")
 	}
+	needSocat(t)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s via=%q\n", netCanary, r.Header.Get("Via"))
 	})
@@ -122,6 +123,7 @@ func TestProxyEndsWithTheCommand(t *testing.T) {
 	}))
 	defer srv.Close()
 	s := newSandbox(t, false)
+	needSocat(t)
 	f := newFixture(t)
 	tmp := filepath.Join(f.base, "tmp")
 	if err := os.Mkdir(tmp, 0o711); err != nil {
