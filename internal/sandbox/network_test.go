@@ -102,6 +102,12 @@ func TestAllowHostsNeedsSocat(t *testing.T) {
 	if gaps := strings.Join(s.Isolation().Gaps, "\n"); !strings.Contains(gaps, "socat") {
 		t.Errorf("Isolation gaps %q do not name socat", gaps)
 	}
+	if _, err := exec.LookPath("socat"); err == nil {
+		iso := newSandbox(t, false).Isolation()
+		if len(iso.Gaps) != 0 || !strings.Contains(strings.Join(iso.Facts, "\n"), "proxy") {
+			t.Errorf("with socat, Isolation = %+v, want no gap and the proxy among the facts", iso)
+		}
+	}
 }
 
 // TestAllowHostsRefusesBadEntries: an entry that is not a host is an error,
@@ -140,5 +146,24 @@ func TestProxyEndsWithTheCommand(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("the proxy outlived its command: %s holds %v", tmp, left)
+	}
+}
+
+// TestForwarderFailureIsSetup: a socat that exits instead of listening
+// (/bin/false stands in for it) ends the command before it starts, as
+// ErrSetup naming the forwarder, not as the command's own exit code.
+func TestForwarderFailureIsSetup(t *testing.T) {
+	newSandbox(t, false) // skips without bwrap
+	s, err := New(ctx, Config{Socat: "/bin/false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	res, err := s.Run(ctx, f.ws, sh("echo RAN"), Policy{AllowHosts: []string{"example.com"}})
+	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "forwarder") {
+		t.Errorf("Run with a failing forwarder = %v, want ErrSetup naming the forwarder", err)
+	}
+	if strings.Contains(string(res.Stdout), "RAN") {
+		t.Error("the command ran without its forwarder")
 	}
 }
