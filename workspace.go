@@ -249,6 +249,11 @@ func (c *WorkspaceConfig) check() error {
 	if p := c.Commands; p != nil && (p.CPUTime < 0 || p.MemoryBytes < 0 || p.MaxProcs < 0 || p.MaxFileBytes < 0 || p.WallTime < 0 || p.MaxOutputBytes < 0) {
 		return errors.New("Workspace.Commands bounds must not be negative")
 	}
+	if p := c.Commands; p != nil {
+		if err := sandbox.CheckAllowHosts(p.AllowHosts); err != nil {
+			return fmt.Errorf("Workspace.Commands.AllowHosts: %w", err)
+		}
+	}
 	return nil
 }
 

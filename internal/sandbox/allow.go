@@ -34,6 +34,14 @@ func parseAllowHosts(list []string) (allowList, error) {
 	return a, nil
 }
 
+// CheckAllowHosts returns the error Run would return for the list's first
+// bad entry, so a program can refuse it at startup rather than at its
+// first command.
+func CheckAllowHosts(list []string) error {
+	_, err := parseAllowHosts(list)
+	return err
+}
+
 func parseHostRule(e string) (hostRule, error) {
 	s := strings.TrimSpace(e)
 	if s == "" || strings.ContainsAny(s, "/@?#% \t") {
