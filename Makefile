@@ -43,11 +43,13 @@ lint: $(BIN)/staticcheck
 test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
 # sandbox-deps: the run sandbox (internal/sandbox) isolates commands with
-# Debian's bubblewrap; its isolation tests also use curl. Installed with
+# Debian's bubblewrap, and relays AllowHosts' proxy into it with socat; its
+# isolation tests also use curl. Installed with
 # apt-get when missing (as root), as test-viewer installs Chromium.
 .PHONY: sandbox-deps
 sandbox-deps:
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v socat >/dev/null 2>&1 || missing="$$missing socat"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	if [ -n "$$missing" ]; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \

@@ -39,7 +39,7 @@ type WorkspaceConfig struct {
 // CommandPolicy bounds each command an agent runs in its workspace. A
 // command sees its workspace read-write at /workspace, a read-only system,
 // no other run's files, no Keel data, no environment of the worker and no
-// network unless AllowHosts opens it (Linux namespaces through bubblewrap;
+// network but the hosts of AllowHosts (Linux namespaces through bubblewrap;
 // a worker without them refuses to start unless KEEL_SANDBOX=unsafe).
 //
 // The mode rule: a command without network can change only its workspace,
@@ -52,9 +52,12 @@ type WorkspaceConfig struct {
 // processes, 256 MiB a written file, 10 minutes of wall time, 1 MiB of
 // output.
 type CommandPolicy struct {
-	// AllowHosts opens the network when not empty. The list is recorded
-	// and shown by doctor; the sandbox does not yet filter by host, so any
-	// host is reachable once it is open.
+	// AllowHosts, when not empty, lets a command reach these hosts and
+	// no others: "api.example.com", "*.example.com" (names below it),
+	// either with an optional ":port". The command keeps its own network
+	// namespace; its only way out is an HTTP proxy run by the worker
+	// (HTTP_PROXY and HTTPS_PROXY are set; CONNECT for https), which
+	// answers 403 for any other host. Needs socat on the worker.
 	AllowHosts     []string
 	CPUTime        time.Duration
 	MemoryBytes    int64
@@ -245,6 +248,11 @@ func (c *WorkspaceConfig) check() error {
 	}
 	if p := c.Commands; p != nil && (p.CPUTime < 0 || p.MemoryBytes < 0 || p.MaxProcs < 0 || p.MaxFileBytes < 0 || p.WallTime < 0 || p.MaxOutputBytes < 0) {
 		return errors.New("Workspace.Commands bounds must not be negative")
+	}
+	if p := c.Commands; p != nil {
+		if err := sandbox.CheckAllowHosts(p.AllowHosts); err != nil {
+			return fmt.Errorf("Workspace.Commands.AllowHosts: %w", err)
+		}
 	}
 	return nil
 }

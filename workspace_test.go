@@ -250,6 +250,8 @@ func TestWorkspaceConfigRefused(t *testing.T) {
 	}{
 		{"negative limit", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Workspace: &keel.WorkspaceConfig{MaxBytes: -1}}, "must not be negative"},
 		{"negative bound", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Workspace: &keel.WorkspaceConfig{Commands: &keel.CommandPolicy{WallTime: -1}}}, "bounds must not be negative"},
+		{"allow-list entry not a host", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)),
+			Workspace: &keel.WorkspaceConfig{Commands: &keel.CommandPolicy{AllowHosts: []string{"https://example.com/"}}}}, `AllowHosts entry "https://example.com/"`},
 		{"command without workspace", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Tools: []keel.Tool{cmd}}, "set Workspace.Commands"},
 		{"command with network", keel.Agent{Name: "a", Model: keel.ScriptedModel([]byte(`{"final":"x"}`)), Tools: []keel.Tool{cmd},
 			Workspace: &keel.WorkspaceConfig{Commands: &keel.CommandPolicy{AllowHosts: []string{"example.com"}}}}, "must run from an Effect"},

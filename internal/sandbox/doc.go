@@ -13,14 +13,14 @@
 // # Isolation (bubblewrap)
 //
 // Each command runs under Debian's bubblewrap (bwrap) with every namespace
-// unshared (user, pid, ipc, uts, cgroup, mount, and net unless allowed),
+// unshared (user, pid, ipc, uts, cgroup, mount and net, always),
 // --die-with-parent and --new-session. It sees:
 //
 //   - its workspace read-write at /workspace (its working directory);
 //   - a read-only system: /usr (and the /bin, /lib, /lib64, /sbin links),
 //     and from /etc only what programs need to start and resolve names
 //     (ld.so.cache, alternatives, passwd/group, nsswitch, localtime, ssl
-//     certificates, and hosts/resolv.conf when the network is allowed);
+//     certificates, and hosts/resolv.conf when AllowHosts is set);
 //   - a private /tmp (HOME), /proc of its own pid namespace, a minimal /dev;
 //   - an empty environment except PATH, HOME and LANG.
 //
@@ -46,14 +46,26 @@
 //
 // # Network
 //
-// Policy.AllowHosts empty: the command has its own network namespace with
-// only a loopback interface — nothing outside is reachable, not even the
-// host's loopback. Non-empty: the command shares the host's network. The
-// host list is recorded but NOT enforced: filtering by host needs a proxy
-// reachable from inside a private network namespace (a unix socket bound
-// into the sandbox plus a forwarder, or pasta/slirp4netns), which this
-// package does not build yet. Isolation reports this as a gap. Either way
-// a command with any network allowed is an effect under the mode rule.
+// Every command has its own network namespace with only a loopback
+// interface and no route: nothing outside is reachable, not even the
+// host's loopback. Policy.AllowHosts empty leaves it so. Non-empty gives
+// the command one way out, an HTTP proxy run by the worker for that
+// command alone (proxy.go): it listens on a Unix socket in a private
+// directory, bound read-only at /run/keel/proxy; inside, socat relays
+// 127.0.0.1:3128 to it, and HTTP_PROXY, HTTPS_PROXY, http_proxy and
+// https_proxy point there (the command starts once socat listens). The
+// proxy serves CONNECT (https and any TLS) and absolute-URI http:// only
+// to the listed hosts — "api.example.com", "*.example.com" (names below
+// it), either with ":port" to allow only that port — and answers 403
+// with a body naming the host otherwise. It checks the host of the
+// request line (the CONNECT authority or the URI), never a Host header
+// that may disagree, and compares names without resolving them (the
+// worker resolves an allowed name). Programs that ignore the proxy
+// variables, and DNS, UDP or raw TCP, have no way out. The proxy and its
+// tunnels close when the command ends. socat is needed only then: without
+// it New succeeds, such a command is refused with ErrSetup naming socat,
+// and Isolation reports the gap. Either way a command with any network
+// allowed is an effect under the mode rule.
 //
 // The private namespace does not depend on how the worker reaches the
 // internet: a Fargate task in a public subnet with its own public address,

@@ -27,6 +27,16 @@ func newSandbox(t testing.TB, unsafe bool) *Sandbox {
 	return s
 }
 
+// needSocat skips where socat is missing, as newSandbox does without
+// bubblewrap: a policy with AllowHosts needs it (TestAllowHostsNeedsSocat
+// covers its absence).
+func needSocat(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Skip("socat is not installed (Debian: apt-get install -y socat); AllowHosts tests need it")
+	}
+}
+
 // fixture lays out what a worker's host holds around one run's workspace:
 // a sibling run's workspace and a database file, each with a canary.
 type fixture struct {

@@ -52,6 +52,7 @@ func TestIsolation(t *testing.T) {
 		}
 	}
 	t.Run("isolated/loopback server, host allowed", func(t *testing.T) {
+		needSocat(t)
 		res, err := newSandbox(t, false).Run(ctx, f.ws, sh("curl -s --max-time 3 "+srv.URL), Policy{AllowHosts: []string{"127.0.0.1"}})
 		if err != nil || !strings.Contains(string(res.Stdout), "canary-net") {
 			t.Fatalf("network allowed: %v, out %q err %q", err, res.Stdout, res.Stderr)

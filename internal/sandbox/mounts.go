@@ -4,14 +4,17 @@ package sandbox
 const WorkspacePath = "/workspace"
 
 // etcFiles are the parts of /etc programs need to start and name users;
-// etcNet is added when the network is allowed.
+// etcNet is added when AllowHosts is set, for programs that read them even
+// when a proxy resolves names.
 var (
 	etcFiles = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
 		"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/ssl/certs", "/etc/ca-certificates"}
 	etcNet = []string{"/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf"}
 )
 
-// mounts is bwrap's argument list up to the workspace bind.
+// mounts is bwrap's argument list up to the workspace bind. The network
+// namespace is always the command's own (--unshare-all): with AllowHosts
+// its way out is the proxy (network.go), never the host's interfaces.
 func (s *Sandbox) mounts(network bool) []string {
 	a := []string{
 		"--unshare-all", "--die-with-parent", "--new-session",
@@ -21,9 +24,6 @@ func (s *Sandbox) mounts(network bool) []string {
 		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 		"--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
 		"--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
-	}
-	if network {
-		a = append(a, "--share-net")
 	}
 	etc := etcFiles
 	if network {

@@ -8,8 +8,9 @@ import (
 
 // Policy bounds one command. Zero fields take DefaultPolicy's values.
 type Policy struct {
-	// AllowHosts opens the network when non-empty (see the package doc:
-	// the list is recorded, not enforced).
+	// AllowHosts, when non-empty, lets the command reach these hosts
+	// through the worker's HTTP proxy ("host", "*.domain", either with an
+	// optional ":port"); everything else stays unreachable (package doc).
 	AllowHosts     []string
 	CPUTime        time.Duration // RLIMIT_CPU, whole seconds, rounded up
 	MemoryBytes    int64         // RLIMIT_AS
@@ -52,7 +53,7 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// Network reports whether the policy opens the network.
+// Network reports whether the policy gives the command a way out.
 func (p Policy) Network() bool { return len(p.AllowHosts) > 0 }
 
 // Reason says which bound stopped a command.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,16 +51,28 @@ func (s *Sandbox) RunNotify(ctx context.Context, dir string, argv []string, p Po
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.WallTime)
 	defer cancel()
-	cmd, status, err := s.command(ctx, dir, argv, p)
+	var exit *netExit
+	if p.Network() && !s.cfg.Unsafe {
+		if exit, err = s.openNetwork(ctx, p); err != nil {
+			return Result{}, err
+		}
+		defer exit.Close() // the command has ended: no tunnel outlives it
+	}
+	cmd, status, err := s.command(ctx, dir, argv, p, exit)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.execute(ctx, cmd, status, p, started)
+	res, err := s.execute(ctx, cmd, status, p, started)
+	if exit != nil && err == nil && res.ExitCode == forwarderFailed && bytes.Contains(res.Stderr, []byte(forwarderMark)) {
+		return res, fmt.Errorf("%w: %s", ErrSetup, bytes.TrimSpace(res.Stderr))
+	}
+	return res, err
 }
 
-// command builds the exec.Cmd: bwrap around prlimit around argv, or argv
-// alone when unsafe. status is bwrap's --json-status-fd (nil when unsafe).
-func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Policy) (*exec.Cmd, *os.File, error) {
+// command builds the exec.Cmd: bwrap around prlimit around argv (behind
+// the forwarder when exit is set), or argv alone when unsafe. status is
+// bwrap's --json-status-fd (nil when unsafe).
+func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Policy, exit *netExit) (*exec.Cmd, *os.File, error) {
 	if s.cfg.Unsafe {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir, cmd.SysProcAttr = dir, s.procAttr()
@@ -70,8 +83,13 @@ func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Poli
 			return nil, nil, err
 		}
 	}
+	args := s.mounts(p.Network())
+	if exit != nil {
+		args = append(args, exit.bwrapArgs(s.socat)...)
+		argv = wrap(argv)
+	}
 	cpu := int64((p.CPUTime + time.Second - 1) / time.Second)
-	args := append(s.mounts(p.Network()),
+	args = append(args,
 		"--bind", dir, WorkspacePath, "--chdir", WorkspacePath, "--json-status-fd", "3",
 		"--", s.prlimit,
 		"--cpu="+strconv.FormatInt(cpu, 10)+":"+strconv.FormatInt(cpu+1, 10),
@@ -93,18 +111,8 @@ func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Poli
 // handOver makes the workspace the sandbox uid's (the worker is root) and
 // checks that uid can reach it.
 func (s *Sandbox) handOver(dir string) error {
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrSetup, err)
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("%w: workspace %s: %s (mode %o) is not searchable by sandbox uid %d; keep workspaces under o+x directories",
-				ErrSetup, dir, d, fi.Mode().Perm(), s.cfg.UID)
-		}
-		if d == filepath.Dir(d) {
-			break
-		}
+	if err := searchable(filepath.Dir(dir), s.cfg.UID); err != nil {
+		return fmt.Errorf("%w: workspace %s: %w; keep workspaces under o+x directories", ErrSetup, dir, err)
 	}
 	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {

@@ -12,8 +12,10 @@ import (
 
 // Config builds a Sandbox.
 type Config struct {
-	// Bwrap and Prlimit are the binaries' paths; empty looks them up in PATH.
-	Bwrap, Prlimit string
+	// Bwrap, Prlimit and Socat are the binaries' paths; empty looks them
+	// up in PATH. Socat is needed only by policies with AllowHosts: without
+	// it New succeeds and such a command is refused.
+	Bwrap, Prlimit, Socat string
 	// UID and GID run the commands when the worker is root (default 65534,
 	// nobody): root is exempt from RLIMIT_NPROC.
 	UID, GID int
@@ -25,9 +27,9 @@ type Config struct {
 
 // Sandbox runs commands; it is safe for concurrent use.
 type Sandbox struct {
-	cfg            Config
-	bwrap, prlimit string
-	asUser         bool // worker is root: run bwrap as cfg.UID
+	cfg                   Config
+	bwrap, prlimit, socat string // socat "": AllowHosts is refused
+	asUser                bool   // worker is root: run bwrap as cfg.UID
 }
 
 // New checks that isolation works here by running a probe command under
@@ -50,6 +52,9 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	}
 	if s.prlimit, err = lookPath(cfg.Prlimit, "prlimit"); err != nil {
 		return nil, fmt.Errorf("%w: prlimit (util-linux) not found: %w", ErrNoIsolation, err)
+	}
+	if s.socat, err = lookPath(cfg.Socat, "socat"); err != nil {
+		s.socat = ""
 	}
 	if err := s.probe(ctx); err != nil {
 		return nil, err
@@ -112,7 +117,11 @@ func (s *Sandbox) Isolation() Isolation {
 	if s.asUser {
 		facts = append(facts, fmt.Sprintf("worker is root: commands run as uid %d, workspace chowned to it", s.cfg.UID))
 	}
-	return Isolation{Backend: "bubblewrap", Isolated: true, Facts: facts, Gaps: []string{
-		"a policy with AllowHosts shares the host network: the host list is not enforced",
-	}}
+	gaps := []string{}
+	if s.socat == "" {
+		gaps = append(gaps, "socat not found: a command whose policy has AllowHosts is refused (Debian: apt-get install socat)")
+	} else {
+		facts = append(facts, "AllowHosts: still a private network namespace; the only way out is the worker's HTTP proxy (CONNECT and http:// to the listed hosts, 403 otherwise), reached through socat on 127.0.0.1:3128 and HTTP(S)_PROXY")
+	}
+	return Isolation{Backend: "bubblewrap", Isolated: true, Facts: facts, Gaps: gaps}
 }
