@@ -87,12 +87,14 @@ func showCommand() command {
 		if rep, err := c.runCost(ctx, cl, r.RunID, ""); err == nil {
 			costRep = &rep
 		}
+		ws := runWorkspace(ctx, cl, r.RunID)
 		if *asJSON {
 			return printJSON(c, struct {
 				api.Run
-				Approvals []api.Approval `json:"approvals"`
-				Cost      *cost.Report   `json:"cost,omitempty"`
-			}{r, aps, costRep})
+				Approvals []api.Approval         `json:"approvals"`
+				Cost      *cost.Report           `json:"cost,omitempty"`
+				Workspace []api.WorkspaceVersion `json:"workspace,omitempty"`
+			}{r, aps, costRep, ws})
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		// Every value may be a model's or a caller's (input, error,
@@ -131,6 +133,7 @@ func showCommand() command {
 			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
 		}
 		tw.Flush()
+		showWorkspace(c, r.RunID, ws)
 		if r.Output != "" {
 			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 		}
