@@ -77,32 +77,23 @@ func (s *server) workspaceFiles(w http.ResponseWriter, r *http.Request, principa
 		writeError(w, badField(CodeMissingField, "checkpoint", "checkpoint is required"))
 		return
 	}
-	p, err := workspace.CleanPath(q.Get("path"))
-	if err != nil {
-		writeError(w, badField(CodeInvalidField, "path", "path must stay inside the workspace (no '..')"))
+	p, perr := workspacePath(q.Get("path"))
+	if perr != nil {
+		writeError(w, perr)
 		return
 	}
 	rr, ok := s.pathRun(w, r, principal)
 	if !ok {
 		return
 	}
-	if !validID(cpID) {
-		writeError(w, notFound("checkpoint"))
-		return
-	}
-	cp, err := s.store.GetCheckpoint(r.Context(), rr.ID, cpID)
-	if err != nil {
-		s.fail(w, r, "checkpoint", err)
-		return
-	}
-	if cp.WorkspaceVersion == "" {
-		writeError(w, notFound("workspace"))
+	cp, ok := s.workspaceCheckpoint(w, r, rr, cpID)
+	if !ok {
 		return
 	}
 	m, err := s.readManifest(r.Context(), cp.WorkspaceVersion)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "workspace manifest unreadable", "run", rr.ID, "checkpoint", cp.ID, "err", err)
-		writeError(w, errWorkspaceCorrupt())
+		writeError(w, errWorkspaceCorrupt(cp.WorkspaceVersion))
 		return
 	}
 	if p == "" {
@@ -125,16 +116,19 @@ func (s *server) workspaceFiles(w http.ResponseWriter, r *http.Request, principa
 
 func (s *server) sendWorkspaceFile(w http.ResponseWriter, r *http.Request, e workspace.Entry) {
 	data, err := workspace.ReadFile(r.Context(), s.artifacts, e)
-	if err != nil {
-		if r.Context().Err() != nil {
-			w.WriteHeader(499)
-			return
-		}
-		s.log.ErrorContext(r.Context(), "workspace file unreadable", "path", e.Path, "err", err)
-		writeError(w, errWorkspaceCorrupt())
+	switch {
+	case errors.Is(err, workspace.ErrBlob):
+		// Nothing is written before the whole blob is checked: the client
+		// gets the error, never part of a file.
+		s.log.ErrorContext(r.Context(), "workspace blob fails its manifest", "path", e.Path, "err", err)
+		writeError(w, &Error{Status: http.StatusInternalServerError, Code: CodeArtifactCorrupt,
+			Message: "workspace blob " + workspace.BlobKey(e).Path() + " (file " + e.Path + ") is missing or does not match the manifest's sha256; it is not served"})
+		return
+	case err != nil:
+		s.fail(w, r, "file", err)
 		return
 	}
-	name := path.Base(e.Path)
+	name := safeFileName(path.Base(e.Path))
 	ct := mime.TypeByExtension(path.Ext(name))
 	if ct == "" {
 		ct = "application/octet-stream"
@@ -152,9 +146,9 @@ func (s *server) sendWorkspaceFile(w http.ResponseWriter, r *http.Request, e wor
 	_, _ = w.Write(data)
 }
 
-func errWorkspaceCorrupt() *Error {
+func errWorkspaceCorrupt(version string) *Error {
 	return &Error{Status: http.StatusInternalServerError, Code: CodeArtifactCorrupt,
-		Message: "the stored workspace does not match its manifest; it is not served"}
+		Message: "the manifest of workspace version " + version + " is missing or does not match its sha256; it is not served"}
 }
 
 func dirView(runID string, cp run.Checkpoint, dir string, m *workspace.Manifest) WorkspaceDir {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,9 +92,12 @@ func TestWorkspaceFilesBadInput(t *testing.T) {
 		{"dotdot", base + cp.ID + "&path=../x", 400, api.CodeInvalidField, "path"},
 		{"dotdot inside", base + cp.ID + "&path=a/../../etc/passwd", 400, api.CodeInvalidField, "path"},
 		{"no checkpoint", "/v1/runs/" + r.ID + "/workspace/files?path=a.txt", 400, api.CodeMissingField, "checkpoint"},
-		{"unknown checkpoint", base + "cp_nope&path=a.txt", 404, api.CodeNotFound, ""},
-		{"bad checkpoint id", base + "%3Cscript%3E", 404, api.CodeNotFound, ""},
-		{"checkpoint without workspace", base + plain.ID, 404, api.CodeNotFound, ""},
+		{"absolute", base + cp.ID + "&path=/etc/passwd", 400, api.CodeInvalidField, "path"},
+		{"absolute root", base + cp.ID + "&path=/", 400, api.CodeInvalidField, "path"},
+		{"backslash", base + cp.ID + "&path=..%5Cx", 400, api.CodeInvalidField, "path"},
+		{"unknown checkpoint", base + "cp_nope&path=a.txt", 404, api.CodeNotFound, "checkpoint"},
+		{"bad checkpoint id", base + "%3Cscript%3E", 404, api.CodeNotFound, "checkpoint"},
+		{"checkpoint without workspace", base + plain.ID, 404, api.CodeNotFound, "checkpoint"},
 		{"unknown path", base + cp.ID + "&path=b.txt", 404, api.CodeNotFound, ""},
 		{"unknown run", "/v1/runs/run_nope/workspace/files?checkpoint=" + cp.ID, 404, api.CodeNotFound, ""},
 	} {
@@ -114,8 +118,43 @@ func TestWorkspaceFilesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _, b := e.do("GET", base+cp.ID+"&path=a.txt", aliceToken, "", nil)
-	if st != 500 || !strings.Contains(string(b), api.CodeArtifactCorrupt) || strings.Contains(string(b), "HELLO") {
-		t.Fatalf("corrupt blob served: %d %s", st, b)
+	if st != 500 || !strings.Contains(string(b), api.CodeArtifactCorrupt) || strings.Contains(string(b), "HELLO") ||
+		!strings.Contains(string(b), "workspace-blobs/"+snap.Manifest.Entries[0].SHA256) {
+		t.Fatalf("corrupt blob served, or not named: %d %s", st, b)
+	}
+}
+
+// TestWorkspaceRunWithout: a run whose checkpoints carry no workspace
+// version answers 404 saying so, not a checkpoint error.
+func TestWorkspaceRunWithout(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.newRun("alice", run.InputQueue)
+	cp := e.checkpoint(r.ID, 1)
+	e.checkpoint(r.ID, 2)
+	st, _, b := e.do("GET", "/v1/runs/"+r.ID+"/workspace/files?checkpoint="+cp.ID, aliceToken, "", nil)
+	var body api.ErrorBody
+	if err := json.Unmarshal(b, &body); err != nil || st != 404 || body.Error.Field != "" || !strings.Contains(body.Error.Message, "has no workspace") {
+		t.Fatalf("%d %s", st, b)
+	}
+	var list api.WorkspaceList
+	e.doJSON("GET", "/v1/runs/"+r.ID+"/workspace", aliceToken, "", nil, 200, &list)
+	if len(list.Versions) != 0 {
+		t.Fatalf("versions of a run without a workspace: %+v", list)
+	}
+}
+
+// TestWorkspaceDownloadName: the attachment's name is the file's, with
+// anything a header or a browser could misread replaced.
+func TestWorkspaceDownloadName(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.newRun("alice", run.InputQueue)
+	const name = "r\u00e9sum\u00e9 \"q\";.txt"
+	cp, _ := e.wsCheckpoint(r.ID, 1, map[string]string{"d/" + name: "x", ".env": "y"})
+	for p, want := range map[string]string{"d/" + name: `filename=r_sum___q__.txt`, ".env": `filename=env`} {
+		st, h, b := e.do("GET", "/v1/runs/"+r.ID+"/workspace/files?checkpoint="+cp.ID+"&path="+url.QueryEscape(p), aliceToken, "", nil)
+		if st != 200 || h.Get("Content-Disposition") != "attachment; "+want {
+			t.Errorf("%q: %d %q %v", p, st, b, h)
+		}
 	}
 }
 
