@@ -137,18 +137,24 @@ func showCommand() command {
 		if r.Output != "" {
 			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 		}
-		for _, a := range aps {
-			// A finished run's approval cannot be decided (409
-			// run_finished): never offer it, even if it is still pending.
-			if a.Status == run.ApprovalPending && !r.Status.Terminal() {
-				fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
-					a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
-			}
-		}
+		showApprovals(c, r, aps)
 		showNotifications(ctx, c, cl, r.RunID)
 		return nil
 	}
 	return cmd
+}
+
+// showApprovals prints the run's pending approvals with the commands that
+// answer them.
+func showApprovals(c *cli, r api.Run, aps []api.Approval) {
+	for _, a := range aps {
+		// A finished run's approval cannot be decided (409
+		// run_finished): never offer it, even if it is still pending.
+		if a.Status == run.ApprovalPending && !r.Status.Terminal() {
+			fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
+				a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
+		}
+	}
 }
 
 // showNotifications prints the run's notifications and how their delivery
