@@ -264,6 +264,8 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/cost", s.runCost)
 	authed("GET /v1/runs/{id}/artifacts", s.listArtifacts)
 	authed("GET /v1/runs/{id}/artifacts/{checkpoint_id}/{name}", s.downloadArtifact)
+	authed("GET /v1/runs/{id}/workspace", s.listWorkspace)
+	authed("GET /v1/runs/{id}/workspace/files", s.workspaceFiles)
 	authed("GET /v1/runs/{id}/explain", s.explainRun)
 	authed("GET /v1/runs/{id}/bundle", s.bundle)
 	authed("GET /v1/deployment", s.deployment)

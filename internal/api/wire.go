@@ -255,3 +255,40 @@ func artifactView(i artifact.Info) Artifact {
 type ArtifactList struct {
 	Artifacts []Artifact `json:"artifacts"`
 }
+
+// WorkspaceVersion is one checkpoint's workspace, in GET /v1/runs/{id}/workspace.
+type WorkspaceVersion struct {
+	CheckpointID string `json:"checkpoint_id"`
+	Seq          int64  `json:"seq"`
+	Version      string `json:"version"`
+	Files        int    `json:"files"`
+	Entries      int    `json:"entries"`
+	Bytes        int64  `json:"bytes"`
+	Href         string `json:"href"`            // the tree's root listing
+	Error        string `json:"error,omitempty"` // the manifest could not be read
+}
+
+// WorkspaceList is the answer of GET /v1/runs/{id}/workspace.
+type WorkspaceList struct {
+	Versions []WorkspaceVersion `json:"versions"`
+}
+
+// WorkspaceEntry is one node of a workspace directory listing.
+type WorkspaceEntry struct {
+	Path   string `json:"path"`
+	Name   string `json:"name"`
+	Type   string `json:"type"` // file, dir or symlink
+	Mode   uint32 `json:"mode"`
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Target string `json:"target,omitempty"` // a symlink's target
+	Href   string `json:"href"`
+}
+
+// WorkspaceDir is a directory listing of GET /v1/runs/{id}/workspace/files.
+type WorkspaceDir struct {
+	CheckpointID string           `json:"checkpoint_id"`
+	Version      string           `json:"version"`
+	Path         string           `json:"path"`
+	Entries      []WorkspaceEntry `json:"entries"`
+}

@@ -87,12 +87,14 @@ func showCommand() command {
 		if rep, err := c.runCost(ctx, cl, r.RunID, ""); err == nil {
 			costRep = &rep
 		}
+		ws := runWorkspace(ctx, cl, r.RunID)
 		if *asJSON {
 			return printJSON(c, struct {
 				api.Run
-				Approvals []api.Approval `json:"approvals"`
-				Cost      *cost.Report   `json:"cost,omitempty"`
-			}{r, aps, costRep})
+				Approvals []api.Approval         `json:"approvals"`
+				Cost      *cost.Report           `json:"cost,omitempty"`
+				Workspace []api.WorkspaceVersion `json:"workspace,omitempty"`
+			}{r, aps, costRep, ws})
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		// Every value may be a model's or a caller's (input, error,
@@ -131,21 +133,28 @@ func showCommand() command {
 			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
 		}
 		tw.Flush()
+		showWorkspace(c, r.RunID, ws)
 		if r.Output != "" {
 			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 		}
-		for _, a := range aps {
-			// A finished run's approval cannot be decided (409
-			// run_finished): never offer it, even if it is still pending.
-			if a.Status == run.ApprovalPending && !r.Status.Terminal() {
-				fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
-					a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
-			}
-		}
+		showApprovals(c, r, aps)
 		showNotifications(ctx, c, cl, r.RunID)
 		return nil
 	}
 	return cmd
+}
+
+// showApprovals prints the run's pending approvals with the commands that
+// answer them.
+func showApprovals(c *cli, r api.Run, aps []api.Approval) {
+	for _, a := range aps {
+		// A finished run's approval cannot be decided (409
+		// run_finished): never offer it, even if it is still pending.
+		if a.Status == run.ApprovalPending && !r.Status.Terminal() {
+			fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
+				a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
+		}
+	}
 }
 
 // showNotifications prints the run's notifications and how their delivery

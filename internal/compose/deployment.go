@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/doctor"
 	"github.com/keelrun/keel/internal/model/provider"
 	"github.com/keelrun/keel/internal/run"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/telemetry"
 	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 // Deployment is what this runtime reports of its own composition for
@@ -81,7 +83,33 @@ func (rt *Runtime) Deployment(executor string, getenv func(string) string) docto
 	// The endpoint may carry a collector's password (http://u:p@host);
 	// the API masks every answer by value too (api.Deps.Secrets).
 	f.Bundle.OTLP = rt.Secrets.String(withoutUserinfo(f.Bundle.OTLP))
+	f.Workspaces = rt.workspaceFacts()
 	return f
+}
+
+// workspaceFacts are the agents' workspaces as composed: which agents have
+// one and run commands, the sandbox those commands get (the configuration
+// decides it: a bubblewrap that cannot isolate fails Open), and where the
+// trees and their versions are kept.
+func (rt *Runtime) workspaceFacts() doctor.Workspaces {
+	w := doctor.Workspaces{Agents: []doctor.AgentWorkspace{}, Sandbox: rt.Config.Sandbox}
+	if w.Sandbox == "" {
+		w.Sandbox = config.SandboxBubblewrap
+	}
+	for _, def := range rt.App.Agents {
+		if def.Workspace == nil {
+			continue
+		}
+		w.Agents = append(w.Agents, doctor.AgentWorkspace{Agent: def.Name, Commands: def.Workspace.Commands,
+			Network: def.Workspace.Commands && def.Workspace.Policy.Network()})
+	}
+	slices.SortFunc(w.Agents, func(a, b doctor.AgentWorkspace) int { return strings.Compare(a.Agent, b.Agent) })
+	if len(w.Agents) > 0 {
+		w.Root = WorkspaceRoot(rt.Config)
+		w.ManifestKey = workspace.ManifestKey(workspace.Version{RunID: "{run_id}", SHA256: "{sha256}"}).Path()
+		w.BlobKey = workspace.BlobKey(workspace.Entry{Run: "{run_id}", SHA256: "{sha256}"}).Path()
+	}
+	return w
 }
 
 func backend(spec string) doctor.Backend {

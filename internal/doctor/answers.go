@@ -115,25 +115,6 @@ const SettleHint = "a needs_human run waits, holding no process, until a person 
 	"(or POST /v1/runs/{id}/operations/{op}/settle, or the viewer's settle form); happened → recorded and the run goes on, " +
 	"did not happen → dispatched once more with the same operation id, give up → the run fails with the reason"
 
-func workspace(f Facts) Answer {
-	a := Answer{
-		Answer: "not through Keel: artifacts and checkpoint states are keyed by run (runs/{run_id}/checkpoints/{checkpoint_id}/{name}), content-addressed and immutable; a tool's own file system or network access is not confined by Keel",
-		Facts: []string{
-			"artifact store " + backend(f.Artifacts) + ": a Put never overwrites (a second write of other bytes is refused)",
-			"a tool call gets its run id and checkpoint id, and the artifacts it writes are keyed under them",
-		},
-	}
-	tools(f, func(ag Agent, t Tool) {
-		if t.Long {
-			a.Facts = append(a.Facts, fmt.Sprintf("%s/%s runs in the long-running task (one task per run)", ag.Name, t.Name))
-		}
-	})
-	if f.Executor == "local" {
-		a.Gaps = append(a.Gaps, "keel dev runs every run's tools in one process and one file system: a tool that writes outside the artifact store can touch another run's files")
-	}
-	return a
-}
-
 func approvals(f Facts) Answer {
 	a := Answer{Answer: "the tools whose permission mode asks, for the exact arguments (bound by their hash):"}
 	tools(f, func(ag Agent, t Tool) {
@@ -173,6 +154,7 @@ func credentials(f Facts) Answer {
 		a.Facts = append(a.Facts, "effects that declare no secret (nothing to redact if they hold none): "+strings.Join(undeclared, ", "))
 	}
 	a.Facts = append(a.Facts, "every configured secret value (API keys, OTLP headers, URL passwords, the dev token) is masked in the bundle, the API answers, the logs and the exported spans")
+	sandboxCredentials(f, &a)
 	return a
 }
 
@@ -231,7 +213,7 @@ func done(f Facts) Answer {
 }
 
 func results(f Facts) Answer {
-	return Answer{
+	a := Answer{
 		Answer: "in the artifact store " + backend(f.Artifacts) + " (reports, large checkpoint states, debug bundles), and the records in " + backend(f.Store),
 		Facts: []string{
 			"artifact keys are runs/{run_id}/checkpoints/{checkpoint_id}/{name}, sha256-verified on every read",
@@ -239,6 +221,8 @@ func results(f Facts) Answer {
 			"GET /v1/runs/{id}/artifacts lists them; keel download fetches one",
 		},
 	}
+	workspaceResults(f, &a)
+	return a
 }
 
 func explained(f Facts) Answer {

@@ -27,6 +27,35 @@ type Facts struct {
 	Sweeper string `json:"sweeper"`
 	// Bundle says when the debug bundle is written and where it is served.
 	Bundle Observability `json:"observability"`
+	// Workspaces is how runs' workspaces are kept and their commands
+	// isolated (questions 3, 5 and 9).
+	Workspaces Workspaces `json:"workspaces"`
+}
+
+// Workspaces is the composition of runs' workspaces.
+type Workspaces struct {
+	// Agents are the agents whose runs have a workspace; empty: none.
+	Agents []AgentWorkspace `json:"agents"`
+	// Root is where a worker keeps its copies of runs' trees, one
+	// directory per run (KEEL_WORKSPACE_ROOT): a cache of the record.
+	Root string `json:"root,omitempty"`
+	// Sandbox is KEEL_SANDBOX as composed: "bubblewrap" or "unsafe". It
+	// applies to the agents whose Commands is set.
+	Sandbox string `json:"sandbox,omitempty"`
+	// ManifestKey and BlobKey are the artifact keys a version is stored
+	// under, with {run_id} and {sha256} in place.
+	ManifestKey string `json:"manifest_key,omitempty"`
+	BlobKey     string `json:"blob_key,omitempty"`
+}
+
+// AgentWorkspace is one agent's workspace.
+type AgentWorkspace struct {
+	Agent string `json:"agent"`
+	// Commands: the agent's tools run commands in the sandbox.
+	Commands bool `json:"commands"`
+	// Network: the commands' policy opens the network (its host list is
+	// recorded, not enforced).
+	Network bool `json:"network,omitempty"`
 }
 
 // Backend is a store or an artifact store.

@@ -15,7 +15,7 @@ import (
 )
 
 // Files are the names of a bundle's files, in the archive's order.
-var Files = []string{"events.jsonl", "checkpoints.jsonl", "last_state.json", "trace.json", "tool_calls.csv", "env.txt"}
+var Files = []string{"events.jsonl", "checkpoints.jsonl", "last_state.json", "trace.json", "tool_calls.csv", "env.txt", "workspaces.json"}
 
 // BundleName is the artifact name of a run's bundle for its status.
 func BundleName(status run.Status) string { return "debug-bundle-" + string(status) + ".tar.gz" }
@@ -30,7 +30,7 @@ type States interface {
 	Get(ctx context.Context, k artifact.Key) ([]byte, artifact.Info, error)
 }
 
-// Archive renders the bundle as a tar.gz of the six [Files]. The bytes
+// Archive renders the bundle as a tar.gz of the seven [Files]. The bytes
 // depend on the records only (every entry's time is the run's last
 // update, the gzip header carries none), so archiving an unchanged run
 // twice gives the same artifact. arts reads checkpoint states stored as
@@ -64,6 +64,9 @@ func Archive(ctx context.Context, b Bundle, arts States, env Env) ([]byte, error
 		return nil, fmt.Errorf("bundle: tool_calls.csv: %w", err)
 	}
 	files["env.txt"] = []byte(env.Text(b.WrittenAt))
+	if files["workspaces.json"], err = workspaces(ctx, b, arts); err != nil {
+		return nil, err
+	}
 	for name, data := range files {
 		files[name] = env.Secrets.Bytes(data)
 	}

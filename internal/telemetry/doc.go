@@ -4,7 +4,7 @@
 //
 // The bundle is one tar.gz artifact, debug-bundle-{status}.tar.gz, written
 // by Finalize when a run ends failed or needs_human (and built on demand by
-// GET /v1/runs/{id}/bundle for any run) with six files:
+// GET /v1/runs/{id}/bundle for any run) with seven files:
 //
 //	events.jsonl       every event, in seq order, as stored
 //	checkpoints.jsonl  every checkpoint's metadata (not its state)
@@ -13,6 +13,8 @@
 //	trace.json         the run's spans in OTLP/JSON (see BuildTrace)
 //	tool_calls.csv     ts, tool, input_hash, latency_ms, status, error
 //	env.txt            Keel version and commit, models, masked configuration
+//	workspaces.json    each checkpoint's workspace version and manifest
+//	                   (paths, modes, sizes, sha256), not the files' content
 //
 // A bundle holds records only: arguments, results and texts the runtime
 // already stored. Credentials never reach those records (tools get them

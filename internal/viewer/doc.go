@@ -1,6 +1,6 @@
-// Package viewer is Keel's web run viewer: a page, a style sheet and two
-// small JavaScript modules (app.js, and operations.js for operations and
-// settling), embedded in the binary (go:embed) and served by
+// Package viewer is Keel's web run viewer: a page, a style sheet and three
+// small JavaScript modules (app.js, operations.js for operations and
+// settling, workspace.js for the run's workspace), embedded in the binary (go:embed) and served by
 // the API's own handler (internal/api mounts [Handler]), so `keel dev`
 // serves it at / and the api function serves it on AWS. Nothing is fetched
 // at run time and there is no build step: the files under assets/ are the
@@ -24,6 +24,12 @@
 // came from a model, a tool or a destination goes into the page as text
 // nodes only, with bidi and invisible format characters and controls shown
 // as \uXXXX escapes.
+//
+// A run whose agent has a workspace shows its version per checkpoint
+// (files, size, version hash); a person browses the tree of a chosen
+// checkpoint and downloads a file, saved only once its sha256 matches the
+// manifest's. Paths and names are the model's text: shown as text, put in
+// URLs only through encodeURIComponent, symlinks listed and never followed.
 //
 // The assets are public: they contain no data. Every response carries a
 // Content-Security-Policy that allows only this origin's own scripts,

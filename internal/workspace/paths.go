@@ -63,3 +63,15 @@ func rootEscape(name string, err error) error {
 	}
 	return err
 }
+
+// CleanPath returns the canonical relative form of a path a person names
+// ("", "." and "/" name the root, returned as ""), or ErrPathEscapes for one
+// leaving the tree ("..", "a/../../b"). A leading slash is taken as the
+// workspace's root, as a browser's path is.
+func CleanPath(p string) (string, error) {
+	p = strings.TrimLeft(p, "/")
+	if p == "" || p == "." {
+		return "", nil
+	}
+	return cleanRel(p)
+}

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/keelrun/keel/internal/artifact"
 )
 
 // ErrBlob means a blob a manifest names is missing or does not match it.
@@ -16,11 +14,7 @@ var ErrBlob = errors.New("workspace blob missing or corrupt")
 
 // Manifest reads and checks the manifest of ver.
 func (v *Versioner) Manifest(ctx context.Context, ver Version) (*Manifest, error) {
-	b, _, err := v.art.Get(ctx, manifestKey(ver))
-	if err != nil {
-		return nil, fmt.Errorf("workspace: manifest %s: %w", ver, err)
-	}
-	return decodeManifest(b, ver.SHA256)
+	return ReadManifest(ctx, v.art, ver)
 }
 
 // Restore writes the tree of ver at dir, byte for byte, verifying every
@@ -82,17 +76,9 @@ func (v *Versioner) writeEntry(ctx context.Context, root *os.Root, e Entry) erro
 	case TypeSymlink:
 		return rootEscape(e.Path, root.Symlink(e.Target, e.Path))
 	}
-	data, _, err := v.art.Get(ctx, blobKey(e.Run, e.SHA256))
-	switch {
-	case errors.Is(err, artifact.ErrNotFound), errors.Is(err, artifact.ErrCorrupt):
-		return fmt.Errorf("%w: %s (sha256 %s in run %s): %w", ErrBlob, e.Path, e.SHA256, e.Run, err)
-	case err != nil:
-		return fmt.Errorf("workspace: get blob of %s: %w", e.Path, err)
-	}
-	// The store checks its own hash; this checks the manifest's, so a blob
-	// stored under the wrong name is caught too.
-	if int64(len(data)) != e.Size || sha256Hex(data) != e.SHA256 {
-		return fmt.Errorf("%w: %s: content does not match sha256 %s, size %d", ErrBlob, e.Path, e.SHA256, e.Size)
+	data, err := ReadFile(ctx, v.art, e)
+	if err != nil {
+		return err
 	}
 	f, err := root.OpenFile(e.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(e.Mode))
 	if err != nil {

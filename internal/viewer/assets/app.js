@@ -4,6 +4,7 @@
 // /v1 API with the bearer token from sessionStorage, in the header only.
 
 import { operationsPanel } from './operations.js';
+import { workspacePanel } from './workspace.js';
 
 const TOKEN_KEY = 'keel.token';
 const STATUSES = ['created', 'planned', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled', 'needs_human'];
@@ -119,6 +120,16 @@ async function api(path, { method = 'GET', body, signal } = {}) {
   return data;
 }
 
+// authFetch GETs path with the token and returns the response, or throws
+// APIError: for downloads, whose body is not JSON.
+async function authFetch(path, signal) {
+  const res = await fetch(path, { headers: { Authorization: 'Bearer ' + token() }, cache: 'no-store', credentials: 'omit', signal });
+  if (!res.ok) {
+    const d = await res.json().catch(() => null);
+    throw new APIError(res.status, d?.error?.code || 'http_' + res.status, d?.error?.message || res.statusText);
+  }
+  return res;
+}
 const errText = (e) => e instanceof APIError ? `${e.code}: ${e.message}` : String(e.message || e);
 
 // ---- routing and pages ---------------------------------------------------
@@ -258,6 +269,7 @@ function runPage(id, signal) {
   const timeline = el('section', { class: 'card', 'aria-labelledby': 'h-timeline' });
   const checkpoints = el('section', { class: 'card', 'aria-labelledby': 'h-checkpoints' });
   const artifacts = el('section', { class: 'card', 'aria-labelledby': 'h-artifacts' });
+  const workspace = el('section', { class: 'card wide', id: 'workspace', 'aria-labelledby': 'h-workspace', hidden: true });
   const streamState = el('span', { class: 'muted', id: 'stream-state' }, 'connecting…');
   const log = el('ol', { class: 'events', id: 'events', role: 'log', 'aria-label': 'Event stream' });
   const eventsCard = el('section', { class: 'card wide', 'aria-labelledby': 'h-events' },
@@ -269,7 +281,7 @@ function runPage(id, signal) {
   box.addEventListener('scroll', () => { stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40; });
 
   main.append(el('p', {}, el('a', { href: '#/' }, '← Runs')), head,
-    el('div', { class: 'grid' }, approvals, story, operations, summary, budget, controls, plan, timeline, checkpoints, artifacts, eventsCard));
+    el('div', { class: 'grid' }, approvals, story, operations, summary, budget, controls, plan, timeline, checkpoints, artifacts, workspace, eventsCard));
   approvals.hidden = true;
   story.hidden = true;
 
@@ -429,6 +441,9 @@ function runPage(id, signal) {
   const { renderOperations, renderStory } = operationsPanel(
     { el, put, badge, api, enc, errText, announce, visible },
     { S, path, signal, refresh: () => refresh(), operations, story });
+  const { renderWorkspace } = workspacePanel(
+    { el, put, api, enc, errText, visible, bytes, authFetch: (p) => authFetch(p, signal) },
+    { path, signal, section: workspace });
 
   function renderCheckpoints(list) {
     const msg = checkpointMsg;
@@ -603,16 +618,17 @@ function runPage(id, signal) {
 
   async function refresh() {
     try {
-      const [r, ap, cp, ar, ops] = await Promise.all([
+      const [r, ap, cp, ar, ops, ws] = await Promise.all([
         api(path, { signal }), api(path + '/approvals', { signal }),
         api(path + '/checkpoints?limit=1000', { signal }), api(path + '/artifacts', { signal }),
-        api(path + '/operations', { signal })]);
+        api(path + '/operations', { signal }), api(path + '/workspace', { signal })]);
       renderRun(r);
       renderApprovals(ap.approvals);
       renderOperations(ops.operations);
       renderStory();
       renderCheckpoints(cp.checkpoints);
       renderArtifacts(ar.artifacts);
+      renderWorkspace(ws.versions);
       renderPlan();
       renderTimeline();
     } catch (e) {
