@@ -35,8 +35,9 @@ import (
 //	LookupByKey                   {Lookup: true}                     lookup
 //	IdempotentByKey|LookupByKey   {Idempotent: true, Lookup: true}   idempotency_key+lookup
 //
-// keel.Promise converts to Contract only in keel's Promise.contract; the
-// wire string is only made by String.
+// keel.Promise converts to Contract in keel's Promise.contract (and, for
+// Keel's own test fixture, which cannot reach that unexported method, in
+// fixturetest.Contract); the wire string is only made by String.
 type Contract struct {
 	// Idempotent: a dispatch repeated with the same idempotency key has
 	// the effect of one.
