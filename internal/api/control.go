@@ -24,12 +24,8 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	ctx := r.Context()
-	rr, ok := s.pathRun(w, r, principal)
+	rr, ok := s.liveRun(w, r, principal, "the run is already %s")
 	if !ok {
-		return
-	}
-	if rr.Status.Terminal() {
-		writeError(w, conflict(CodeRunFinished, fmt.Sprintf("the run is already %s", rr.Status)))
 		return
 	}
 	repeat := rr.CancelRequested
@@ -101,12 +97,8 @@ func (s *server) input(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	ctx := r.Context()
-	rr, ok := s.pathRun(w, r, principal)
+	rr, ok := s.liveRun(w, r, principal, "the run is %s; start a new run or fork this one")
 	if !ok {
-		return
-	}
-	if rr.Status.Terminal() {
-		writeError(w, conflict(CodeRunFinished, fmt.Sprintf("the run is %s; start a new run or fork this one", rr.Status)))
 		return
 	}
 	switch rr.InputPolicy {
