@@ -31,7 +31,6 @@ var sizeAllowed = map[string]string{
 	"internal/crash/drive.go:node.drive":                  "the crash driver's loop; internal/crash is being changed by another helper now",
 	"internal/crash/matrix.go:Matrix":                     "the matrix is a list of cases; internal/crash is being changed by another helper now",
 	"internal/crash/scenario.go:Play":                     "one scenario's script; internal/crash is being changed by another helper now",
-	"internal/demo/demo.go:Run":                           "the demo's narrative, step by step as the reader sees it printed",
 	"internal/devserver/devserver.go:Start":               "wires every local component of `keel dev` in order; to split next",
 	"internal/explain/explain.go:spend":                   "one report rendered section by section",
 	"internal/states/api.go:apiHandler.ServeHTTP":         "one switch over the Step Functions API actions the local executor serves",
