@@ -46,7 +46,6 @@ var sizeAllowed = map[string]string{
 	"internal/store/storetest/records.go:testOperations":  "a conformance scenario: one sequence of store calls read top to bottom",
 	"internal/store/storetest/runs.go:testListRuns":       "a conformance scenario: one sequence of store calls read top to bottom",
 	"internal/store/storetest/settled.go:testSettle":      "a conformance scenario: one sequence of store calls read top to bottom",
-	"main.go:Agent.def":                                   "the public Agent's one translation to the internal definition, field by field",
 }
 
 // TestSizeLimits: no Go file outside tests and generated code is over
