@@ -34,7 +34,6 @@ var sizeAllowed = map[string]string{
 	"internal/devserver/devserver.go:Start":               "wires every local component of `keel dev` in order; to split next",
 	"internal/explain/explain.go:spend":                   "one report rendered section by section",
 	"internal/states/api.go:apiHandler.ServeHTTP":         "one switch over the Step Functions API actions the local executor serves",
-	"internal/states/choice.go:compileChoiceRule":         "one switch over the ASL comparison operators; splitting it scatters the table",
 	"internal/states/definition_state.go:loadState":       "one switch over the ASL state types decoding each; to split per type next",
 	"internal/states/intrinsic.go:intrinsic.eval":         "one switch over the ASL intrinsic functions, one case each",
 	"internal/states/task.go:Executor.runTask":            "the Task state's retry/catch loop; to split next",
