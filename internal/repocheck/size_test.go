@@ -32,7 +32,6 @@ var sizeAllowed = map[string]string{
 	"internal/crash/matrix.go:Matrix":                     "the matrix is a list of cases; internal/crash is being changed by another helper now",
 	"internal/crash/scenario.go:Play":                     "one scenario's script; internal/crash is being changed by another helper now",
 	"internal/devserver/devserver.go:Start":               "wires every local component of `keel dev` in order; to split next",
-	"internal/states/api.go:apiHandler.ServeHTTP":         "one switch over the Step Functions API actions the local executor serves",
 	"internal/states/definition_state.go:loadState":       "one switch over the ASL state types decoding each; to split per type next",
 	"internal/states/intrinsic.go:intrinsic.eval":         "one switch over the ASL intrinsic functions, one case each",
 	"internal/states/task.go:Executor.runTask":            "the Task state's retry/catch loop; to split next",
