@@ -34,7 +34,6 @@ var sizeAllowed = map[string]string{
 	"internal/devserver/devserver.go:Start":               "wires every local component of `keel dev` in order; to split next",
 	"internal/states/definition_state.go:loadState":       "one switch over the ASL state types decoding each; to split per type next",
 	"internal/states/intrinsic.go:intrinsic.eval":         "one switch over the ASL intrinsic functions, one case each",
-	"internal/states/task.go:Executor.runTask":            "the Task state's retry/catch loop; to split next",
 	"internal/store/storetest/badinput.go:testBadInput":   "a conformance table of bad inputs, one line each",
 	"internal/store/storetest/commit.go:testCommitStep":   "a conformance scenario: one sequence of store calls read top to bottom",
 	"internal/store/storetest/outbox.go:testOutbox":       "a conformance scenario: one sequence of store calls read top to bottom",
