@@ -140,6 +140,29 @@ func build(agents []Agent) (compose.App, error) {
 	return app, nil
 }
 
+// modelChoice is how Agent.def hands the agent's model to compose: a spec
+// or a script checked now (so a typo fails at start, not at the first
+// Step), any other Model as it is. Apart from def to keep def readable.
+func modelChoice(model Model) (compose.ModelChoice, error) {
+	var choice compose.ModelChoice
+	switch m := model.(type) {
+	case nil:
+	case specModel:
+		if _, err := provider.ParseSpec(m.spec); err != nil {
+			return choice, err
+		}
+		choice.Spec = m.spec
+	case scriptModel:
+		if _, err := scripted.Parse(m.script); err != nil {
+			return choice, err // its message names the scripted model already
+		}
+		choice.Script = m.script
+	default:
+		choice.Model = m
+	}
+	return choice, nil
+}
+
 func (a Agent) def() (compose.AgentDef, error) {
 	if err := agentdef.CheckName("agent", a.Name); err != nil {
 		return compose.AgentDef{}, err
@@ -182,21 +205,9 @@ func (a Agent) def() (compose.AgentDef, error) {
 			return fail(err)
 		}
 	}
-	var choice compose.ModelChoice
-	switch m := a.Model.(type) {
-	case nil:
-	case specModel:
-		if _, err := provider.ParseSpec(m.spec); err != nil {
-			return fail(err)
-		}
-		choice.Spec = m.spec
-	case scriptModel:
-		if _, err := scripted.Parse(m.script); err != nil {
-			return fail(err) // its message names the scripted model already
-		}
-		choice.Script = m.script
-	default:
-		choice.Model = m
+	choice, err := modelChoice(a.Model)
+	if err != nil {
+		return fail(err)
 	}
 	tools := a.Tools
 	return compose.AgentDef{

@@ -1,24 +1,38 @@
 package keel
 
-import "testing"
+import (
+	"testing"
 
-// The three spellings of a destination's promise — the Promise constants,
-// the recorded ops.Contract and its name in records and output — map one
-// to one.
+	"github.com/keelrun/keel/internal/ops"
+)
+
+// TestPromiseSpellings holds the one mapping between a destination's
+// promise as the API spells it (Promise), as the operation protocol
+// reads it (ops.Contract) and as events and tools print it
+// (Promise.String and ops.Contract.String), the table of ops.Contract's
+// doc comment.
 func TestPromiseSpellings(t *testing.T) {
-	for _, tc := range []struct {
-		p                  Promise
-		name               string
-		idempotent, lookup bool
+	cases := []struct {
+		promise  Promise
+		contract ops.Contract
+		wire     string
 	}{
-		{PromisesNothing, "none", false, false},
-		{IdempotentByKey, "idempotency_key", true, false},
-		{LookupByKey, "lookup", false, true},
-		{IdempotentByKey | LookupByKey, "idempotency_key+lookup", true, true},
-	} {
-		c := tc.p.contract()
-		if tc.p.String() != tc.name || c.String() != tc.name || c.Idempotent != tc.idempotent || c.Lookup != tc.lookup {
-			t.Errorf("Promise %d: %q, contract %+v %q; want %q", tc.p, tc.p.String(), c, c.String(), tc.name)
-		}
+		{PromisesNothing, ops.Contract{}, "none"},
+		{IdempotentByKey, ops.Contract{Idempotent: true}, "idempotency_key"},
+		{LookupByKey, ops.Contract{Lookup: true}, "lookup"},
+		{IdempotentByKey | LookupByKey, ops.Contract{Idempotent: true, Lookup: true}, "idempotency_key+lookup"},
+	}
+	for _, c := range cases {
+		t.Run(c.wire, func(t *testing.T) {
+			if got := c.promise.contract(); got != c.contract {
+				t.Errorf("Promise(%d).contract() = %+v, want %+v", c.promise, got, c.contract)
+			}
+			if got := c.promise.String(); got != c.wire {
+				t.Errorf("Promise(%d).String() = %q, want %q", c.promise, got, c.wire)
+			}
+			if got := c.contract.String(); got != c.wire {
+				t.Errorf("%+v.String() = %q, want %q", c.contract, got, c.wire)
+			}
+		})
 	}
 }

@@ -11,21 +11,6 @@ import (
 	"github.com/keelrun/keel/internal/store"
 )
 
-// activeRun is the run the path names, for a request that changes a run
-// still going: a finished one answers 409 run_finished with finished (a
-// format of the status). Handlers decode and check their body first, so
-// a bad body is a 400 whatever the run's state. decide checks its
-// approval before the run (a decided approval answers with its decision
-// even on a finished run) and fork takes finished runs, so neither uses it.
-func (s *server) activeRun(w http.ResponseWriter, r *http.Request, principal, finished string) (run.Run, bool) {
-	rr, ok := s.pathRun(w, r, principal)
-	if ok && rr.Status.Terminal() {
-		writeError(w, conflict(CodeRunFinished, fmt.Sprintf(finished, rr.Status)))
-		return rr, false
-	}
-	return rr, ok
-}
-
 // cancelRequest is the body of POST /v1/runs/{id}/cancel: empty, or {}.
 type cancelRequest struct{}
 
@@ -39,7 +24,7 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	ctx := r.Context()
-	rr, ok := s.activeRun(w, r, principal, "the run is already %s")
+	rr, ok := s.liveRun(w, r, principal, "the run is already %s")
 	if !ok {
 		return
 	}
@@ -112,7 +97,7 @@ func (s *server) input(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	ctx := r.Context()
-	rr, ok := s.activeRun(w, r, principal, "the run is %s; start a new run or fork this one")
+	rr, ok := s.liveRun(w, r, principal, "the run is %s; start a new run or fork this one")
 	if !ok {
 		return
 	}

@@ -76,6 +76,22 @@ func (s *server) pathRun(w http.ResponseWriter, r *http.Request, principal strin
 	return rr, true
 }
 
+// liveRun is pathRun for a control request (cancel, input): the run, or
+// false once the response is written — 404 as pathRun, or 409
+// CodeRunFinished when the run has ended, with the message finished
+// formats from its status ("%s").
+func (s *server) liveRun(w http.ResponseWriter, r *http.Request, principal, finished string) (run.Run, bool) {
+	rr, ok := s.pathRun(w, r, principal)
+	if !ok {
+		return run.Run{}, false
+	}
+	if rr.Status.Terminal() {
+		writeError(w, conflict(CodeRunFinished, fmt.Sprintf(finished, rr.Status)))
+		return run.Run{}, false
+	}
+	return rr, true
+}
+
 // MaxDeadlineYears bounds how far ahead a run's deadline may be, in
 // calendar years from the request (leap days included: not 3,650 days):
 // the stores keep times as int64 Unix nanoseconds (up to the year 2262),

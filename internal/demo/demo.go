@@ -48,61 +48,6 @@ type Result struct {
 	Events       []api.Event
 }
 
-type proc struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has been waited for
-	err    error         // its exit status, once exited is closed
-}
-
-func start(bin string, args, env []string, logPath string) (*proc, error) {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &proc{cmd: cmd, exited: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); logf.Close(); close(p.exited) }()
-	return p, nil
-}
-
-// stop ends the process group (keel dev's task children included).
-func (p *proc) stop() {
-	if p == nil || p.cmd.Process == nil {
-		return
-	}
-	// Signal the whole group even when the leader is gone: a task child
-	// may outlive it.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-}
-
-func waitFile(ctx context.Context, path string, p *proc) (string, error) {
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-			return strings.TrimSpace(string(b)), nil
-		}
-		select {
-		case <-p.exited:
-			return "", fmt.Errorf("process exited before writing %s: %v", path, p.err)
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // Run plays the demo. Every child it starts is stopped before it returns.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.FaultPoint == "" {
@@ -119,15 +64,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	say("== Keel demo: the research agent, a crash at the worst moment, and the recovery")
 	say("[1/6] starting the publication service (an external destination that records every effect it receives)")
-	pub, err := start(cfg.PubServer, []string{"-log", d.pubLog, "-url-file", filepath.Join(cfg.Dir, "pub.url")}, nil, filepath.Join(cfg.Dir, "pubserver.log"))
+	pub, pubURL, err := d.startPublications(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer pub.stop()
-	pubURL, err := waitFile(ctx, filepath.Join(cfg.Dir, "pub.url"), pub)
-	if err != nil {
-		return res, err
-	}
 	say("      %s (POST with Idempotency-Key; GET /publications/{operation_id} to look one up)", pubURL)
 
 	d.env = []string{"RESEARCH_PUBLISH=" + pubURL, "KEEL_DATA_DIR=" + d.dataDir}
@@ -185,6 +126,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	pub.stop()
 	d.sayStopped(r.RunID)
 	return res, nil
+}
+
+// startPublications starts the publication service and waits for its URL;
+// apart from Run so that Run reads as its six steps. The service is
+// stopped again when it does not come up.
+func (d *demo) startPublications(ctx context.Context) (*proc, string, error) {
+	pub, err := start(d.cfg.PubServer, []string{"-log", d.pubLog, "-url-file", filepath.Join(d.cfg.Dir, "pub.url")}, nil, filepath.Join(d.cfg.Dir, "pubserver.log"))
+	if err != nil {
+		return nil, "", err
+	}
+	pubURL, err := waitFile(ctx, filepath.Join(d.cfg.Dir, "pub.url"), pub)
+	if err != nil {
+		pub.stop()
+		return nil, "", err
+	}
+	return pub, pubURL, nil
 }
 
 // demo is what the steps of Run share: the configuration, where it

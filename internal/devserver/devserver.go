@@ -25,9 +25,6 @@ package devserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,89 +52,6 @@ const (
 	machineName = "keel-run"
 	ownerPrefix = "keel-dev/"
 )
-
-// Config configures a dev server.
-type Config struct {
-	// DataDir holds keel.db, artifacts/, published/, token and url.
-	DataDir string
-	// Addr to listen on (default 127.0.0.1:8080; port 0 picks a free one).
-	Addr string
-	// Token is the bearer token; default: the one in DataDir/token, or a
-	// new random one written there.
-	Token string
-	// Principal the token authenticates as (default "dev").
-	Principal string
-	// Runtime is the opened store, artifacts and agents (compose.Open);
-	// its Config.LeaseTTL is how long a Step's lease outlives its budget.
-	// On a shared store (DynamoDB) a crashed keel dev's lease is not ended
-	// at restart, so budget+LeaseTTL is how long the next incarnation
-	// waits before it can step the run. Start takes it over: Close closes
-	// it, and so does Start when it fails.
-	Runtime *compose.Runtime
-	// Lock is the data directory's and database's lock (AcquireLock),
-	// taken before Runtime was opened; Start takes it over like Runtime.
-	// Nil: Start takes it itself, after the store was opened.
-	Lock *Lock
-	// TaskCommand is the argv of the local long-running task (normally
-	// this binary with "task"); empty: runs never spill.
-	TaskCommand []string
-	// StepBudget bounds one Step (default 60s).
-	StepBudget time.Duration
-	// AllowRemote lets Addr be other than a loopback address. The API is
-	// then reachable by anyone who can reach the address, over plain
-	// HTTP, guarded only by the bearer token: without it, Start refuses.
-	AllowRemote bool
-	// HTTP bounds the API's connections (zero fields: the defaults of
-	// HTTPLimits).
-	HTTP HTTPLimits
-	// SweepInterval is how often the sweeper compares runs with their
-	// executions after the sweep at start (default Runtime.Config's
-	// SweepInterval, 5m).
-	SweepInterval time.Duration
-	// MaxInvocations bounds the Lambda handlers (Step, Approval,
-	// Finalize) running at once, the oldest execution's first (default
-	// DefaultMaxInvocations; states.Config.MaxInvocations).
-	MaxInvocations int
-	Logger         *slog.Logger
-}
-
-// DefaultMaxInvocations is Config.MaxInvocations' default: enough handlers
-// at once to fill the store's group commit, few enough that a run resumed
-// by its approval does not queue behind a burst of new runs. Measured on
-// bench/load N=1000, 2 shared cores, alternating: 8 and 16 made the group
-// transactions small (0.44 fsyncs per step commit at 8) and cost CPU per
-// run; 64 kept unbounded's throughput with half its p99 approval →
-// completed; 32 had a lower p99 still, at a third less throughput.
-const DefaultMaxInvocations = 64
-
-// HTTPLimits are the API server's timeouts and connection cap. Event
-// streams (SSE) are exempt from WriteTimeout: they clear their write
-// deadline and are bounded by their own maximum duration instead.
-type HTTPLimits struct {
-	ReadHeaderTimeout time.Duration // default 10s
-	ReadTimeout       time.Duration // whole request, body included; default 1m
-	WriteTimeout      time.Duration // default 1m
-	IdleTimeout       time.Duration // an idle keep-alive connection is closed; default 2m
-	// MaxConns caps the open connections: more wait in the kernel's
-	// accept queue until one closes (default 1024).
-	MaxConns int
-}
-
-func (l HTTPLimits) withDefaults() HTTPLimits {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&l.ReadHeaderTimeout, 10*time.Second)
-	def(&l.ReadTimeout, time.Minute)
-	def(&l.WriteTimeout, time.Minute)
-	def(&l.IdleTimeout, 2*time.Minute)
-	if l.MaxConns <= 0 {
-		l.MaxConns = 1024
-	}
-	return l
-}
 
 // Server is a running dev server.
 type Server struct {
@@ -460,116 +374,8 @@ func (s *Server) Close() error {
 	return errors.Join(err, s.lock.Close())
 }
 
-// lambda adapts a typed handler to the executor's JSON interface, with the
-// same JSON round trip a Lambda invocation has.
-func lambda[In, Out any](h func(context.Context, In) (Out, error)) states.LambdaFunc {
-	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
-		var in In
-		if err := json.Unmarshal(payload, &in); err != nil {
-			return nil, fmt.Errorf("payload: %w", err)
-		}
-		out, err := h(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(out)
-	}
-}
-
-type lateTokens struct{ e *states.Executor }
-
-func (t *lateTokens) SendTaskSuccess(ctx context.Context, token, output string) error {
-	return t.e.SendTaskSuccess(ctx, token, output)
-}
-
-func (t *lateTokens) SendTaskFailure(ctx context.Context, token, name, cause string) error {
-	return t.e.SendTaskFailure(ctx, token, name, cause)
-}
-
-type execStarter struct{ e *states.Executor }
-
-func (x execStarter) StartExecution(ctx context.Context, arn, name, input string) error {
-	_, err := x.e.StartExecution(ctx, states.StartExecutionInput{StateMachineArn: arn, Name: name, Input: input})
-	return err
-}
-
-// Sweep runs one sweep now (package sweeper): what `keel dev` does at
-// start and every SweepInterval.
-func (s *Server) Sweep(ctx context.Context) (sweeper.Report, error) { return s.sweeper.Sweep(ctx) }
-
-// execSweep adapts the local executor to sweeper.Executions.
-type execSweep struct {
-	e   *states.Executor
-	arn string
-}
-
-func (x execSweep) ExecutionStatus(ctx context.Context, name string) (string, error) {
-	arn := strings.Replace(x.arn, ":stateMachine:", ":execution:", 1) + ":" + name
-	d, err := x.e.DescribeExecution(ctx, arn)
-	var ae *states.APIError
-	if errors.As(err, &ae) && ae.Code == states.CodeExecutionDoesNotExist {
-		return "", sweeper.ErrNoExecution
-	}
-	return d.Status, err
-}
-
-func (x execSweep) StartExecution(ctx context.Context, name, input string) error {
-	_, err := x.e.StartExecution(ctx, states.StartExecutionInput{StateMachineArn: x.arn, Name: name, Input: input})
-	var ae *states.APIError
-	if errors.As(err, &ae) && ae.Code == states.CodeExecutionAlreadyExists {
-		return nil
-	}
-	return err
-}
-
 // taskOwner is the lease owner of a task child of the keel dev whose owner
 // is devOwner: under the same prefix, so that the next keel dev ends its
 // leases at start with its parent's (ExpireLeases) rather than waiting for
 // them to expire. A task child dies with its parent (states.ExecTaskRunner).
 func taskOwner(devOwner string) string { return devOwner + "/task-" + randHex(4) }
-
-// MinTokenLen is the shortest dev token Start accepts.
-const MinTokenLen = 16
-
-// token returns the dev token: the given one, else DIR/token, else a new
-// random one written there. Surrounding white space is dropped (a client
-// never sends it: the Authorization header is trimmed); a token shorter
-// than MinTokenLen is refused.
-func token(dir, given string) (string, error) {
-	path := filepath.Join(dir, "token")
-	check := func(t, from string) error {
-		if len(t) < MinTokenLen {
-			return fmt.Errorf("the dev token (%s) is %d characters: at least %d are required", from, len(t), MinTokenLen)
-		}
-		if strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			return fmt.Errorf("the dev token (%s) holds white space or control characters", from)
-		}
-		return nil
-	}
-	if given = strings.TrimSpace(given); given != "" {
-		if err := check(given, "--dev-token"); err != nil {
-			return "", err
-		}
-		return given, writeFile(path, given)
-	}
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		t := strings.TrimSpace(string(b))
-		return t, check(t, path)
-	}
-	t := "kdev_" + randHex(20)
-	return t, writeFile(path, t)
-}
-
-func writeFile(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}

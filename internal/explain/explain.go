@@ -213,7 +213,15 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 		}
 		return int(b.Time - a.Time)
 	})
-	// Repeated identical calls: the same tool with the same input hash.
+	sp.Repeats = repeats(b, tl, first, callTokens, sp.Tokens)
+	return sp
+}
+
+// repeats finds the repeated identical calls (the same tool with the same
+// input hash), most tokens first, each with its share of total and the
+// first error it came after; apart from spend to keep each one job.
+func repeats(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError, callTokens []int64, total int64) []Repeat {
+	out := []Repeat{}
 	type key struct{ tool, hash string }
 	groups := map[key]*Repeat{}
 	var order []key
@@ -244,17 +252,17 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 		if g.Calls < 2 {
 			continue
 		}
-		g.TokenPercent = percent(g.Tokens, sp.Tokens)
+		g.TokenPercent = percent(g.Tokens, total)
 		if first != nil && !firstErrTime(b, first).After(firstRepeatSeq[k]) {
 			g.After = first.Kind + " " + first.Tool
 			if first.Tool == "" {
 				g.After = first.Kind
 			}
 		}
-		sp.Repeats = append(sp.Repeats, *g)
+		out = append(out, *g)
 	}
-	slices.SortStableFunc(sp.Repeats, func(a, b Repeat) int { return int(b.Tokens - a.Tokens) })
-	return sp
+	slices.SortStableFunc(out, func(a, b Repeat) int { return int(b.Tokens - a.Tokens) })
+	return out
 }
 
 func firstErrTime(b telemetry.Bundle, f *FirstError) time.Time {

@@ -25,7 +25,19 @@ import (
 	"github.com/keelrun/keel/internal/run"
 )
 
-// Contract is what a destination promises.
+// Contract is what a destination promises. It is one concept with three
+// spellings, converted in one place each and held together by
+// TestPromiseSpellings (package keel):
+//
+//	keel.Promise (public API)     Contract                           String() (events, CLI, viewer)
+//	PromisesNothing               {}                                 none
+//	IdempotentByKey               {Idempotent: true}                 idempotency_key
+//	LookupByKey                   {Lookup: true}                     lookup
+//	IdempotentByKey|LookupByKey   {Idempotent: true, Lookup: true}   idempotency_key+lookup
+//
+// keel.Promise converts to Contract in keel's Promise.contract (and, for
+// Keel's own test fixture, which cannot reach that unexported method, in
+// fixturetest.Contract); the wire string is only made by String.
 type Contract struct {
 	// Idempotent: a dispatch repeated with the same idempotency key has
 	// the effect of one.

@@ -33,6 +33,44 @@ func epoch(t time.Time) json.Number {
 	return json.Number(strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64))
 }
 
+// apiRequest holds the fields of every action ServeHTTP serves; each
+// action reads its own.
+type apiRequest struct {
+	StateMachineArn string `json:"stateMachineArn"`
+	ExecutionArn    string `json:"executionArn"`
+	Name            string `json:"name"`
+	Input           string `json:"input"`
+	Output          string `json:"output"`
+	TaskToken       string `json:"taskToken"`
+	Error           string `json:"error"`
+	Cause           string `json:"cause"`
+	MaxResults      int    `json:"maxResults"`
+	NextToken       string `json:"nextToken"`
+	ReverseOrder    bool   `json:"reverseOrder"`
+}
+
+// describeOutput is DescribeExecution's answer as the AWS API spells it;
+// apart from ServeHTTP so that its switch reads one line or so an action.
+func describeOutput(d ExecutionDescription) map[string]any {
+	m := map[string]any{"executionArn": d.ExecutionArn, "stateMachineArn": d.StateMachineArn, "name": d.Name,
+		"status": d.Status, "startDate": epoch(d.StartDate), "input": d.Input, "inputDetails": map[string]any{"included": true},
+		"redriveCount": 0}
+	if !d.StopDate.IsZero() {
+		m["stopDate"] = epoch(d.StopDate)
+	}
+	if d.Output != nil {
+		m["output"] = *d.Output
+		m["outputDetails"] = map[string]any{"included": true}
+	}
+	if d.Error != nil {
+		m["error"] = *d.Error
+	}
+	if d.Cause != nil {
+		m["cause"] = *d.Cause
+	}
+	return m
+}
+
 func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		h.writeError(w, &APIError{Code: "UnknownOperationException", Message: "POST only"})
@@ -49,19 +87,7 @@ func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	var in struct {
-		StateMachineArn string `json:"stateMachineArn"`
-		ExecutionArn    string `json:"executionArn"`
-		Name            string `json:"name"`
-		Input           string `json:"input"`
-		Output          string `json:"output"`
-		TaskToken       string `json:"taskToken"`
-		Error           string `json:"error"`
-		Cause           string `json:"cause"`
-		MaxResults      int    `json:"maxResults"`
-		NextToken       string `json:"nextToken"`
-		ReverseOrder    bool   `json:"reverseOrder"`
-	}
+	var in apiRequest
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &in); err != nil {
 			h.writeError(w, apiErr("SerializationException", "request body: %v", err))
@@ -78,23 +104,7 @@ func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "DescribeExecution":
 		var d ExecutionDescription
 		if d, err = h.e.DescribeExecution(ctx, in.ExecutionArn); err == nil {
-			m := map[string]any{"executionArn": d.ExecutionArn, "stateMachineArn": d.StateMachineArn, "name": d.Name,
-				"status": d.Status, "startDate": epoch(d.StartDate), "input": d.Input, "inputDetails": map[string]any{"included": true},
-				"redriveCount": 0}
-			if !d.StopDate.IsZero() {
-				m["stopDate"] = epoch(d.StopDate)
-			}
-			if d.Output != nil {
-				m["output"] = *d.Output
-				m["outputDetails"] = map[string]any{"included": true}
-			}
-			if d.Error != nil {
-				m["error"] = *d.Error
-			}
-			if d.Cause != nil {
-				m["cause"] = *d.Cause
-			}
-			out = m
+			out = describeOutput(d)
 		}
 	case "StopExecution":
 		var t time.Time

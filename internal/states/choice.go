@@ -42,6 +42,28 @@ func isComparison(op string) bool {
 	return typeTests[op]
 }
 
+// compileChoiceRules compiles the nested rules of an And or Or (field k);
+// apart from compileChoiceRule so that its switch reads one field a case.
+func compileChoiceRules(k string, v any) ([]*choiceRule, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, fmt.Errorf("field %q must be a non-empty array of rules", k)
+	}
+	var rules []*choiceRule
+	for i, e := range arr {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("field %q[%d] must be a rule object", k, i)
+		}
+		sub, err := compileChoiceRule(m, false)
+		if err != nil {
+			return nil, fmt.Errorf("field %q[%d]: %w", k, i, err)
+		}
+		rules = append(rules, sub)
+	}
+	return rules, nil
+}
+
 // compileChoiceRule compiles one rule; top says whether it is a member of
 // Choices (and so needs Next).
 func compileChoiceRule(raw map[string]any, top bool) (*choiceRule, error) {
@@ -70,21 +92,9 @@ func compileChoiceRule(raw map[string]any, top bool) (*choiceRule, error) {
 			}
 			r.variable = p
 		case k == "And" || k == "Or":
-			arr, ok := v.([]any)
-			if !ok || len(arr) == 0 {
-				return nil, fmt.Errorf("field %q must be a non-empty array of rules", k)
-			}
-			var rules []*choiceRule
-			for i, e := range arr {
-				m, ok := e.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("field %q[%d] must be a rule object", k, i)
-				}
-				sub, err := compileChoiceRule(m, false)
-				if err != nil {
-					return nil, fmt.Errorf("field %q[%d]: %w", k, i, err)
-				}
-				rules = append(rules, sub)
+			rules, err := compileChoiceRules(k, v)
+			if err != nil {
+				return nil, err
 			}
 			if k == "And" {
 				r.and = rules

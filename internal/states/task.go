@@ -43,61 +43,8 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 		}
 	}
 	if x.cur.Task == nil {
-		token := ""
-		if st.Resource.waitsForToken() {
-			token = newToken()
-		}
-		eff, in, serr := effectiveInput(st, raw, e.contextObject(x, st, token))
-		if serr != nil {
-			return e.taskFailed(x, st, raw, serr, nil)
-		}
-		timeout, serr := e.secondsFrom(st, st.TimeoutSeconds, st.TimeoutSecondsPath, in, "TimeoutSecondsPath")
-		if serr != nil {
-			return e.failExecution(x, nil, serr.Name, serr.Cause)
-		}
-		hb, serr := e.secondsFrom(st, st.HeartbeatSeconds, st.HeartbeatSecondsPath, in, "HeartbeatSecondsPath")
-		if serr != nil {
-			return e.failExecution(x, nil, serr.Name, serr.Cause)
-		}
-		params, err := json.Marshal(eff)
-		if err != nil {
-			return e.failExecution(x, nil, ErrRuntime, err.Error())
-		}
-		now := e.now()
-		tc := &taskCursor{Token: token, Params: params, Heartbeat: hb}
-		sched := map[string]any{"resourceType": typ, "resource": res, "region": e.region, "parameters": string(params)}
-		if timeout > 0 {
-			tc.Deadline = now.Add(time.Duration(timeout) * time.Second).UnixMilli()
-			sched["timeoutInSeconds"] = timeout
-		}
-		if hb > 0 {
-			sched["heartbeatInSeconds"] = hb
-		}
-		events := []newEvent{
-			{Type: "TaskScheduled", TS: now, Details: map[string]any{"taskScheduledEventDetails": sched}},
-			{Type: "TaskStarted", TS: now, Details: map[string]any{"taskStartedEventDetails": map[string]any{"resourceType": typ, "resource": res}}},
-		}
-		next := x.cur
-		next.RetryAt = 0
-		next.Task = tc
-		switch {
-		case token == "" && !x.pendingOutcome:
-			// Without a token the attempt's start need not be durable
-			// before the call: after a crash it is made again, as it is
-			// when the process dies during the call.
-			if err := e.advance(x, next, events, false); err != nil {
-				return err
-			}
-		case token == "":
-			// An earlier task's outcome waits in pending: it is made
-			// durable before this call.
-			if err := e.commit(x, next, events, nil); err != nil {
-				return err
-			}
-		default:
-			if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
-				return err
-			}
+		if stop, err := e.scheduleTask(x, st, raw, typ, res); stop {
+			return err
 		}
 	}
 	tc := x.cur.Task
@@ -134,6 +81,71 @@ func (e *Executor) runTask(x *execRun, st *State, raw any) error {
 	}
 	// The outcome came from the token's row, where it is durable already.
 	return e.taskSucceeded(x, st, raw, result, true)
+}
+
+// scheduleTask starts a task attempt: its input, timeouts and token, and
+// the TaskScheduled/TaskStarted events, made durable before the call when
+// the call must find them after a crash. stop is true when runTask must
+// return err (the state failed or the commit did); apart from runTask so
+// that runTask reads as the attempt's three phases.
+func (e *Executor) scheduleTask(x *execRun, st *State, raw any, typ, res string) (stop bool, err error) {
+	token := ""
+	if st.Resource.waitsForToken() {
+		token = newToken()
+	}
+	eff, in, serr := effectiveInput(st, raw, e.contextObject(x, st, token))
+	if serr != nil {
+		return true, e.taskFailed(x, st, raw, serr, nil)
+	}
+	timeout, serr := e.secondsFrom(st, st.TimeoutSeconds, st.TimeoutSecondsPath, in, "TimeoutSecondsPath")
+	if serr != nil {
+		return true, e.failExecution(x, nil, serr.Name, serr.Cause)
+	}
+	hb, serr := e.secondsFrom(st, st.HeartbeatSeconds, st.HeartbeatSecondsPath, in, "HeartbeatSecondsPath")
+	if serr != nil {
+		return true, e.failExecution(x, nil, serr.Name, serr.Cause)
+	}
+	params, err := json.Marshal(eff)
+	if err != nil {
+		return true, e.failExecution(x, nil, ErrRuntime, err.Error())
+	}
+	now := e.now()
+	tc := &taskCursor{Token: token, Params: params, Heartbeat: hb}
+	sched := map[string]any{"resourceType": typ, "resource": res, "region": e.region, "parameters": string(params)}
+	if timeout > 0 {
+		tc.Deadline = now.Add(time.Duration(timeout) * time.Second).UnixMilli()
+		sched["timeoutInSeconds"] = timeout
+	}
+	if hb > 0 {
+		sched["heartbeatInSeconds"] = hb
+	}
+	events := []newEvent{
+		{Type: "TaskScheduled", TS: now, Details: map[string]any{"taskScheduledEventDetails": sched}},
+		{Type: "TaskStarted", TS: now, Details: map[string]any{"taskStartedEventDetails": map[string]any{"resourceType": typ, "resource": res}}},
+	}
+	next := x.cur
+	next.RetryAt = 0
+	next.Task = tc
+	switch {
+	case token == "" && !x.pendingOutcome:
+		// Without a token the attempt's start need not be durable
+		// before the call: after a crash it is made again, as it is
+		// when the process dies during the call.
+		if err := e.advance(x, next, events, false); err != nil {
+			return true, err
+		}
+	case token == "":
+		// An earlier task's outcome waits in pending: it is made
+		// durable before this call.
+		if err := e.commit(x, next, events, nil); err != nil {
+			return true, err
+		}
+	default:
+		if err := e.commit(x, next, events, &tokenRow{Token: token, State: st.Name, Heartbeat: now}); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // invoke calls the task's integration, racing it against the task timeout.

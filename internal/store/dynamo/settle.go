@@ -60,22 +60,7 @@ func (s *Store) SettleOperation(ctx context.Context, st store.Settlement) (run.R
 				return nil
 			},
 			func(runState, int64) ([]types.TransactWriteItem, func(context.Context, int) error) {
-				status, errText := store.SettledOp(st)
-				e := newExpr()
-				u := &update{set: []string{e.name("status") + " = " + e.value(sv(string(status))),
-					e.name("updated_at") + " = " + e.value(tv(s.now()))}}
-				if errText != "" {
-					u.set = append(u.set, e.name("error")+" = "+e.value(sv(errText)))
-				}
-				if st.ExternalID != "" {
-					u.set = append(u.set, e.name("external_id")+" = "+e.value(sv(st.ExternalID)))
-				}
-				if len(st.Result) > 0 {
-					u.set = append(u.set, e.name("result")+" = "+e.value(bv(st.Result)))
-				}
-				item := s.updateChild(st.RunID, opSK(st.OperationID), e, u,
-					e.name("status")+" = "+e.value(sv(string(run.OpNeedsHuman))))
-				return []types.TransactWriteItem{item}, func(context.Context, int) error { conflict = true; return errStop }
+				return []types.TransactWriteItem{s.settleOpItem(st)}, func(context.Context, int) error { conflict = true; return errStop }
 			})
 		switch {
 		case conflict:
@@ -96,6 +81,27 @@ func (s *Store) SettleOperation(ctx context.Context, st store.Settlement) (run.R
 		return r, nil
 	}
 	return run.Run{}, tooContended("settle", st.RunID)
+}
+
+// settleOpItem is the settlement's write of the operation itself, on the
+// condition that it is still needs_human (a settlement made meanwhile
+// fails it): apart from SettleOperation so that its retry loop reads whole.
+func (s *Store) settleOpItem(st store.Settlement) types.TransactWriteItem {
+	status, errText := store.SettledOp(st)
+	e := newExpr()
+	u := &update{set: []string{e.name("status") + " = " + e.value(sv(string(status))),
+		e.name("updated_at") + " = " + e.value(tv(s.now()))}}
+	if errText != "" {
+		u.set = append(u.set, e.name("error")+" = "+e.value(sv(errText)))
+	}
+	if st.ExternalID != "" {
+		u.set = append(u.set, e.name("external_id")+" = "+e.value(sv(st.ExternalID)))
+	}
+	if len(st.Result) > 0 {
+		u.set = append(u.set, e.name("result")+" = "+e.value(bv(st.Result)))
+	}
+	return s.updateChild(st.RunID, opSK(st.OperationID), e, u,
+		e.name("status")+" = "+e.value(sv(string(run.OpNeedsHuman))))
 }
 
 // settleTarget reads the operation to settle (ErrNotFound, or ErrConflict
