@@ -42,7 +42,7 @@ lint: $(BIN)/staticcheck
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
 test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
-# sandbox-deps: the run sandbox (internal/sandbox) isolates commands with
+# sandbox-deps: the run sandbox (internal/kernel/sandbox) isolates commands with
 # Debian's bubblewrap, and relays AllowHosts' proxy into it with socat; its
 # isolation tests also use curl. Installed with
 # apt-get when missing (as root), as test-viewer installs Chromium.
@@ -63,7 +63,7 @@ sandbox-deps:
 # -tags keel_lambda) end to end.
 test-go: sandbox-deps
 	$(GO) test -count=1 -timeout 12m ./...
-	$(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/otelkeel/... ./internal/harness ./internal/compose
+	$(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/observe/otelkeel/... ./internal/kernel/harness ./internal/compose
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -138,7 +138,7 @@ test-asl: $(ASL_VALIDATOR)
 
 # LocalStack end to end: the DynamoDB store and S3 artifact conformance
 # suites against LocalStack (localstack/), then the scenarios of
-# aws-local-e2e (internal/awslocal TestLocalStack) with the functions in
+# aws-local-e2e (internal/proof/awslocal TestLocalStack) with the functions in
 # LocalStack's own Lambda containers. Without a Docker engine or
 # LOCALSTACK_AUTH_TOKEN both targets say so and succeed, so they are safe
 # to call anywhere.
@@ -164,13 +164,13 @@ localstack-e2e:
 	$(MAKE) --no-print-directory localstack-up && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
 		$(GO) test -count=1 -timeout 15m -v -run 'TestConformance|TestRequestsPerCall|TestCheckpointSpillsToS3|TestForeignObjectIsCorrupt' \
-		./internal/store/dynamo/ ./internal/artifact/s3/ && \
+		./internal/kernel/store/dynamo/ ./internal/kernel/artifact/s3/ && \
 	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) \
-		$(GO) test -count=1 -timeout 30m -v -run 'TestBootstrapRebuild|TestLocalStack$$' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+		$(GO) test -count=1 -timeout 30m -v -run 'TestBootstrapRebuild|TestLocalStack$$' ./internal/proof/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 	exit $${PIPESTATUS[0]}
 
-# aws-local-e2e: the deployed topology on this machine (internal/awslocal):
+# aws-local-e2e: the deployed topology on this machine (internal/proof/awslocal):
 # moto (DynamoDB, S3, IAM, Lambda, Step Functions executing the definition)
 # and the AWS Lambda Runtime Interface Emulator running the host-built
 # bootstrap, one sandbox per function; table, bucket, roles, functions and
@@ -193,7 +193,7 @@ aws-local-e2e:
 		echo "aws-local-e2e: SKIPPED: aws-lambda-rie could not be installed"; exit 0; fi; \
 	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_AWSLOCAL=1 KEEL_AWSLOCAL_RIE=$(RIE) KEEL_AWSLOCAL_PYTHON=$(PYTHON) \
-		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$|TestLambdaPackages|TestLocalStackPackageOnMoto' ./internal/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$|TestLambdaPackages|TestLocalStackPackageOnMoto' ./internal/proof/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 	exit $${PIPESTATUS[0]}
 
 # demo: the research agent end to end on the embedded default, with a crash
@@ -245,7 +245,7 @@ test-cdk:
 	cd $(CDK_DIR) && $(GO) vet . && $(GO) test -count=1 -timeout 30m .
 
 
-# crash: Keel's crash suite (internal/crash). Every hit of every fault point,
+# crash: Keel's crash suite (internal/proof/crash). Every hit of every fault point,
 # the destination-contract variants, two writers, a stale writer, cancel in
 # flight, an uncertain provider, a model stream cut, and faults in the
 # long-running task child: real SIGKILLs of `keel dev` (child processes),
@@ -262,7 +262,7 @@ STORE ?= sqlite
 CRASH_FLAGS ?=
 
 # soak-dynamo: the soak on the DynamoDB store and S3 artifacts served by
-# moto (python3 with moto[server] 5; internal/awslocal's launcher, every
+# moto (python3 with moto[server] 5; internal/proof/awslocal's launcher, every
 # request serialized), started by the suite on a loopback port and stopped
 # at the end, also on failure or Ctrl-C. N (default 30) runs, PARALLEL at
 # once; KILL_MS the random kills' delay after keel dev serves (MIN:MAX ms);
@@ -311,12 +311,12 @@ test-examples:
 		echo "test-examples: $$d"; \
 		(cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; done
 
-# test-viewer: the web run viewer (internal/viewer) in a real browser:
+# test-viewer: the web run viewer (internal/observe/viewer) in a real browser:
 # Debian's chromium (installed with apt-get when missing) driven by
-# playwright-core (pinned by internal/viewer/e2e/package-lock.json) against
+# playwright-core (pinned by internal/observe/viewer/e2e/package-lock.json) against
 # a keel dev built from this checkout. The viewer's assets are plain files
-# embedded as they are (no build step). Screenshots: internal/viewer/e2e/out/.
-VIEWER_E2E := internal/viewer/e2e
+# embedded as they are (no build step). Screenshots: internal/observe/viewer/e2e/out/.
+VIEWER_E2E := internal/observe/viewer/e2e
 VIEWER_PW := $(VIEWER_E2E)/node_modules/playwright-core/package.json
 CHROMIUM ?= /usr/bin/chromium
 

@@ -3,7 +3,7 @@ package keel
 import (
 	"time"
 
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // Agent is one kind of run: a model given instructions and tools. A run

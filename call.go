@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/keelrun/keel/internal/agentdef"
-	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/kernel/artifact"
 )
 
 // CallInfo describes the tool call in progress.

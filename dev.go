@@ -11,7 +11,7 @@ import (
 
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/local/devserver"
 )
 
 // DevOptions configure [Dev].

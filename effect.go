@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/keelrun/keel/internal/agentdef"
-	"github.com/keelrun/keel/internal/ops"
+	"github.com/keelrun/keel/internal/kernel/ops"
 )
 
 // Promise is what a destination promises about repeated or lost requests;

@@ -12,13 +12,13 @@ import (
 
 	"github.com/keelrun/keel/internal/agentdef"
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/model/provider"
-	"github.com/keelrun/keel/internal/model/scripted"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/model/provider"
+	"github.com/keelrun/keel/internal/kernel/model/scripted"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
 // Main is the whole program of a Keel deployment: call it from your main

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/kernel/model"
 )
 
 // Model is a language model as the harness calls it: one complete answer

@@ -3,7 +3,7 @@ package keel
 import (
 	"testing"
 
-	"github.com/keelrun/keel/internal/ops"
+	"github.com/keelrun/keel/internal/kernel/ops"
 )
 
 // TestPromiseSpellings holds the one mapping between a destination's

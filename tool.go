@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/keelrun/keel/internal/agentdef"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // Tool is something an agent's model may call. Make one with [ReadOnly],

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel"
-	"github.com/keelrun/keel/internal/artifact/fs"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
 // stamper writes two files, then stamps: records what a.txt held (seen.txt)

@@ -22,7 +22,7 @@ import (
 	"github.com/keelrun/keel"
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // HangGuard bounds every wait of this package: a test that hangs fails

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/stepfunctions"
 )
 

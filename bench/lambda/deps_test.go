@@ -31,15 +31,15 @@ const k = "github.com/keelrun/keel/"
 // state machine and the crash suite with its test servers; each
 // keel_no_<provider> its provider's SDK.
 func TestLambdaBuildLeavesOut(t *testing.T) {
-	local := []string{"modernc.org/sqlite", k + "internal/store/sqlite", k + "internal/devserver", k + "internal/states",
-		k + "internal/crash", k + "internal/crash/localaws", "github.com/truora/minidyn", "github.com/johannesboyne/gofakes3"}
+	local := []string{"modernc.org/sqlite", k + "internal/kernel/store/sqlite", k + "internal/local/devserver", k + "internal/aws/states",
+		k + "internal/proof/crash", k + "internal/proof/crash/localaws", "github.com/truora/minidyn", "github.com/johannesboyne/gofakes3"}
 	providers := map[string]string{
-		"keel_no_anthropic": k + "internal/model/anthropic",
-		"keel_no_openai":    k + "internal/model/openai",
+		"keel_no_anthropic": k + "internal/kernel/model/anthropic",
+		"keel_no_openai":    k + "internal/kernel/model/openai",
 		"keel_no_bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 	}
 	def := deps(t, "lambda.norpc")
-	for _, p := range []string{"modernc.org/sqlite", k + "internal/devserver", k + "internal/crash"} {
+	for _, p := range []string{"modernc.org/sqlite", k + "internal/local/devserver", k + "internal/proof/crash"} {
 		if !slices.Contains(def, p) {
 			t.Errorf("the default build lacks %s: the check below proves nothing", p)
 		}
@@ -51,7 +51,7 @@ func TestLambdaBuildLeavesOut(t *testing.T) {
 		}
 	}
 	// What every role needs stays in.
-	for _, p := range []string{k + "internal/store/dynamo", k + "internal/artifact/s3", k + "internal/roles", "github.com/aws/aws-lambda-go/lambda"} {
+	for _, p := range []string{k + "internal/kernel/store/dynamo", k + "internal/kernel/artifact/s3", k + "internal/aws/roles", "github.com/aws/aws-lambda-go/lambda"} {
 		if !slices.Contains(lam, p) {
 			t.Errorf("-tags keel_lambda lost %s", p)
 		}

@@ -45,7 +45,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/keelrun/keel/internal/awslocal"
+	"github.com/keelrun/keel/internal/proof/awslocal"
 )
 
 // variant is one build.

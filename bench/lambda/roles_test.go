@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/internal/awslocal"
+	"github.com/keelrun/keel/internal/proof/awslocal"
 )
 
 const (
@@ -32,7 +32,7 @@ const roleBase = awslocal.CDKBuildTags
 // a role tag leaves out by reachability rather than by import (the command
 // line) is checked on a built binary by TestRoleBuildLinks.
 func TestRoleBuildsLeaveOut(t *testing.T) {
-	sdks := []string{k + "internal/model/anthropic", k + "internal/model/openai", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
+	sdks := []string{k + "internal/kernel/model/anthropic", k + "internal/kernel/model/openai", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
 	all := deps(t, roleBase)
 	for _, p := range sdks {
 		if !slices.Contains(all, p) {
@@ -69,7 +69,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 			got := deps(t, awslocal.RoleBuildTags(tc.role))
 			// The OTLP exporters are otlphttp's (protowire): no gRPC, no
 			// protobuf runtime.
-			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/devserver", grpcPkg, protoImplPkg} {
+			for _, p := range []string{"golang.org/x/net/trace", "modernc.org/sqlite", k + "internal/local/devserver", grpcPkg, protoImplPkg} {
 				if slices.Contains(got, p) {
 					t.Errorf("keel_role_%s links %s", tc.role, p)
 				}
@@ -93,7 +93,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 				}
 			}
 			// Every role keeps its records and the Lambda runtime client.
-			for _, p := range []string{k + "internal/store/dynamo", k + "internal/artifact/s3", "github.com/aws/aws-lambda-go/lambda"} {
+			for _, p := range []string{k + "internal/kernel/store/dynamo", k + "internal/kernel/artifact/s3", "github.com/aws/aws-lambda-go/lambda"} {
 				if !slices.Contains(got, p) {
 					t.Errorf("keel_role_%s lost %s", tc.role, p)
 				}
@@ -161,7 +161,7 @@ func TestRoleBuildLinks(t *testing.T) {
 // is also built whole by TestRoleBuildLinks, and every role's by the CDK
 // app's tests), and two role tags at once, which must not compile.
 func TestRoleBuildsCompile(t *testing.T) {
-	pkgs := []string{"./internal/roles", "./internal/model/provider", "./internal/compose", "./internal/cli", "./cmd/keel"}
+	pkgs := []string{"./internal/aws/roles", "./internal/kernel/model/provider", "./internal/compose", "./internal/cli", "./cmd/keel"}
 	for _, r := range []string{"api", "task"} {
 		if out, err := goCmd(append([]string{"build", "-tags", awslocal.RoleBuildTags(r)}, pkgs...)...); err != nil {
 			t.Errorf("keel_role_%s: %v\n%s", r, err, out)
@@ -169,12 +169,12 @@ func TestRoleBuildsCompile(t *testing.T) {
 	}
 	// The tool registry of a role that validates no call (no JSON Schema
 	// validator linked) runs its own test on this machine.
-	test := exec.Command("go", "test", "-count=1", "-tags", "keel_role_api", "-run", "TestRegistryWithoutValidator", "./internal/tool")
+	test := exec.Command("go", "test", "-count=1", "-tags", "keel_role_api", "-run", "TestRegistryWithoutValidator", "./internal/kernel/tool")
 	test.Dir = "../.."
 	if out, err := test.CombinedOutput(); err != nil {
-		t.Errorf("go test -tags keel_role_api ./internal/tool: %v\n%s", err, out)
+		t.Errorf("go test -tags keel_role_api ./internal/kernel/tool: %v\n%s", err, out)
 	}
-	if out, err := goCmd("build", "-tags", roleBase+",keel_role_api,keel_role_step", "./internal/roles"); err == nil || !strings.Contains(string(out), "Built redeclared") {
+	if out, err := goCmd("build", "-tags", roleBase+",keel_role_api,keel_role_step", "./internal/aws/roles"); err == nil || !strings.Contains(string(out), "Built redeclared") {
 		t.Errorf("two role tags compiled (%v):\n%s", err, out)
 	}
 }

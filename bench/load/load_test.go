@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // A small load: every run is approved and completes, each step commit is

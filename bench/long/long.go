@@ -16,15 +16,15 @@ import (
 
 	"github.com/keelrun/keel/internal/agentdef"
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/devserver"
-	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/scripted"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/model/scripted"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/tool"
+	"github.com/keelrun/keel/internal/local/devserver"
 )
 
 // Config is one long run.

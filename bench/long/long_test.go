@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // A run long enough in Steps to roll over: a Step budget of a nanosecond

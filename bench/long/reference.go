@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // refAgentName is the agent of the reference run.
@@ -16,7 +16,7 @@ const refAgentName = "loop-reference"
 // Reference is the same loop run in one Step: the harness called directly
 // on the same store in the same process, right after the long run, with
 // no state machine, no rollover and no Step boundaries — the shape of
-// internal/harness's BenchmarkStepVsFloor. The long run's time per
+// internal/kernel/harness's BenchmarkStepVsFloor. The long run's time per
 // iteration over this one is what the executor, the Step boundaries and
 // the rollovers add, measured on the same machine at the same moment.
 type Reference struct {

@@ -57,7 +57,7 @@ func NewAPI(scope constructs.Construct, id string, props APIProps) *API {
 		DefaultIntegration: integration,
 		DefaultAuthorizer:  auth,
 	})
-	// The web run viewer's page and assets (internal/viewer) hold no data,
+	// The web run viewer's page and assets (internal/observe/viewer) hold no data,
 	// and a browser loading a page can neither sign it nor attach a token:
 	// GET / and GET /ui/{file} skip the authorizer. Every call the page
 	// makes is a /v1 request through $default and its authorizer.

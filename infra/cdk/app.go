@@ -18,7 +18,7 @@ import (
 
 // One bootstrap per role, all from the one main package. BuildApp
 // compiles keel:app once per role with that role's tag (keel_role_<role>,
-// which narrows the binary to what the role links; see internal/roles)
+// which narrows the binary to what the role links; see internal/aws/roles)
 // into AppDir/<role>/bootstrap: each function's directory is its code
 // asset; the task's, with the Dockerfile beside its bootstrap, is the
 // Docker build context of the Fargate task image.
@@ -142,7 +142,7 @@ func moduleRoot(dir string) (string, error) {
 // the role's build leaves out or narrows: keel_env_aws (its AWS
 // configuration is its environment, no default loader), keel_no_models
 // (no model provider, no Secrets Manager, no tool-call validator: every
-// role but step and task). internal/awslocal's RoleBuildTags has the same
+// role but step and task). internal/proof/awslocal's RoleBuildTags has the same
 // body; a test there holds them equal.
 func RoleTags(role string) string {
 	switch role {

@@ -69,7 +69,7 @@
 //   - NewScheduling: the role EventBridge Scheduler assumes to invoke the
 //     schedule function, and one example schedule, disabled by default.
 //   - NewSweepSchedule: an EventBridge rule invoking the sweep function
-//     every SweepInterval minutes (internal/sweeper).
+//     every SweepInterval minutes (internal/aws/sweeper).
 //
 // # Contracts
 //

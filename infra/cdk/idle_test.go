@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticloadbalancingv2"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/keelrun/keel/internal/cost"
-	"github.com/keelrun/keel/internal/doctor"
+	"github.com/keelrun/keel/internal/observe/cost"
+	"github.com/keelrun/keel/internal/observe/doctor"
 )
 
 // byUse are the resource types of the default stack: each free, or billed
@@ -50,7 +50,7 @@ func idleOf(t *testing.T, s synthesized) cost.IdleReport {
 }
 
 // hourlyBilled lists, as "TYPE ID", the resources that bill by the hour
-// (or month) whether or not anything runs: internal/cost's idle lines and,
+// (or month) whether or not anything runs: internal/observe/cost's idle lines and,
 // checked here on the template itself, the kinds issue #33 names (NAT
 // gateway, Elastic IP, interface VPC endpoint, load balancer, provisioned
 // DynamoDB capacity, Lambda provisioned concurrency).

@@ -3,7 +3,7 @@ package agentdef
 import (
 	"context"
 
-	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/kernel/artifact"
 )
 
 // Call describes the tool call a context belongs to.

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/ops"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/ops"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
 // Builder makes a tool on the runtime's artifact store.

@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/keelrun/keel/internal/artifact"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/notify"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/observe/telemetry"
+	"github.com/keelrun/keel/internal/observe/viewer"
 	"github.com/keelrun/keel/internal/scrub"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/telemetry"
-	"github.com/keelrun/keel/internal/viewer"
 )
 
 // Store is what the API needs from durable storage: a subset of
@@ -235,7 +235,7 @@ func New(d Deps) (http.Handler, error) {
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
-	// The web run viewer (internal/viewer): public static assets, no data;
+	// The web run viewer (internal/observe/viewer): public static assets, no data;
 	// the page calls the /v1 routes below with the person's token.
 	view := viewer.Handler()
 	mux.Handle("GET /{$}", view)

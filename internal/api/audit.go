@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // AuditExport is the body of GET /v1/runs/{id}/audit: a run's whole event

@@ -7,8 +7,8 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // listCheckpoints serves GET /v1/runs/{id}/checkpoints?after=N&limit=M.

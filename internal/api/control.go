@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // cancelRequest is the body of POST /v1/runs/{id}/cancel: empty, or {}.

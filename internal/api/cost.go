@@ -3,12 +3,12 @@ package api
 import (
 	"net/http"
 
-	"github.com/keelrun/keel/internal/cost"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
 // runCost serves GET /v1/runs/{id}/cost: what the run has cost so far on
-// AWS and on which part (internal/cost), priced from the default dated
+// AWS and on which part (internal/observe/cost), priced from the default dated
 // table and the CDK app's default sizes. The usage is in the answer, so a
 // client with other prices can price it again (`keel cost` does, with
 // KEEL_PRICES).

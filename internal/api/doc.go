@@ -17,7 +17,7 @@
 //   - A 5xx response never carries the text of an internal error: the error
 //     is logged with the request's method and path, and the client gets a
 //     generic message.
-//   - GET / and GET /ui/{file} serve the web run viewer (internal/viewer):
+//   - GET / and GET /ui/{file} serve the web run viewer (internal/observe/viewer):
 //     static, public, no data; the page calls the /v1 routes with a token.
 //   - Every /v1 route requires a principal from the [Authenticator]; a run
 //     belongs to the principal that created it, and any other principal gets

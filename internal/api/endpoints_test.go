@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 func TestNewRequiresDeps(t *testing.T) {

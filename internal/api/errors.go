@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // Error codes: the stable "code" of an error body.

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // wantsStream reports whether the client asked for Server-Sent Events.

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	artfs "github.com/keelrun/keel/internal/artifact/fs"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/store/sqlite"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // Tokens of the two principals every test uses.

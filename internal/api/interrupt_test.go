@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // TestInterruptWithdrawsPendingApproval is issue #32 item 9: input under

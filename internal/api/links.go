@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/notify"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
 )
 
 // A one-time approval link (internal/notify) opens a page at

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/notify"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
 )
 
 // link enqueues a notification for approval a bound to hash, has a worker

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // withDeps replaces e's server by one built from e's store and mod's Deps.

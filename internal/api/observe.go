@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/keelrun/keel/internal/doctor"
-	"github.com/keelrun/keel/internal/explain"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/telemetry"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/observe/doctor"
+	"github.com/keelrun/keel/internal/observe/explain"
+	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 
 // RunRecords is what a run's story and its bundle read beyond [Store]:

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/doctor"
-	"github.com/keelrun/keel/internal/explain"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/telemetry"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/observe/doctor"
+	"github.com/keelrun/keel/internal/observe/explain"
+	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 
 // fixedDeployment reports a fixed composition.

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // Operation is one external effect of a run, as the operation protocol

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // parkNeedsHuman puts a run of alice's in needs_human over operation op,

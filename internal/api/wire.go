@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // The JSON shapes of requests and responses. The client package decodes the

@@ -9,8 +9,8 @@ import (
 	"path"
 	"strconv"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
 // maxWorkspaceCheckpoints bounds the versions one listing reads: each costs

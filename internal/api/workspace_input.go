@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
 // workspacePath checks the path parameter of /workspace/files: relative,

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
 // wsCheckpoint snapshots files (path → content) as the run's workspace and

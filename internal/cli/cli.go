@@ -26,8 +26,8 @@ import (
 	"syscall"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/aws/roles"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/roles"
 )
 
 // Exit codes.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // decideCommand is approve or deny: it fetches the approval, shows the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
-	"github.com/keelrun/keel/internal/cost"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
 func runsCommand() command {

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // operationsCommand lists a run's operations: what it did, or tried to do,

@@ -7,7 +7,7 @@ import (
 	"net/url"
 
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/cost"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
 // costCommand prints what a run cost on AWS and on which part: the API

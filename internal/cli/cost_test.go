@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/internal/cost"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
 // TestCost runs `keel cost` and `keel show` on a run whose records were
 // written the way a Step writes them (lease, tool, checkpoint, completed),
 // through the real API and SQLite store; the arithmetic itself is
-// internal/cost's hand-worked test.
+// internal/observe/cost's hand-worked test.
 func TestCost(t *testing.T) {
 	e := newTestEnv(t, false)
 	ctx := context.Background()

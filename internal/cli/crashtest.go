@@ -12,12 +12,12 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/agentdef"
-	"github.com/keelrun/keel/internal/crash"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/proof/crash"
 )
 
 // crashtestCommand runs one of a program's agents through the fault
-// matrix (internal/crash.ProgramMatrix) and fails when an effect reached
+// matrix (internal/proof/crash.ProgramMatrix) and fails when an effect reached
 // its destination twice, an approval was lost, or a recorded outcome
 // disagrees with the destination — and, unless --accept-unverified, when
 // a row could not be checked at the destination at all.

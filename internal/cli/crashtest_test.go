@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/internal/crash"
-	"github.com/keelrun/keel/internal/model/scripted"
+	"github.com/keelrun/keel/internal/kernel/model/scripted"
+	"github.com/keelrun/keel/internal/proof/crash"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -31,7 +31,7 @@ var (
 	keelBin, pubBin   string
 	notesBin          string // testdata/notes: the setups of issue 25
 	buildErr          error
-	researchScript, _ = filepath.Abs("../fixture/script.json")
+	researchScript, _ = filepath.Abs("../proof/fixture/script.json")
 )
 
 func binaries(t *testing.T) (string, string) {

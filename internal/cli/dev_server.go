@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/devserver"
+	"github.com/keelrun/keel/internal/local/devserver"
 )
 
 func devCommand() command {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/cost"
-	"github.com/keelrun/keel/internal/doctor"
+	"github.com/keelrun/keel/internal/observe/cost"
+	"github.com/keelrun/keel/internal/observe/doctor"
 )
 
 // doctorCommand is `keel doctor`: the ten production questions answered

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
-	artfs "github.com/keelrun/keel/internal/artifact/fs"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // TestStdinBounded is finding 7 of issue #18: `keel run AGENT -` read all

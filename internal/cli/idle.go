@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/cost"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
 // idleReport reads a synthesized CloudFormation template (`make synth`

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/cost"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
-// idleTemplate is one of internal/cost's templates: serverless.json is
+// idleTemplate is one of internal/observe/cost's templates: serverless.json is
 // Keel's default shape (nothing billed by the hour), nat.json the same
 // behind one NAT gateway.
 func idleTemplate(name string) string {
-	return filepath.Join("..", "cost", "testdata", "idle", name)
+	return filepath.Join("..", "observe", "cost", "testdata", "idle", name)
 }
 
 // TestIdleCost runs `keel doctor --template` and `keel cost --template`

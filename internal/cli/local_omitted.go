@@ -12,7 +12,7 @@ import (
 // the local state machine) and `crashtest` (the fault matrix and its test
 // servers). The commands stay in the table so their names answer with why.
 
-// observeCommandName is crashtest's hidden command (internal/crash).
+// observeCommandName is crashtest's hidden command (internal/proof/crash).
 const observeCommandName = "crashtest-observe"
 
 func devCommand() command       { return omittedCommand("dev") }

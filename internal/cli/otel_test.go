@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/internal/otelkeel/otlptest"
+	"github.com/keelrun/keel/internal/observe/otelkeel/otlptest"
 	"github.com/keelrun/keel/keeltest"
 )
 

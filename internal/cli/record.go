@@ -8,13 +8,13 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
-	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/scripted"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/model/scripted"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // recordCommand turns a completed run's recorded model answers into a
-// scripted-model script (internal/model/scripted), so that the run's
+// scripted-model script (internal/kernel/model/scripted), so that the run's
 // decisions can be replayed without the model: KEEL_MODEL=scripted:FILE.
 func recordCommand() command {
 	cmd := command{usage: "[-o FILE] RUN_ID", summary: "write a completed run's model answers as a scripted-model script (for crashtest)"}
@@ -52,7 +52,7 @@ func recordCommand() command {
 }
 
 // recordedAnswer is what model_call_completed records of an answer
-// (internal/harness).
+// (internal/kernel/harness).
 type recordedAnswer struct {
 	Usage  model.Usage `json:"usage"`
 	Answer *struct {

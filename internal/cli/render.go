@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // eventData holds the fields of an event's data that the progress view
-// understands, as internal/harness writes them: tool; done, total and note
+// understands, as internal/kernel/harness writes them: tool; done, total and note
 // (tool progress); approval_id, args_hash and args (approval requested);
 // destination, external_id and how (operations); error; by. order and of
 // (a plan position) are shown when present.

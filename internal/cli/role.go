@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/aws/awsbackend"
+	"github.com/keelrun/keel/internal/aws/roles"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/roles"
 )
 
 // serveRole plays the role KEEL_ROLE names: a Lambda role served on the

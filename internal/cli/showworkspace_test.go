@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	artfs "github.com/keelrun/keel/internal/artifact/fs"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/store/sqlite"
-	"github.com/keelrun/keel/internal/workspace"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/store/sqlite"
+	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
 // TestShowWorkspace runs keel show against the real API over SQLite and

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/harness"
+	"github.com/keelrun/keel/internal/kernel/harness"
 )
 
 // stepCommand runs one harness Step of a run directly on the store named

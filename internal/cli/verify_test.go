@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // TestVerify: keel verify accepts an untouched log, prints its head, and

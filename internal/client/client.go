@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // Client calls one Keel API.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/keelrun/keel/internal/cost"
+	"github.com/keelrun/keel/internal/observe/cost"
 )
 
 // Cost calls GET /v1/runs/{id}/cost: the run's usage and its price from

@@ -8,8 +8,8 @@ import (
 	"net/http"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/explain"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/observe/explain"
 )
 
 // Explain reads a run's story (GET /v1/runs/{id}/explain).

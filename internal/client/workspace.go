@@ -8,7 +8,7 @@ import (
 	"net/url"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // Workspace lists the workspace version of each of a run's checkpoints

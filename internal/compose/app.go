@@ -2,11 +2,11 @@ package compose
 
 import (
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/sandbox"
-	"github.com/keelrun/keel/internal/tool"
-	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/sandbox"
+	"github.com/keelrun/keel/internal/kernel/tool"
+	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
 // App is what a Keel program brings: its agents. The public package

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/aws/awsbackend"
 )
 
 // LoadAWSConfig is, with keel_env_aws (every role's build), the configuration a Lambda

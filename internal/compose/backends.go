@@ -6,13 +6,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/keelrun/keel/internal/artifact"
-	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/aws/awsbackend"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/provider"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/model/provider"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // Backends open what a configuration names beyond the embedded default:

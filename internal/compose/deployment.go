@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/doctor"
-	"github.com/keelrun/keel/internal/model/provider"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/telemetry"
-	"github.com/keelrun/keel/internal/tool"
-	"github.com/keelrun/keel/internal/workspace"
+	"github.com/keelrun/keel/internal/kernel/model/provider"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/tool"
+	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/observe/doctor"
+	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 
 // Deployment is what this runtime reports of its own composition for

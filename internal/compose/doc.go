@@ -4,7 +4,7 @@
 // ([Open]) and builds every role of the one binary — the Lambda roles
 // (api, step, approval, finalize, schedule: [NewAPI] ... [NewSchedule],
 // served by [ServeLambda]), the long-running task ([RunTask]) and the
-// parts `keel dev` runs (internal/devserver takes a [Runtime]). Because
+// parts `keel dev` runs (internal/local/devserver takes a [Runtime]). Because
 // every role is built here from the same values, the dev server and the
 // AWS functions cannot drift: Finalize writes the debug bundle in both.
 //
@@ -21,6 +21,6 @@
 //     aws-lambda-go reports errorType "RetryableError" / "FencedError",
 //     which stepfunctions/run.asl.json matches in Retry and Catch. Any other
 //     error is States.ALL there: the Step is finalized as failed.
-//   - The api role serves internal/api unchanged behind internal/apigw:
+//   - The api role serves internal/api unchanged behind internal/aws/apigw:
 //     the principal is the API Gateway authorizer's.
 package compose

@@ -1,6 +1,6 @@
 package compose
 
-import "github.com/keelrun/keel/internal/telemetry"
+import "github.com/keelrun/keel/internal/observe/telemetry"
 
 // BundleEnv is what a debug bundle's env.txt says of this runtime: the
 // build, each agent's model and the configuration with its credentials

@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/otelkeel"
-	"github.com/keelrun/keel/internal/otelkeel/otlptest"
-	"github.com/keelrun/keel/internal/span"
+	"github.com/keelrun/keel/internal/kernel/span"
+	"github.com/keelrun/keel/internal/observe/otelkeel"
+	"github.com/keelrun/keel/internal/observe/otelkeel/otlptest"
 )
 
 // TestLambdaInvocationFlushes: a Lambda role's invocation has exported

@@ -9,12 +9,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/apigw"
-	"github.com/keelrun/keel/internal/awsbackend"
+	"github.com/keelrun/keel/internal/aws/apigw"
+	"github.com/keelrun/keel/internal/aws/awsbackend"
+	"github.com/keelrun/keel/internal/aws/roles"
+	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/aws/sweeper"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/roles"
-	"github.com/keelrun/keel/internal/states/sfnclient"
-	"github.com/keelrun/keel/internal/sweeper"
 )
 
 // StepFunctions is the Step Functions API the roles use: *sfnclient.Client

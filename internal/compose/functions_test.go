@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/keelrun/keel/internal/artifact"
-	artfs "github.com/keelrun/keel/internal/artifact/fs"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/telemetry"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 
 // The ids the Step Functions payloads in testdata name.

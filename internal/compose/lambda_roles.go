@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/keelrun/keel/internal/aws/roles"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/roles"
-	"github.com/keelrun/keel/internal/tool"
+	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
 // NeedsSFN reports whether a Lambda role calls Step Functions: the api

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/kernel/model"
 )
 
 // awsModels, in a build with keel_no_models (a role that calls no model), refuses

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/model"
+	"github.com/keelrun/keel/internal/kernel/model"
 )
 
 // refuseModels is the NewModel of a role that calls no model.

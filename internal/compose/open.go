@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/artifact"
-	artfs "github.com/keelrun/keel/internal/artifact/fs"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/provider"
-	"github.com/keelrun/keel/internal/model/scripted"
-	"github.com/keelrun/keel/internal/otelkeel"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/model/provider"
+	"github.com/keelrun/keel/internal/kernel/model/scripted"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/tool"
+	"github.com/keelrun/keel/internal/observe/otelkeel"
 	"github.com/keelrun/keel/internal/scrub"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/tool"
 )
 
 // Runtime is the opened parts every role is built from: the store, the

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/states"
+	"github.com/keelrun/keel/internal/aws/states"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // taskBinary builds the stock program (cmd/keel: keel.Main with the

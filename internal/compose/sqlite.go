@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/keelrun/keel/internal/store/sqlite"
+	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // SQLiteStore and SQLiteOptions are the embedded store's, in every build

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // The keel_lambda build (the deployed functions and task, which keep runs

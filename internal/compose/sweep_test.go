@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/aws/sweeper"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/states/sfnclient"
-	"github.com/keelrun/keel/internal/sweeper"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 func (w *world) sweeper(t *testing.T) *compose.Sweep {

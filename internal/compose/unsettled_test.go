@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // TestNoEndOverUnsettled replays issue #34 on both stores through the

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/keelrun/keel/internal/api"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 func (b backend) String() string {

@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/keelrun/keel/internal/artifact"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/runspace"
-	"github.com/keelrun/keel/internal/sandbox"
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/runspace"
+	"github.com/keelrun/keel/internal/kernel/sandbox"
 )
 
 // workspaces builds the agents' workspace managers, sharing one sandbox

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/internal/faults"
-	"github.com/keelrun/keel/internal/model/provider"
+	"github.com/keelrun/keel/internal/kernel/model/provider"
+	"github.com/keelrun/keel/internal/proof/faults"
 	"github.com/keelrun/keel/internal/scrub"
 )
 
@@ -65,7 +65,7 @@ type Config struct {
 	Models provider.Settings
 	// SpillTools is KEEL_SPILL_TOOLS: tools run in the long-running task.
 	SpillTools []string
-	// Prices is KEEL_PRICES: a JSON price table (internal/cost.Load) that
+	// Prices is KEEL_PRICES: a JSON price table (internal/observe/cost.Load) that
 	// `keel cost` prices a run with instead of the dated default.
 	Prices string
 	// ToolDelay is KEEL_TOOL_DELAY (tool=duration,...): holds read-only
@@ -130,7 +130,7 @@ type Config struct {
 	// WorkspaceRoot is KEEL_WORKSPACE_ROOT: where this worker keeps its
 	// copies of runs' workspaces (a cache: the record is in the artifact
 	// store). Empty: a directory under the system's temporary directory
-	// named after the store (internal/runspace says why not the data dir).
+	// named after the store (internal/kernel/runspace says why not the data dir).
 	WorkspaceRoot string
 	// Sandbox is KEEL_SANDBOX: "bubblewrap" (default) isolates agents'
 	// commands with Linux namespaces and refuses to start where they are

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // Store is what the worker reads and writes: the outbox, the run and

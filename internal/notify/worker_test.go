@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/notify"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store"
-	"github.com/keelrun/keel/internal/store/sqlite"
 )
 
 // receiver is a webhook receiver on loopback that checks signatures and

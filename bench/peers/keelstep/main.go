@@ -7,7 +7,7 @@
 // keel: N iterations of the real harness on the real SQLite store (an
 // instant scripted model call → an instant read-only tool → the durable
 // checkpoint, two messages appended per iteration), then the final
-// answer, all in one Step as internal/harness's BenchmarkStepVsFloor runs
+// answer, all in one Step as internal/kernel/harness's BenchmarkStepVsFloor runs
 // it. floor: Go + SQLite, one append transaction of the same two messages
 // per step, WAL and synchronous=FULL.
 package main
@@ -26,13 +26,13 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	artfs "github.com/keelrun/keel/internal/artifact/fs"
-	"github.com/keelrun/keel/internal/harness"
-	"github.com/keelrun/keel/internal/model"
-	"github.com/keelrun/keel/internal/model/scripted"
-	"github.com/keelrun/keel/internal/run"
-	"github.com/keelrun/keel/internal/store/sqlite"
-	"github.com/keelrun/keel/internal/tool"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/model/scripted"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store/sqlite"
+	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
 // Result is what the driver reads from stdout.

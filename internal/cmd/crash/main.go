@@ -1,4 +1,4 @@
-// Command crash runs Keel's crash suite (package internal/crash):
+// Command crash runs Keel's crash suite (package internal/proof/crash):
 //
 //	crash [flags] matrix     every fault point and scenario, one row each
 //	crash [flags] soak       N randomized runs killed at random moments
@@ -28,9 +28,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/keelrun/keel/internal/awslocal"
-	"github.com/keelrun/keel/internal/crash"
-	"github.com/keelrun/keel/internal/crash/localaws"
+	"github.com/keelrun/keel/internal/proof/awslocal"
+	"github.com/keelrun/keel/internal/proof/crash"
+	"github.com/keelrun/keel/internal/proof/crash/localaws"
 )
 
 func main() {
@@ -53,7 +53,7 @@ func parseFlags() (options, bool) {
 	var o options
 	flag.StringVar(&o.keel, "keel", "bin/keel", "keel binary under test")
 	flag.StringVar(&o.pub, "pubserver", "bin/pubserver", "publication server binary")
-	flag.StringVar(&o.script, "script", "internal/fixture/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
+	flag.StringVar(&o.script, "script", "internal/proof/fixture/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
 	flag.StringVar(&o.store, "store", "sqlite", "store backend: sqlite, or dynamo (DynamoDB and S3: moto started by -moto, else at AWS_ENDPOINT_URL when set, e.g. LocalStack, else served in-process by minidyn and gofakes3)")
 	flag.StringVar(&o.moto, "moto", "", "with -store dynamo: start moto with this python (e.g. python3; moto[server] 5 installed) on a loopback port, every request serialized, and stop it at the end")
 	flag.StringVar(&o.lease, "lease", "", "keel dev's lease settings: default (keel dev's own: KEEL_STEP_BUDGET and KEEL_LEASE_TTL unset) or short (2s and 1s); empty: short on dynamo, default on sqlite")
@@ -194,7 +194,7 @@ func play(ctx context.Context, cfg crash.Config, o options, where string) int {
 }
 
 // awsEndpoint is the DynamoDB and S3 endpoint of -store dynamo: moto
-// started with python (internal/awslocal's launcher: loopback, requests
+// started with python (internal/proof/awslocal's launcher: loopback, requests
 // served one at a time, its log in dir/moto), the one at AWS_ENDPOINT_URL
 // (LocalStack) with the usual AWS configuration, or one served by this
 // process. Each outlives every keel process the suite kills.

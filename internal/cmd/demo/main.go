@@ -1,4 +1,4 @@
-// Command demo runs the Keel demo (see package internal/demo). `make demo`
+// Command demo runs the Keel demo (see package internal/local/demo). `make demo`
 // builds bin/keel and bin/pubserver and runs it.
 package main
 
@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/keelrun/keel/internal/demo"
-	"github.com/keelrun/keel/internal/run"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/local/demo"
 )
 
 func main() {

@@ -1,0 +1,151 @@
+package harness
+
+import (
+	"sync"
+
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/run"
+)
+
+// runCache keeps, for the runs this Harness stepped last, what a Step
+// rebuilt from the store — the transcript, its view, the plan items — so
+// that the next Step of the same run on this worker need not read every
+// checkpoint and plan item again. Rebuilding made a Step's start cost grow
+// with the run's length: at 100,000 iterations it read 100,000 checkpoints.
+//
+// An entry is only a shortcut, never a source of truth: it is used only
+// when the run's log head (LastSeq) is the one the entry's Step left
+// behind. Every write to a run's records appends to its log in the same
+// commit (a Step's first commit carries lease_acquired; decisions, inputs
+// and cancels append their events), so an unchanged head means nothing was
+// written since, by this worker or any other. A Step takes its run's entry
+// out and puts it back when it ends cleanly: two Steps never share one.
+type runCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*cachedRun
+	order   []string // oldest first, for eviction
+}
+
+type cachedRun struct {
+	lastSeq   int64 // the run's log head when the entry was put
+	cpID      string
+	cpSeq     int64
+	wsVersion string
+	msgs      []model.Message
+	view      transcriptView
+	items     map[string]run.PlanItem
+	inherited map[string]run.PlanItem
+	nextOrder int64
+}
+
+// defaultCacheRuns bounds the entries: enough for the runs one worker steps
+// at once (keel dev under load), few enough that their transcripts stay a
+// small part of memory.
+const defaultCacheRuns = 1024
+
+func newRunCache(max int) *runCache {
+	if max < 0 {
+		return nil
+	}
+	if max == 0 {
+		max = defaultCacheRuns
+	}
+	return &runCache{max: max, entries: map[string]*cachedRun{}}
+}
+
+// take removes and returns runID's entry if it is current for a run whose
+// log head is lastSeq.
+func (c *runCache) take(runID string, lastSeq int64, checkpointID string) *cachedRun {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[runID]
+	if !ok {
+		return nil
+	}
+	delete(c.entries, runID)
+	if e.lastSeq != lastSeq || e.cpID != checkpointID {
+		return nil
+	}
+	return e
+}
+
+func (c *runCache) put(runID string, e *cachedRun) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[runID]; !ok {
+		c.order = append(c.order, runID)
+	}
+	c.entries[runID] = e
+	for len(c.entries) > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		if old != runID {
+			delete(c.entries, old)
+		} else {
+			c.order = append(c.order, old)
+		}
+	}
+	if len(c.order) > 2*c.max {
+		// Ids of entries taken since: drop them from the queue.
+		live := c.order[:0]
+		for _, id := range c.order {
+			if _, ok := c.entries[id]; ok {
+				live = append(live, id)
+			}
+		}
+		c.order = live
+	}
+}
+
+// fromCache restores what load would rebuild, when the cache has it.
+func (s *step) fromCache() bool {
+	e := s.h.cache.take(s.run.ID, s.run.LastSeq, s.run.CheckpointID)
+	if e == nil {
+		return false
+	}
+	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = e.msgs, len(e.msgs), e.cpID, e.cpSeq, e.wsVersion
+	s.view, s.items, s.inherited, s.nextOrder = e.view, e.items, e.inherited, e.nextOrder
+	return true
+}
+
+// toCache keeps the Step's state for the run's next Step, when everything
+// it holds is committed.
+func (s *step) toCache() {
+	if s.committed != len(s.msgs) || !s.pend.empty() || s.items == nil || s.status.Terminal() {
+		return
+	}
+	// Only what the next model call needs: the entry is bounded by the
+	// agent's context window, not by the run's length.
+	s.trimTranscript(true)
+	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, wsVersion: s.wsVersion, msgs: s.msgs,
+		view: s.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
+}
+
+// liveItems is s.items without the finished items of answered calls: a
+// Step looks items up only for the open calls of the last answer and for
+// pending operations (whose items are not finished), and with everything
+// committed a finished item's call is answered in the transcript. Keeping
+// only these keeps a long run's entry from growing with its length.
+func (s *step) liveItems() map[string]run.PlanItem {
+	open := map[string]bool{}
+	for _, tc := range s.openCalls() {
+		open[tc.ID] = true
+	}
+	live := make(map[string]run.PlanItem, len(open))
+	for callID, it := range s.items {
+		switch {
+		case open[callID]:
+		case it.Status == run.PlanCompleted, it.Status == run.PlanFailed, it.Status == run.PlanDenied, it.Status == run.PlanSkipped:
+			continue
+		}
+		live[callID] = it
+	}
+	return live
+}

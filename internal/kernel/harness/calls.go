@@ -1,0 +1,267 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/tool"
+)
+
+// permit applies the permission mode. allowed=false means the item got an
+// answer without running (denied).
+func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowed bool, d Decision, stop bool, err error) {
+	mode := t.Info().Mode
+	if mode == run.ModeSafeReadonly {
+		return true, Decision{}, false, nil
+	}
+	if mode == run.ModeConfirmOnce {
+		ok, err := s.h.opt.Store.HasGrant(ctx, s.run.SessionID, it.Tool)
+		if err != nil {
+			return false, Decision{}, true, &RetryableError{Err: err}
+		}
+		if ok {
+			return true, Decision{}, false, nil
+		}
+	}
+	apID := approvalID(it)
+	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		ap = run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, PlanItemID: it.ID, Tool: it.Tool, Mode: mode,
+			Args: it.Args, ArgsHash: it.ArgsHash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
+		it.Status = run.PlanAwaitingApproval
+		s.putItem(it)
+		s.setStatus(run.StatusAwaitingApproval)
+		s.addEvent(run.Event{Type: run.EventApprovalRequested, PlanItemID: it.ID, Data: mustJSON(map[string]any{
+			"approval_id": apID, "tool": it.Tool, "mode": mode, "args_hash": it.ArgsHash, "args": it.Args})})
+		s.pend.patch.ReleaseLease = true
+		if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
+			return false, Decision{}, true, err
+		}
+		s.approvalRequested(ctx, ap)
+		s.h.opt.Faults.Hit(FaultAwaitApproval)
+		return false, s.approvalDecision(apID), true, nil
+	case err != nil:
+		return false, Decision{}, true, &RetryableError{Err: err}
+	}
+	switch ap.Status {
+	case run.ApprovalPending:
+		s.setStatus(run.StatusAwaitingApproval)
+		s.pend.patch.ReleaseLease = true
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return false, Decision{}, true, err
+		}
+		return false, s.approvalDecision(apID), true, nil
+	case run.ApprovalApproved:
+		if ap.ArgsHash != it.ArgsHash {
+			return false, Decision{}, true, fmt.Errorf("approval %s covers args %s, item has %s", apID, ap.ArgsHash, it.ArgsHash)
+		}
+		s.approvalDecided(ctx, ap)
+		s.h.opt.Faults.Hit(FaultAfterDecision)
+		s.setStatus(run.StatusRunning)
+		return true, Decision{}, false, nil
+	default: // denied or cancelled
+		s.approvalDecided(ctx, ap)
+		s.setStatus(run.StatusRunning)
+		msg := "The user denied this action."
+		if ap.Reason != "" {
+			msg += " Reason: " + ap.Reason
+		}
+		s.finishItem(it, run.PlanDenied, tool.Result{Content: msg}, true)
+		return false, Decision{}, false, nil
+	}
+}
+
+func (s *step) approvalDecision(apID string) Decision {
+	timeout := s.h.opt.ApprovalTimeout
+	if dl := s.run.Limits.Deadline; !dl.IsZero() {
+		if left := dl.Sub(s.h.opt.Clock()); left < timeout {
+			timeout = left
+		}
+	}
+	secs := int64(timeout.Seconds())
+	if secs < 1 {
+		secs = 1
+	}
+	return Decision{Next: NextApproval, ApprovalID: apID, ApprovalTimeoutSeconds: secs}
+}
+
+// approvalID is deterministic in the item and its exact args: the same
+// proposal finds its approval again after a crash; changed args never do.
+func approvalID(it run.PlanItem) string {
+	h := run.HashDigits(it.ArgsHash)
+	if len(h) > 16 {
+		h = h[:16]
+	}
+	return "apr_" + strings.TrimPrefix(it.ID, "item_") + "_" + h
+}
+
+// runReadonly runs read-only calls; more than one run concurrently, each
+// holding a tool-call reservation in the store so they cannot together pass
+// the limit.
+func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision, bool, error) {
+	lim := s.run.Limits.MaxToolCalls
+	b := s.run.Budget
+	if len(group) == 1 {
+		if lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
+			d, err := s.exceeded(ctx, "max_tool_calls", lim)
+			return d, true, err
+		}
+		s.pend.used.ToolCalls++
+		s.execReadonly(ctx, group[0])
+		return Decision{}, false, nil
+	}
+	if err := s.flush(ctx, store.Commit{}); err != nil { // reservations must see what we used
+		return Decision{}, true, err
+	}
+	type outcome struct {
+		reserved bool
+		res      tool.Result
+		err      error
+		started  time.Time
+		done     time.Time
+	}
+	outs := make([]outcome, len(group))
+	var wg sync.WaitGroup
+	for i, it := range group {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.h.opt.Store.Reserve(ctx, s.run.ID, store.Amounts{ToolCalls: 1}); err != nil {
+				outs[i].err = err
+				return
+			}
+			outs[i].reserved = true
+			outs[i].started = s.h.opt.Clock()
+			outs[i].res, outs[i].err = s.invoke(ctx, it, true, nil)
+			outs[i].done = s.h.opt.Clock()
+		}()
+	}
+	wg.Wait()
+	overspent := false
+	for i, it := range group {
+		o := outs[i]
+		if !o.reserved {
+			overspent = overspent || errors.Is(o.err, store.ErrBudgetExceeded)
+			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", errString(o.err), "dispatched", false)})
+			s.finishItem(it, run.PlanFailed, tool.Result{Content: "not run: " + errString(o.err)}, true)
+			continue
+		}
+		s.pend.released.ToolCalls++
+		s.pend.used.ToolCalls++
+		// The call's tool_started would land in this commit with its
+		// result: the result carries the start and the duration instead.
+		s.toolDone(it, o.res, o.err, toolSpan{start: o.started, end: o.done, concurrent: true})
+	}
+	if overspent {
+		d, err := s.exceeded(ctx, "max_tool_calls", lim)
+		return d, true, err
+	}
+	return Decision{}, false, nil
+}
+
+// toolSpan is when a call ran, for the tool_completed or tool_failed event
+// that stands for its tool_started too.
+type toolSpan struct {
+	start, end time.Time
+	concurrent bool
+	// logged: the tool_started event was committed before the result (a
+	// progress report flushed it), so the result need not carry the span.
+	logged bool
+}
+
+func (sp toolSpan) micros() int64 {
+	if sp.logged {
+		return -1
+	}
+	return micros(sp.end.Sub(sp.start))
+}
+
+// execReadonly runs one read-only call. Its tool_started is held back:
+// when nothing is committed before the result, it would land in the same
+// commit as tool_completed and is left out; a progress report that
+// commits first writes it ahead of itself (invoke).
+func (s *step) execReadonly(ctx context.Context, it run.PlanItem) {
+	sp := &toolSpan{start: s.h.opt.Clock()}
+	res, err := s.invoke(ctx, it, false, sp)
+	sp.end = s.h.opt.Clock()
+	s.toolDone(it, res, err, *sp)
+}
+
+func (s *step) toolDone(it run.PlanItem, res tool.Result, err error, sp toolSpan) {
+	if err != nil {
+		data := map[string]any{"tool": it.Tool, "error": err.Error(), "dispatched": true}
+		if us := sp.micros(); us >= 0 {
+			data["duration_us"] = us
+		}
+		if sp.concurrent {
+			data["concurrent"] = true
+		}
+		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: mustJSON(data)})
+		s.finishItem(it, run.PlanFailed, tool.Result{Content: "tool failed: " + err.Error()}, true)
+		return
+	}
+	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: toolDoneData(it.Tool, len(res.Content), sp.micros(), sp.concurrent)})
+	s.finishItem(it, run.PlanCompleted, res, false)
+}
+
+// invoke runs a tool, forwarding progress as tool_progress events. A tool
+// running alone has its progress committed under the lease with whatever
+// the step has pending, so the log reads in order (tool_started before its
+// progress); calls running concurrently commit progress on their own. Both
+// go through the lease's token: a fenced worker cannot report progress.
+// held, for a call running alone, is its tool_started held back: the first
+// progress report commits it, ahead of itself.
+func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, held *toolSpan) (tool.Result, error) {
+	t, _ := s.agent.Tools.Get(it.Tool)
+	var mu sync.Mutex
+	lastPct := int64(-1)
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(done, total int64, note string) {
+		if total <= 0 {
+			return
+		}
+		pct := done * 100 / total
+		mu.Lock()
+		report := pct >= lastPct+10 || done == total
+		if report {
+			lastPct = pct
+		}
+		mu.Unlock()
+		if !report {
+			return
+		}
+		ev := run.Event{Type: run.EventToolProgress, PlanItemID: it.ID, Time: s.h.opt.Clock(),
+			Data: s.redactBytes(jsonObj("tool", it.Tool, "done", done, "total", total, "note", note))}
+		// Progress is advisory: a failure to record it does not fail the tool.
+		var err error
+		if concurrent {
+			// Fenced like every write of the step, and carrying nothing
+			// else: the other calls' goroutines own no part of s.pend.
+			_, err = s.h.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
+		} else {
+			mu.Lock()
+			if held != nil && !held.logged {
+				held.logged = true
+				s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: held.start, Data: jsonObj("tool", it.Tool)})
+			}
+			s.addEvent(ev)
+			err = s.flush(ctx, store.Commit{})
+			mu.Unlock()
+		}
+		if err != nil {
+			s.log.Warn("tool progress not recorded", "err", err)
+		}
+	}}
+	// A new name, not ctx: the progress callback above captures ctx, and
+	// reassigning it would move it to the heap on every call.
+	tctx, sp := s.startTool(ctx, it, false)
+	res, err := s.runTool(tctx, t, it.Tool, call)
+	s.endTool(tctx, sp, res, err)
+	return res, err
+}

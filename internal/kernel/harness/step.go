@@ -1,0 +1,121 @@
+package harness
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+)
+
+// step is the state of one Step call. It is thrown away when the Step
+// returns: the next Step rebuilds it from the store.
+type step struct {
+	h        *Harness
+	agent    Agent
+	run      run.Run
+	token    int64
+	deadline time.Time
+	log      *slog.Logger
+	secrets  []string // declared by the agent's tools: never recorded
+
+	msgs      []model.Message // the transcript: its first message and the tail the context window needs (transcript.go)
+	committed int             // msgs[:committed] are durable
+	view      transcriptView  // of msgs, for model calls
+	cpID      string
+	cpSeq     int64
+	wsVersion string                  // the workspace version of the last checkpoint
+	ws        Workspace               // the run's workspace, once a tool of this Step needed it
+	items     map[string]run.PlanItem // by model call id, this run
+	inherited map[string]run.PlanItem // by model call id, runs this one forked from
+	nextOrder int64
+	status    run.Status
+
+	pend pending
+	// fresh holds the run's signals as the last commit left them, when the
+	// store reports them (signalCommitter): the next iteration uses them
+	// instead of reading its own.
+	fresh *store.RunSignals
+}
+
+type checkpointState struct {
+	Messages []model.Message `json:"messages"`
+}
+
+// loop runs iterations until a decision.
+func (s *step) loop(ctx context.Context) (Decision, error) {
+	if d, stop, err := s.reconcileAll(ctx); err != nil || stop {
+		return d, err
+	}
+	for {
+		// One cheap read per iteration sees a cancel request or a lost
+		// lease; budget reservations need no refresh, since only this
+		// step's own concurrent calls reserve while it holds the lease.
+		sig, err := s.signals(ctx)
+		if err != nil {
+			return Decision{}, &RetryableError{Err: err}
+		}
+		if sig.LeaseToken != s.token {
+			return Decision{}, &FencedError{RunID: s.run.ID}
+		}
+		s.run.CancelRequested = sig.CancelRequested
+		if s.run.CancelRequested {
+			return s.cancel(ctx)
+		}
+		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
+			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"))
+		}
+		if len(s.openCalls()) == 0 {
+			d, stop, err := s.callModel(ctx)
+			if err != nil || stop {
+				return d, err
+			}
+		}
+		if open := s.openCalls(); len(open) > 0 {
+			d, stop, err := s.runCalls(ctx, open)
+			if err != nil || stop {
+				return d, err
+			}
+		}
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return Decision{}, err
+		}
+		s.trimTranscript(false)
+		if !s.h.opt.Clock().Before(s.deadline) {
+			return Decision{Next: NextContinue}, nil
+		}
+	}
+}
+
+// openCalls returns the tool calls of the last assistant message that have
+// no result in the transcript yet, in order.
+func (s *step) openCalls() []model.ToolCall {
+	last := -1
+	for i := len(s.msgs) - 1; i >= 0; i-- {
+		if s.msgs[i].Role == model.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range s.msgs[last+1:] {
+		if m.Role == model.RoleUser {
+			return nil
+		}
+		for _, tr := range m.ToolResults {
+			answered[tr.CallID] = true
+		}
+	}
+	var open []model.ToolCall
+	for _, tc := range s.msgs[last].ToolCalls {
+		if !answered[tc.ID] {
+			open = append(open, tc)
+		}
+	}
+	return open
+}

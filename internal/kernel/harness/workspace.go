@@ -1,0 +1,84 @@
+package harness
+
+// A run's workspace: opened on this worker before its first tool call of a
+// Step, versioned with each checkpoint written after a tool may have changed
+// it. The version a checkpoint names is what any worker restores; the copy
+// on this worker is only trusted as that version (internal/kernel/runspace).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/keelrun/keel/internal/kernel/workspace"
+)
+
+// Workspaces opens a run's workspace on this worker as of version (empty: a
+// run that never had files). internal/kernel/runspace implements it.
+type Workspaces func(ctx context.Context, runID, version string) (Workspace, error)
+
+// Workspace is a run's tree on this worker.
+type Workspace interface {
+	// Touch is called before a tool may change the tree.
+	Touch() error
+	// Touched reports whether a tool may have changed it since it was
+	// opened or snapshotted.
+	Touched() bool
+	// Snapshot stores the tree and returns its version. An error wrapping
+	// workspace.ErrTooLarge, ErrPathEscapes or ErrUnsupported is the tree's
+	// fault and ends the run; any other is retried.
+	Snapshot(ctx context.Context) (string, error)
+	// Bind returns ctx carrying the tree for the tool's code.
+	Bind(ctx context.Context) context.Context
+}
+
+// WorkspaceError is a tree that cannot be versioned: the run ends failed
+// with it, since retrying stores the same tree.
+type WorkspaceError struct{ Err error }
+
+func (e *WorkspaceError) Error() string { return "workspace: " + e.Err.Error() }
+func (e *WorkspaceError) Unwrap() error { return e.Err }
+
+// toolContext returns ctx carrying the run's workspace, opened on first
+// use in this Step and touched: the tool about to run may change it.
+func (s *step) toolContext(ctx context.Context) (context.Context, error) {
+	if s.agent.Workspace == nil {
+		return ctx, nil
+	}
+	if s.ws == nil {
+		ws, err := s.agent.Workspace(ctx, s.run.ID, s.wsVersion)
+		if err != nil {
+			if treeFault(err) {
+				return nil, &WorkspaceError{Err: err}
+			}
+			return nil, &RetryableError{Err: fmt.Errorf("open workspace: %w", err)}
+		}
+		s.ws = ws
+	}
+	if err := s.ws.Touch(); err != nil {
+		return nil, &RetryableError{Err: err}
+	}
+	return s.ws.Bind(ctx), nil
+}
+
+// workspaceVersion is the version the next checkpoint names: a new one
+// when a tool may have changed the tree since the last, else the last.
+func (s *step) workspaceVersion(ctx context.Context) (string, error) {
+	if s.ws == nil || !s.ws.Touched() {
+		return s.wsVersion, nil
+	}
+	v, err := s.ws.Snapshot(ctx)
+	if err != nil {
+		if treeFault(err) {
+			return "", &WorkspaceError{Err: err}
+		}
+		return "", &RetryableError{Err: fmt.Errorf("snapshot workspace: %w", err)}
+	}
+	s.h.opt.Faults.Hit(FaultInWorkspaceSnapshot)
+	return v, nil
+}
+
+func treeFault(err error) bool {
+	return errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrPathEscapes) ||
+		errors.Is(err, workspace.ErrUnsupported) || errors.Is(err, workspace.ErrBlob) || errors.Is(err, workspace.ErrBadManifest)
+}

@@ -1,0 +1,88 @@
+// Package tool defines what an agent can call: a small Tool interface, a
+// registry, argument validation against each tool's JSON Schema, and the
+// permission mode that decides whether a call runs, asks once per session,
+// or asks for its exact arguments every time.
+//
+// A tool that changes the outside world also implements [Effectful]: the
+// harness then never calls Run, but records the intent, dispatches through
+// the tool's destination with the operation id as idempotency key, and
+// reconciles on recovery (package ops).
+//
+// Tools get credentials from the runtime (their constructors), never from
+// their arguments: arguments are shown to the model, stored in events and
+// plan items, and hashed for approvals.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/keelrun/keel/internal/kernel/ops"
+	"github.com/keelrun/keel/internal/kernel/run"
+)
+
+// Info describes a tool to the model and to the harness.
+type Info struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments object.
+	Schema json.RawMessage
+	Mode   run.Mode
+	// Long marks a tool that may outlive a bounded step (a Lambda): the
+	// harness spills the run to the long-running task before calling it.
+	Long bool
+}
+
+// Call is one validated invocation.
+type Call struct {
+	RunID      string
+	PlanItemID string
+	// CheckpointID is the checkpoint the run resumed from for this call:
+	// artifacts a tool writes are keyed under it.
+	CheckpointID string
+	Args         json.RawMessage
+	// Progress reports done of total units; the harness records it as a
+	// tool_progress event. Safe to call from any goroutine; may be nil-safe no-op.
+	Progress func(done, total int64, note string)
+}
+
+// Result is what a tool returns: Content goes to the model, Data is recorded.
+type Result struct {
+	Content string          `json:"content"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Tool is something the agent can call.
+type Tool interface {
+	Info() Info
+	// Run performs the call. Read-only tools may be run again after a
+	// crash; anything with an external effect must be Effectful instead.
+	Run(ctx context.Context, c Call) (Result, error)
+}
+
+// SecretHolder is a tool that holds credentials (from its constructor,
+// never its arguments) and names them, so that the harness replaces each
+// with "[redacted]" in whatever it records or shows the model: results,
+// errors, progress notes, operation outcomes. Secrets shorter than 8 bytes
+// are not redacted (they would match ordinary text).
+type SecretHolder interface {
+	Secrets() []string
+}
+
+// Effectful is a tool whose call is an external side effect. Run is not
+// used for it.
+type Effectful interface {
+	Tool
+	ops.Destination
+	// Intent checks the call and names what it will change before anything
+	// is recorded: the artifact hash the effect carries (re-validated
+	// here, e.g. a report's content against its approved hash).
+	Intent(ctx context.Context, c Call) (Intent, error)
+	// Describe turns a confirmed outcome into what the model is told.
+	Describe(op run.Operation) Result
+}
+
+// Intent is what an effectful call will change.
+type Intent struct {
+	ArtifactHash string
+}

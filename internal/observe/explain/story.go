@@ -1,0 +1,300 @@
+package explain
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/observe/telemetry"
+)
+
+// data is the union of the event payload fields the story reads.
+type data struct {
+	Tool        string          `json:"tool"`
+	Error       string          `json:"error"`
+	Reason      string          `json:"reason"`
+	Limit       string          `json:"limit"`
+	Value       json.RawMessage `json:"value"`
+	By          string          `json:"by"`
+	DecidedBy   string          `json:"decided_by"`
+	ApprovalID  string          `json:"approval_id"`
+	Mode        string          `json:"mode"`
+	Retried     bool            `json:"retried"`
+	RetryAfter  float64         `json:"retry_after_seconds"`
+	DurableWait bool            `json:"durable_wait"`
+	Next        string          `json:"next"`
+	Answer      struct {
+		Text  string `json:"text"`
+		Calls []struct {
+			Name string `json:"name"`
+		} `json:"calls"`
+	} `json:"answer"`
+}
+
+func read(e run.Event) data {
+	var d data
+	if len(e.Data) > 0 {
+		_ = json.Unmarshal(e.Data, &d) // another shape reads as empty fields
+	}
+	return d
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// decisionOf names what an event decided, "" for bookkeeping.
+func decisionOf(e run.Event) string {
+	d := read(e)
+	switch e.Type {
+	case run.EventModelCallCompleted:
+		if len(d.Answer.Calls) == 0 {
+			return "the model answered (end of turn)"
+		}
+		names := make([]string, len(d.Answer.Calls))
+		for i, c := range d.Answer.Calls {
+			names[i] = c.Name
+		}
+		return "the model asked for " + strings.Join(names, ", ")
+	case run.EventToolFailed:
+		return fmt.Sprintf("%s failed: %s", d.Tool, clip(d.Error, 120))
+	case run.EventApprovalRequested:
+		return fmt.Sprintf("asked a person to approve %s (%s)", d.Tool, d.Mode)
+	case run.EventApprovalGranted:
+		return "approved by " + d.DecidedBy
+	case run.EventApprovalDenied:
+		return "denied by " + d.DecidedBy
+	case run.EventApprovalCancelled:
+		return "approval withdrawn (" + d.By + ")"
+	case run.EventRateLimited:
+		if d.Retried {
+			return ""
+		}
+		return fmt.Sprintf("rate limited: durable wait of %.0fs", d.RetryAfter)
+	case run.EventModelCallFailed:
+		if d.Retried {
+			return ""
+		}
+		return "model call failed: " + clip(d.Error, 120)
+	case run.EventBudgetExceeded:
+		return fmt.Sprintf("budget exceeded: %s (%s)", d.Limit, strings.Trim(string(d.Value), `"`))
+	case run.EventOpUncertain:
+		return "effect outcome unknown, " + d.Next + ": " + clip(d.Error, 100)
+	case run.EventOpReconciled:
+		return "effect found at its destination after a restart"
+	case run.EventOpNeedsHuman:
+		return "effect needs a person: " + clip(d.Reason, 160)
+	case run.EventCancelRequested:
+		return "cancel requested by " + d.By
+	case run.EventRunSpilled:
+		return "moved to the long-running worker for " + d.Tool
+	case run.EventInputReceived:
+		return "new input received"
+	case run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled, run.EventRunNeedsHuman:
+		return "run " + strings.TrimPrefix(string(e.Type), "run_")
+	}
+	return ""
+}
+
+// path is the run's decisions in the order they happened. The log is in
+// commit order: an event another writer appended (a cancel, a decision)
+// while a Step ran comes before that Step's own events in seq, so the
+// path is ordered by event time. A decision repeated at once, or a pair
+// repeated (asked for a tool, the tool failed), is folded.
+func path(b telemetry.Bundle) []Decision {
+	evs := slices.Clone(b.Events)
+	slices.SortStableFunc(evs, func(x, y run.Event) int { return x.Time.Compare(y.Time) })
+	out := []Decision{}
+	for _, e := range evs {
+		what := decisionOf(e)
+		if what == "" {
+			continue
+		}
+		n := len(out)
+		if n > 0 && out[n-1].What == what && out[n-1].Times >= 1 {
+			out[n-1].Times++
+			continue
+		}
+		out = append(out, Decision{Seq: e.Seq, What: what, Times: 1})
+		n++
+		if n >= 4 && out[n-1].What == out[n-3].What && out[n-2].What == out[n-4].What && out[n-3].Times == out[n-4].Times {
+			out[n-4].Times++
+			out[n-3].Times++
+			out = out[:n-2]
+		}
+	}
+	return out
+}
+
+// firstError is the error that explains the run best: a panic (a tool's,
+// recovered, or one that escaped the worker) ranks first even when an
+// ordinary tool error came earlier, because a panic is a defect in code
+// and what the run did next followed from it; otherwise the earliest
+// error.
+func firstError(b telemetry.Bundle) *FirstError {
+	first, firstAt := (*FirstError)(nil), 0
+	for i, e := range b.Events {
+		f := errorOf(b, e)
+		if f == nil {
+			continue
+		}
+		if run.TellsOfPanic(f.Message) {
+			f.Panic = true
+			first, firstAt = f, i
+			break
+		}
+		if first == nil {
+			first, firstAt = f, i
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	first.Followed = []string{}
+	for _, later := range path(telemetry.Bundle{Events: b.Events[firstAt+1:]}) {
+		w := later.What
+		if later.Times > 1 {
+			w = fmt.Sprintf("%s (×%d)", w, later.Times)
+		}
+		first.Followed = append(first.Followed, w)
+		if len(first.Followed) == 4 {
+			break
+		}
+	}
+	return first
+}
+
+// errorOf is the error an event records, nil for an event that records
+// none.
+func errorOf(b telemetry.Bundle, e run.Event) *FirstError {
+	d := read(e)
+	var f *FirstError
+	switch e.Type {
+	case run.EventToolFailed:
+		f = &FirstError{Tool: d.Tool, Message: d.Error}
+	case run.EventModelCallFailed:
+		f = &FirstError{Message: d.Error}
+	case run.EventOpFailed, run.EventOpUncertain:
+		f = &FirstError{Tool: toolOf(b, e.PlanItemID), Message: d.Error}
+	case run.EventOpNeedsHuman:
+		f = &FirstError{Tool: toolOf(b, e.PlanItemID), Message: d.Reason}
+	case run.EventBudgetExceeded:
+		f = &FirstError{Message: fmt.Sprintf("%s (%s)", d.Limit, strings.Trim(string(d.Value), `"`))}
+	case run.EventRunFailed:
+		f = &FirstError{Message: d.Error}
+	default:
+		return nil
+	}
+	f.Seq, f.Kind = e.Seq, string(e.Type)
+	return f
+}
+
+func toolOf(b telemetry.Bundle, planItem string) string {
+	for _, it := range b.PlanItems {
+		if it.ID == planItem {
+			return it.Tool
+		}
+	}
+	return ""
+}
+
+func open(b telemetry.Bundle, tl telemetry.Timeline) []Open {
+	out := []Open{}
+	reasons := map[string]string{}
+	for _, op := range tl.Ops {
+		reasons[op.OperationID] = op.Reason
+	}
+	for _, op := range b.Operations {
+		switch op.Status {
+		case run.OpNeedsHuman:
+			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: fmt.Sprintf(
+				"needs a person: %s (destination %s, idempotency key %s)", firstNonEmpty(reasons[op.ID], op.Error), op.Destination, op.IdempotencyKey)})
+		case run.OpPending:
+			why := fmt.Sprintf("pending: intent recorded, outcome not yet known at %s; reconciled before the run does anything else", op.Destination)
+			if b.Run.Status.Terminal() {
+				// Records of a Keel whose Finalize left it pending: an ended
+				// run is never stepped, so nothing will reconcile it.
+				why = fmt.Sprintf("needs a person: pending when the run ended, so nothing will reconcile it; it may or may not have happened (destination %s, idempotency key %s)",
+					op.Destination, op.IdempotencyKey)
+			}
+			out = append(out, Open{Kind: "operation", ID: op.ID, Tool: op.Tool, Why: why})
+		}
+	}
+	for _, ap := range b.Approvals {
+		if ap.Status == run.ApprovalPending {
+			out = append(out, Open{Kind: "approval", ID: ap.ID, Tool: ap.Tool, Why: fmt.Sprintf(
+				"waiting for a person to approve the exact %s call (%s, args_hash %s)", ap.Tool, ap.Mode, ap.ArgsHash)})
+		}
+	}
+	if !b.Run.Status.Terminal() && len(b.Events) > 0 {
+		last := b.Events[len(b.Events)-1]
+		if d := read(last); last.Type == run.EventRateLimited && d.DurableWait {
+			out = append(out, Open{Kind: "wait", ID: fmt.Sprintf("seq %d", last.Seq),
+				Why: fmt.Sprintf("rate limited by the model provider: a durable wait of %.0fs, then the run goes on by itself", d.RetryAfter)})
+		}
+	}
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func next(b telemetry.Bundle, s Story) []Action {
+	r := b.Run
+	var out []Action
+	waiting := false
+	for _, o := range s.Open {
+		switch o.Kind {
+		case "approval":
+			out = append(out, Action{Why: "decide the action the run waits on",
+				Command: fmt.Sprintf("keel approve %s %s   (or: keel deny %s %s --reason …)", r.ID, o.ID, r.ID, o.ID)})
+		case "operation":
+			if strings.HasPrefix(o.Why, "needs a person") {
+				out = append(out, Action{Why: fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key), then record what you found: the run goes on and the model is told the truth", o.ID),
+					Command: fmt.Sprintf("keel settle %s %s --happened|--not-happened|--give-up --reason …", r.ID, o.ID)})
+			}
+		case "wait":
+			waiting = true
+		}
+	}
+	fork := fmt.Sprintf("keel fork %s", r.ID)
+	if r.CheckpointID != "" {
+		fork += " --checkpoint " + r.CheckpointID
+	}
+	switch r.Status {
+	case run.StatusFailed:
+		why := "after fixing the cause, continue from the last checkpoint (recorded tool results are reused, effects are not repeated)"
+		if s.FirstErr != nil && s.FirstErr.Kind == string(run.EventBudgetExceeded) {
+			why = "the budget stopped it: continue from the last checkpoint in a new run (with the limits of a new run)"
+		}
+		out = append(out, Action{Why: why, Command: fork})
+	case run.StatusCancelled:
+		out = append(out, Action{Why: "continue the cancelled work from its last checkpoint", Command: fork})
+	case run.StatusNeedsHuman:
+		out = append(out, Action{Why: "or give up on this run and continue from its last checkpoint in a new one (the uncertain operation stays uncertain there)", Command: fork})
+	case run.StatusCompleted:
+		out = append(out, Action{Why: "read what it produced", Command: fmt.Sprintf("keel artifacts %s", r.ID)})
+	case run.StatusRunning, run.StatusCreated, run.StatusPlanned:
+		why := "follow it live"
+		if waiting {
+			why = "nothing to do: the run resumes by itself after its wait; to watch it"
+		}
+		out = append(out, Action{Why: why, Command: fmt.Sprintf("keel events -f %s", r.ID)},
+			Action{Why: "stop it (effects in flight are not undone)", Command: fmt.Sprintf("keel cancel %s", r.ID)})
+	}
+	out = append(out, Action{Why: "keep the whole record (events, checkpoints, trace, tool calls, environment)",
+		Command: fmt.Sprintf("keel bundle %s -o %s.tar.gz", r.ID, r.ID)})
+	return out
+}
