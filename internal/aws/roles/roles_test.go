@@ -229,7 +229,7 @@ func TestFinalizeRecordsFailure(t *testing.T) {
 // TestStepInputMatchesDefinition: every key the definition's Step state
 // sends decodes into StepInput (execution_id was tagged "execution").
 func TestStepInputMatchesDefinition(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "stepfunctions", "run.asl.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "stepfunctions", "run.asl.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
