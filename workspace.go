@@ -57,7 +57,10 @@ type CommandPolicy struct {
 	// either with an optional ":port". The command keeps its own network
 	// namespace; its only way out is an HTTP proxy run by the worker
 	// (HTTP_PROXY and HTTPS_PROXY are set; CONNECT for https), which
-	// answers 403 for any other host. Needs socat on the worker.
+	// answers 403 for any other host. A name that resolves to loopback
+	// or link-local (metadata and credential endpoints) is refused too,
+	// unless that address itself (or "localhost") is listed. Needs socat
+	// on the worker.
 	AllowHosts     []string
 	CPUTime        time.Duration
 	MemoryBytes    int64

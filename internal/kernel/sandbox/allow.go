@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -95,11 +96,18 @@ func (a allowList) permits(host, port string) bool {
 		if r.port != 0 && r.port != n {
 			continue
 		}
-		if !r.wildcard && host == r.host || r.wildcard && strings.HasSuffix(host, "."+r.host) {
+		if !r.wildcard && host == r.host || r.wildcard && !isIP(host) && strings.HasSuffix(host, "."+r.host) {
 			return true
 		}
 	}
 	return false
+}
+
+// isIP: a wildcard names DNS names under a domain, never an address
+// ("*.0.0.1" does not match 127.0.0.1).
+func isIP(host string) bool {
+	_, err := netip.ParseAddr(host)
+	return err == nil
 }
 
 func (a allowList) String() string {

@@ -59,8 +59,15 @@
 // it), either with ":port" to allow only that port — and answers 403
 // with a body naming the host otherwise. It checks the host of the
 // request line (the CONNECT authority or the URI), never a Host header
-// that may disagree, and compares names without resolving them (the
-// worker resolves an allowed name). Programs that ignore the proxy
+// that may disagree, and compares names without resolving them. The
+// worker then resolves an allowed name itself and dials the address it
+// checked (dest.go): an address of the worker's own host or link —
+// loopback, link-local (the cloud's instance metadata at 169.254.169.254,
+// the container credential endpoint at 169.254.170.2), fd00:ec2::254,
+// unspecified, multicast — is refused with 403 unless the list names that
+// address itself ("127.0.0.1:8080") or "localhost" for loopback, so an
+// allowed name whose DNS answers 127.0.0.1 or 169.254.170.2 reaches
+// neither the worker's services nor its credentials. Programs that ignore the proxy
 // variables, and DNS, UDP or raw TCP, have no way out. The proxy and its
 // tunnels close when the command ends. socat is needed only then: without
 // it New succeeds, such a command is refused with ErrSetup naming socat,

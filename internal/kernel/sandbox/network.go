@@ -52,7 +52,7 @@ func (s *Sandbox) openNetwork(ctx context.Context, p Policy) (*netExit, error) {
 		return nil, err
 	}
 	sock := filepath.Join(dir, proxySock)
-	if n.px, err = serveProxy(ctx, sock, allow); err != nil {
+	if n.px, err = serveProxy(ctx, sock, allow, nil); err != nil {
 		_ = n.Close()
 		return nil, err
 	}

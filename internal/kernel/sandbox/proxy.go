@@ -24,6 +24,7 @@ type proxy struct {
 	rp     *httputil.ReverseProxy
 	tr     *http.Transport
 	dialer net.Dialer
+	lookup lookupFunc
 	cancel context.CancelFunc
 	served chan struct{}
 
@@ -37,18 +38,21 @@ type proxy struct {
 const refusedHeader = "X-Keel-Proxy"
 
 // serveProxy listens on the Unix socket at path and serves until Close or
-// until ctx ends.
-func serveProxy(ctx context.Context, path string, allow allowList) (*proxy, error) {
+// until ctx ends. lookup resolves the names it dials (nil: the system's).
+func serveProxy(ctx context.Context, path string, allow allowList, lookup lookupFunc) (*proxy, error) {
+	if lookup == nil {
+		lookup = systemLookup
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: proxy socket: %w", ErrSetup, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	px := &proxy{allow: allow, ln: ln, cancel: cancel, served: make(chan struct{}), tunnels: map[net.Conn]struct{}{}}
+	px := &proxy{allow: allow, ln: ln, lookup: lookup, cancel: cancel, served: make(chan struct{}), tunnels: map[net.Conn]struct{}{}}
 	// Proxy: nil — the worker's own HTTP_PROXY must not become the
 	// command's route; the allow-list is checked here, then we dial.
-	px.tr = &http.Transport{Proxy: nil, DialContext: px.dialer.DialContext, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
+	px.tr = &http.Transport{Proxy: nil, DialContext: px.dial, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
 	px.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// The URI's host was checked; the Host header goes with it,
@@ -58,7 +62,7 @@ func serveProxy(ctx context.Context, path string, allow allowList) (*proxy, erro
 		},
 		Transport: px.tr,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			reply(w, http.StatusBadGateway, "keel sandbox proxy: %s: %v\n", r.URL.Host, err)
+			dialFailed(w, r.URL.Host, err)
 		},
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
@@ -135,9 +139,9 @@ func target(r *http.Request) (host, port string, err error) {
 // tunnel dials addr, answers 200 and relays bytes both ways until either
 // side closes or the proxy does.
 func (px *proxy) tunnel(w http.ResponseWriter, r *http.Request, addr string) {
-	up, err := px.dialer.DialContext(r.Context(), "tcp", addr)
+	up, err := px.dial(r.Context(), "tcp", addr)
 	if err != nil {
-		reply(w, http.StatusBadGateway, "keel sandbox proxy: %s: %v\n", addr, err)
+		dialFailed(w, addr, err)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
@@ -199,6 +203,17 @@ func closeWrite(c net.Conn) {
 		return
 	}
 	_ = c.Close()
+}
+
+// dialFailed answers a request whose upstream could not be dialed: 403
+// (the proxy's refusal) for an internal address, 502 otherwise.
+func dialFailed(w http.ResponseWriter, addr string, err error) {
+	if errors.Is(err, errInternalAddr) {
+		w.Header().Set(refusedHeader, "refused")
+		reply(w, http.StatusForbidden, "keel sandbox proxy: %v\n", err)
+		return
+	}
+	reply(w, http.StatusBadGateway, "keel sandbox proxy: %s: %v\n", addr, err)
 }
 
 func reply(w http.ResponseWriter, code int, format string, a ...any) {

@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,12 +57,28 @@ func TestAllowList(t *testing.T) {
 // startTestProxy serves a proxy on a socket in a temporary directory.
 func startTestProxy(t *testing.T, allow ...string) (*proxy, string) {
 	t.Helper()
+	return startProxyResolving(t, nil, allow...)
+}
+
+// startProxyResolving is startTestProxy with names resolved from a table.
+func startProxyResolving(t *testing.T, names map[string]string, allow ...string) (*proxy, string) {
+	t.Helper()
 	a, err := parseAllowHosts(allow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "p.sock")
-	px, err := serveProxy(ctx, sock, a)
+	var lookup lookupFunc
+	if names != nil {
+		lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
+			ip, ok := names[host]
+			if !ok {
+				return nil, fmt.Errorf("no such host %s", host)
+			}
+			return []netip.Addr{netip.MustParseAddr(ip)}, nil
+		}
+	}
+	px, err := serveProxy(ctx, sock, a, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
