@@ -271,3 +271,76 @@ func TestWorkspaceConfigRefused(t *testing.T) {
 		t.Fatalf("KEEL_SANDBOX=none: %v, want an error naming it", err)
 	}
 }
+
+// TestWorkspaceWritesAfterACommit: the tree a tool changes is versioned
+// even when a commit comes between handing the tool its workspace and its
+// code running — the reservation of read-only tools called together in one
+// turn, an effect's intent before its Dispatch. The last checkpoint
+// restores every file written.
+func TestWorkspaceWritesAfterACommit(t *testing.T) {
+	together := coder(`{"turns":[
+ {"text":"writing","tool_calls":[
+  {"name":"write_file","args":{"path":"a.txt","content":"A"}},
+  {"name":"write_file","args":{"path":"b.txt","content":"B"}},
+  {"name":"write_file","args":{"path":"c/d.txt","content":"D"}}]}
+],"final":"written"}`)
+	receipt := coder(`{"turns":[
+ {"text":"shipping","tool_calls":[{"name":"ship","args":{"path":"a.txt","content":"A"}}]}
+],"final":"shipped"}`)
+	receipt.Name = "receipt"
+	receipt.Tools = append(receipt.Tools, keel.Effect("ship", "ship and keep a receipt in the workspace", keel.EffectSpec[writeArgs]{
+		Dispatch: func(ctx context.Context, opID string, a writeArgs) (keel.Outcome, error) {
+			w, err := keel.RunWorkspace(ctx)
+			if err != nil {
+				return keel.Outcome{}, err
+			}
+			return keel.Outcome{ExternalID: "ship-" + opID}, w.WriteFile(a.Path, []byte(a.Content), 0o644)
+		},
+		Promises: keel.IdempotentByKey,
+	}))
+	dataDir := t.TempDir()
+	d := startDev(t, dataDir, wsRoot(t), together, receipt)
+	defer d.Close()
+	c := clientOf(t, d)
+	arts, err := fs.New(filepath.Join(dataDir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		agent string
+		files map[string]string
+	}{
+		{"coder", map[string]string{"a.txt": "A", "b.txt": "B", "c/d.txt": "D"}},
+		{"receipt", map[string]string{"a.txt": "A"}}, // written by Dispatch, after the intent's commit
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			for range 3 { // the read-only calls race each other
+				id := startRun(t, c, tc.agent, "go")
+				if waitRun(t, c, id, run.StatusCompleted, run.StatusAwaitingApproval).Status == run.StatusAwaitingApproval {
+					aps, err := c.ListApprovals(context.Background(), id)
+					if err != nil || len(aps) != 1 {
+						t.Fatalf("approvals %+v, %v", aps, err)
+					}
+					if _, err := c.Decide(context.Background(), id, aps[0].ApprovalID, api.DecisionRequest{Decision: "approve", ArgsHash: aps[0].ArgsHash}); err != nil {
+						t.Fatal(err)
+					}
+					waitRun(t, c, id, run.StatusCompleted)
+				}
+				cps := workspaceVersions(t, c, id)
+				v, err := workspace.ParseVersion(cps[len(cps)-1])
+				if err != nil {
+					t.Fatalf("last checkpoint's workspace version %q: %v", cps[len(cps)-1], err)
+				}
+				dst := filepath.Join(t.TempDir(), "restored")
+				if _, err := workspace.NewVersioner(arts, workspace.Limits{}).Restore(context.Background(), v, dst); err != nil {
+					t.Fatal(err)
+				}
+				for name, want := range tc.files {
+					if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != want {
+						t.Errorf("run %s: %s = %q, %v; want %q", id, name, got, err, want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -124,6 +124,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		// no lease on it, and a run loaded so anyway is not continued.
 		return Decision{Next: NextNeedsHuman, Error: s.run.Error}, true, nil
 	}
+	defer s.toolsDone() // the redispatches' toolContext
 	if skipReconcile {
 		return Decision{}, false, nil
 	}

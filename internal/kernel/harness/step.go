@@ -28,6 +28,7 @@ type step struct {
 	cpSeq     int64
 	wsVersion string                  // the workspace version of the last checkpoint
 	ws        Workspace               // the run's workspace, once a tool of this Step needed it
+	wsInUse   bool                    // a tool has ws and may change it until toolsDone
 	items     map[string]run.PlanItem // by model call id, this run
 	inherited map[string]run.PlanItem // by model call id, runs this one forked from
 	nextOrder int64

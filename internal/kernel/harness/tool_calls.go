@@ -130,6 +130,7 @@ func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem,
 	if ctx, err = s.toolContext(ctx); err != nil {
 		return 0, Decision{}, true, err
 	}
+	defer s.toolsDone()
 	if eff, ok := t.(tool.Effectful); ok {
 		tctx, tsp := s.startTool(ctx, it, true)
 		d, stop, err := s.runEffect(tctx, it, s.guardEffect(eff))

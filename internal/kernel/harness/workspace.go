@@ -40,7 +40,11 @@ func (e *WorkspaceError) Error() string { return "workspace: " + e.Err.Error() }
 func (e *WorkspaceError) Unwrap() error { return e.Err }
 
 // toolContext returns ctx carrying the run's workspace, opened on first
-// use in this Step and touched: the tool about to run may change it.
+// use in this Step and touched: the tool about to run may change it. The
+// tree stays in use until toolsDone: a commit between this call and the
+// tool's code (the read-only group's reservation flush, an effect's
+// intent) snapshots the tree as it is then, and the tree must stay touched
+// so the checkpoint after the tool snapshots it again.
 func (s *step) toolContext(ctx context.Context) (context.Context, error) {
 	if s.agent.Workspace == nil {
 		return ctx, nil
@@ -58,8 +62,13 @@ func (s *step) toolContext(ctx context.Context) (context.Context, error) {
 	if err := s.ws.Touch(); err != nil {
 		return nil, &RetryableError{Err: err}
 	}
+	s.wsInUse = true
 	return s.ws.Bind(ctx), nil
 }
+
+// toolsDone ends the use toolContext began: the tools given the tree have
+// returned.
+func (s *step) toolsDone() { s.wsInUse = false }
 
 // workspaceVersion is the version the next checkpoint names: a new one
 // when a tool may have changed the tree since the last, else the last.
@@ -75,6 +84,12 @@ func (s *step) workspaceVersion(ctx context.Context) (string, error) {
 		return "", &RetryableError{Err: fmt.Errorf("snapshot workspace: %w", err)}
 	}
 	s.h.opt.Faults.Hit(FaultInWorkspaceSnapshot)
+	if s.wsInUse {
+		// A tool holding the tree has not run yet or not returned.
+		if err := s.ws.Touch(); err != nil {
+			return "", &RetryableError{Err: err}
+		}
+	}
 	return v, nil
 }
 
