@@ -101,7 +101,7 @@ func lazyApp(agents func() ([]Agent, error)) func() (compose.App, error) {
 func mainLazy(args []string, load func() (compose.App, error)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	in := cli.IO{Prog: progName(args[0]), Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Environ: os.Environ}
+	in := cli.IO{Prog: progName(args[0]), Args: args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Environ: os.Environ, Setenv: os.Setenv}
 	return cli.MainLazy(ctx, in, load)
 }
 

@@ -56,6 +56,12 @@ type IO struct {
 	// (config.CheckEnviron); nil skips that check (tests that pass a
 	// Getenv of their own).
 	Environ func() []string
+	// Setenv sets a variable of the process's environment (os.Setenv):
+	// `dev --data-dir DIR` exports KEEL_DATA_DIR=DIR before the agents are
+	// built, so an agent that places its own files under the data
+	// directory, and the task child dev starts, see the flag. nil sets
+	// nothing (tests).
+	Setenv func(key, value string) error
 }
 
 // Main runs the command line of a Keel program with app's agents and
@@ -76,7 +82,7 @@ func MainLazy(ctx context.Context, in IO, load func() (compose.App, error)) int 
 	if prog == "" {
 		prog = "keel"
 	}
-	c := &cli{prog: prog, stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, environ: in.Environ, loadApp: load}
+	c := &cli{prog: prog, stdin: bufio.NewReader(in.Stdin), stdout: in.Stdout, stderr: in.Stderr, getenv: in.Getenv, environ: in.Environ, setenv: in.Setenv, loadApp: load}
 	if role := strings.TrimSpace(in.Getenv("KEEL_ROLE")); role != "" {
 		if err := c.needApp(); err != nil {
 			fmt.Fprintf(c.stderr, "%s: %v\n", prog, err)
@@ -102,6 +108,7 @@ type cli struct {
 	// environ lists the environment for config.CheckEnviron; nil: no
 	// check.
 	environ func() []string
+	setenv  func(key, value string) error
 	// app holds the program's agents, for the commands that run them;
 	// needApp fills it from loadApp before such a command runs.
 	app     compose.App
@@ -135,8 +142,10 @@ type command struct {
 	agents bool
 }
 
-// agentCommands are the commands that run the program's agents.
-var agentCommands = []string{"dev", "task", "step", "crashtest", observeCommandName}
+// agentCommands are the commands that run the program's agents, built
+// before the command parses its flags. dev builds them itself, after
+// exporting its --data-dir (devCommand).
+var agentCommands = []string{"task", "step", "crashtest", observeCommandName}
 
 // commands is the dispatch table.
 func commands() map[string]command {

@@ -44,6 +44,9 @@ func devCommand() command {
 				return usagef("--addr: %v", err)
 			}
 			cfg.DataDir, cfg.Addr = *dataDir, *addr
+			if err := c.buildAgentsIn(*dataDir); err != nil {
+				return err
+			}
 			if err := applyStoreFlags(&cfg, *storeKind, *artsKind); err != nil {
 				return err
 			}
@@ -102,4 +105,20 @@ func devCommand() command {
 			return err
 		},
 	}
+}
+
+// buildAgentsIn exports dataDir as KEEL_DATA_DIR, then builds the
+// program's agents: what an agent keeps on this machine (the research
+// example's published reports) goes under the directory --data-dir named,
+// not under the working directory's .keel.
+func (c *cli) buildAgentsIn(dataDir string) error {
+	if c.setenv != nil {
+		if err := c.setenv("KEEL_DATA_DIR", dataDir); err != nil {
+			return fmt.Errorf("export KEEL_DATA_DIR: %w", err)
+		}
+	}
+	if err := c.needApp(); err != nil {
+		return &configError{err}
+	}
+	return nil
 }

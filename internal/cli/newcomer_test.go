@@ -229,3 +229,21 @@ func TestOwnCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestDevExportsDataDir: dev's --data-dir is KEEL_DATA_DIR by the time the
+// agents are built, so what an agent keeps locally goes there.
+func TestDevExportsDataDir(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{}
+	var seen string
+	load := func() (compose.App, error) {
+		seen = env["KEEL_DATA_DIR"]
+		return compose.App{}, errors.New("stop here")
+	}
+	var out, errb strings.Builder
+	MainLazy(context.Background(), IO{Prog: "shop", Args: []string{"dev", "--data-dir", dir}, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string { return env[k] }, Setenv: func(k, v string) error { env[k] = v; return nil }}, load)
+	if seen != dir {
+		t.Fatalf("the agents saw KEEL_DATA_DIR=%q, want %q (stderr %q)", seen, dir, errb.String())
+	}
+}
