@@ -134,4 +134,3 @@ func TestBudgetPause(t *testing.T) {
 		}
 	})
 }
-
