@@ -23,7 +23,7 @@ type Tool struct {
 	name    string
 	long    bool
 	price   int64 // micro-USD per call
-	command bool // a Command tool: needs a workspace with commands, no network
+	command bool  // a Command tool: needs a workspace with commands, no network
 	err     error
 	build   agentdef.Builder
 }
