@@ -31,12 +31,23 @@ type receiver struct {
 	mu     sync.Mutex
 	got    map[string]notify.Message
 	bad    []string
+	// attempts is the delivery id of every request, failed ones too;
+	// failFirst answers that many first requests 503, as a receiver that
+	// is briefly down.
+	attempts  []string
+	failFirst int
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	rc.attempts = append(rc.attempts, r.Header.Get(notify.HeaderDelivery))
+	if rc.failFirst > 0 {
+		rc.failFirst--
+		http.Error(w, "briefly down", http.StatusServiceUnavailable)
+		return
+	}
 	if err := notify.Verify(rc.secret, r.Header, body, time.Now(), time.Hour); err != nil {
 		rc.bad = append(rc.bad, err.Error())
 		http.Error(w, err.Error(), http.StatusUnauthorized)
@@ -77,10 +88,7 @@ func TestSpendCapPausesAndALinkRaisesIt(t *testing.T) {
 		t.Skip("builds a program and runs keel dev")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "budgetagent")
-	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "./testdata/budgetagent").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAgent(t, dir)
 	rc := &receiver{secret: []byte("hook-secret-for-the-test"), got: map[string]notify.Message{}}
 	hook := httptest.NewServer(rc)
 	t.Cleanup(hook.Close)
@@ -142,10 +150,31 @@ func TestSpendCapPausesAndALinkRaisesIt(t *testing.T) {
 	}
 }
 
+// buildAgent builds testdata/budgetagent into dir.
+func buildAgent(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "budgetagent")
+	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, "./testdata/budgetagent").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // startDev starts prog dev on a free loopback port with dataDir, and
 // returns a client once it serves; the process group is killed at cleanup.
 func startDev(ctx context.Context, t *testing.T, prog, dataDir string, env ...string) *client.Client {
 	t.Helper()
+	cl, _ := startDevProc(ctx, t, prog, dataDir, env...)
+	return cl
+}
+
+// startDevProc is startDev that also returns a channel closed when the
+// process exits.
+func startDevProc(ctx context.Context, t *testing.T, prog, dataDir string, env ...string) (*client.Client, <-chan struct{}) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dataDir, "url")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(prog, "dev", "--addr", "127.0.0.1:0", "--data-dir", dataDir)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KEEL_") {
@@ -162,9 +191,11 @@ func startDev(ctx context.Context, t *testing.T, prog, dataDir string, env ...st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
 			t.Logf("keel dev log:\n%s", b)
@@ -175,6 +206,11 @@ func startDev(ctx context.Context, t *testing.T, prog, dataDir string, env ...st
 	for len(u) == 0 {
 		u, _ = os.ReadFile(filepath.Join(dataDir, "url"))
 		if len(u) == 0 {
+			select {
+			case <-exited:
+				t.Fatal("keel dev exited before it served")
+			default:
+			}
 			sleep(ctx, t, 50*time.Millisecond)
 		}
 	}
@@ -182,11 +218,12 @@ func startDev(ctx context.Context, t *testing.T, prog, dataDir string, env ...st
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := client.New(strings.TrimSpace(string(u)), strings.TrimSpace(string(tok)), &http.Client{})
+	// A transport of its own: no connection to a killed process is reused.
+	cl, err := client.New(strings.TrimSpace(string(u)), strings.TrimSpace(string(tok)), &http.Client{Transport: &http.Transport{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cl
+	return cl, exited
 }
 
 // waitRun polls the run until it has status want; a final other status
