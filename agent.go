@@ -1,8 +1,10 @@
 package keel
 
 import (
+	"errors"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
@@ -47,6 +49,42 @@ type Agent struct {
 	// Workspace, when set, gives every run of the agent a directory tree
 	// versioned with its checkpoints, and commands in a sandbox.
 	Workspace *WorkspaceConfig
+	// OnLimit says what a run does when it would pass one of its limits
+	// (steps, tool calls, tokens, spend): the zero value fails it with
+	// budget_exceeded; Pause asks a person to raise the limit. The
+	// deadline (Limits.Timeout) always fails the run.
+	OnLimit LimitPolicy
+}
+
+// LimitPolicy is an agent's answer to a run at one of its limits.
+type LimitPolicy struct {
+	// Pause, instead of failing the run, records an approval of the tool
+	// "keel.raise_limit" whose args name the limit and the raise asked
+	// for, notifies people through the configured channels (with a
+	// one-time link) and waits, holding no process, like any approval.
+	// Approved (POST /v1/runs/{id}/limits, `keel raise`, the link, or the
+	// approval's own endpoint), the limit is raised by that amount with a
+	// budget_raised event naming who approved it, and the run goes on;
+	// denied, the run fails as it would have, naming who stopped it.
+	Pause bool
+	// RaiseBy is the raise a pause asks for, per limit; a field left zero
+	// asks for the limit's current size again (doubling it). Its Timeout
+	// must be zero: the deadline is never raised.
+	RaiseBy Limits
+}
+
+func (p LimitPolicy) check() error {
+	if r := p.RaiseBy; r.MaxSteps < 0 || r.MaxToolCalls < 0 || r.MaxTokens < 0 || r.MaxSpendMicroUSD < 0 || r.Timeout != 0 {
+		return errors.New("OnLimit.RaiseBy: raises must not be negative, and its Timeout must be zero (the deadline is never raised)")
+	}
+	return nil
+}
+
+// policy is p as the harness reads it.
+func (p LimitPolicy) policy() harness.LimitPolicy {
+	r := p.RaiseBy
+	return harness.LimitPolicy{Pause: p.Pause, RaiseBy: run.Limits{MaxSteps: r.MaxSteps, MaxToolCalls: r.MaxToolCalls,
+		MaxTokens: r.MaxTokens, MaxSpendMicroUSD: r.MaxSpendMicroUSD}}
 }
 
 // Limits bound a run. Every Step checks them before it calls the model or

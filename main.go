@@ -177,6 +177,9 @@ func (a Agent) def() (compose.AgentDef, error) {
 	if l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 || l.Timeout < 0 {
 		return fail(errors.New("limits must not be negative"))
 	}
+	if err := a.OnLimit.check(); err != nil {
+		return fail(err)
+	}
 	if a.MaxOutputTokens < 0 {
 		return fail(errors.New("MaxOutputTokens must not be negative"))
 	}
@@ -221,6 +224,9 @@ func (a Agent) def() (compose.AgentDef, error) {
 				if t.long {
 					rt = compose.MarkLong(rt)
 				}
+				if t.price > 0 {
+					rt = compose.MarkPriced(rt, t.price)
+				}
 				out = append(out, rt)
 			}
 			return out, nil
@@ -233,5 +239,6 @@ func (a Agent) def() (compose.AgentDef, error) {
 		MaxTokens:     a.MaxOutputTokens,
 		ContextTokens: a.ContextTokens,
 		Workspace:     a.Workspace.def(),
+		OnLimit:       a.OnLimit.policy(),
 	}, nil
 }

@@ -2,6 +2,7 @@ package keel
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/keelrun/keel/internal/agentdef"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -21,7 +22,8 @@ import (
 type Tool struct {
 	name    string
 	long    bool
-	command bool // a Command tool: needs a workspace with commands, no network
+	price   int64 // micro-USD per call
+	command bool  // a Command tool: needs a workspace with commands, no network
 	err     error
 	build   agentdef.Builder
 }
@@ -34,6 +36,20 @@ func (t Tool) Name() string { return t.name }
 // Fargate task first; under `keel dev`, to a child process. Operators can
 // mark more tools with KEEL_SPILL_TOOLS.
 func (t Tool) Long() Tool { t.long = true; return t }
+
+// Priced gives each call of the tool a cost in millionths of a US dollar
+// (a paid search, a metered API): it counts against the run's
+// MaxSpendMicroUSD with the model's cost, and is reserved before the call,
+// so that calls running at once never together pass the limit. A run the
+// next call would take past it fails, or pauses to ask under
+// [LimitPolicy]. A negative price is refused by [Main].
+func (t Tool) Priced(microUSD int64) Tool {
+	if microUSD < 0 && t.err == nil {
+		t.err = fmt.Errorf("tool %q: Priced(%d): a price is never negative", t.name, microUSD)
+	}
+	t.price = microUSD
+	return t
+}
 
 // ReadOnly is a tool without external effects: it runs as soon as the
 // model calls it, possibly several calls at once, and may run again for the

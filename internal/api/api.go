@@ -257,6 +257,7 @@ func (s *server) routes() http.Handler {
 	authed("POST /v1/runs/{id}/operations/{op}/settle", s.settle)
 	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
 	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)
+	authed("POST /v1/runs/{id}/limits", s.decideLimit)
 	authed("POST /v1/runs/{id}/cancel", s.cancel)
 	authed("POST /v1/runs/{id}/input", s.input)
 	authed("POST /v1/runs/{id}/fork", s.fork)

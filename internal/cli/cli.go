@@ -159,6 +159,7 @@ func commands() map[string]command {
 		"cancel":      cancelCommand(),
 		"operations":  operationsCommand(),
 		"settle":      settleCommand(),
+		"raise":       raiseCommand(),
 		"input":       inputCommand(),
 		"fork":        forkCommand(),
 		"checkpoints": checkpointsCommand(),

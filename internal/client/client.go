@@ -287,6 +287,14 @@ func (c *Client) Settle(ctx context.Context, runID, opID string, req api.SettleR
 	return out, err
 }
 
+// DecideLimit answers a run paused at a limit: raise it by the amount the
+// pause asked for, or stop the run (POST /v1/runs/{id}/limits).
+func (c *Client) DecideLimit(ctx context.Context, runID string, req api.LimitDecisionRequest) (api.Approval, error) {
+	var out api.Approval
+	_, err := c.call(ctx, http.MethodPost, runPath(runID, "limits"), nil, nil, req, &out)
+	return out, err
+}
+
 // Input sends text to a run, under its input policy.
 func (c *Client) Input(ctx context.Context, id, text string) (api.InputResponse, error) {
 	var out api.InputResponse

@@ -3,6 +3,7 @@ package compose
 import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/tool"
@@ -30,6 +31,8 @@ type AgentDef struct {
 	ContextTokens int
 	// Workspace, when set, gives each run of the agent a workspace.
 	Workspace *WorkspaceDef
+	// OnLimit is harness.Agent.OnLimit: fail at a limit, or pause to ask.
+	OnLimit harness.LimitPolicy
 }
 
 // WorkspaceDef is an agent's workspace: its limits, and whether its tools

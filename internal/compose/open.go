@@ -210,7 +210,7 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		}
 		prov, name := modelNames(cfg, def)
 		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens,
-			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name}
+			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name, OnLimit: def.OnLimit}
 		if def.Workspace != nil {
 			a := agents[def.Name]
 			if a.Workspace, err = ws.open(ctx, def); err != nil {

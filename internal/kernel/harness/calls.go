@@ -103,37 +103,84 @@ func approvalID(it run.PlanItem) string {
 }
 
 // runReadonly runs read-only calls; more than one run concurrently, each
-// holding a tool-call reservation in the store so they cannot together pass
-// the limit.
+// holding a reservation in the store (a tool call and the tool's price) so
+// that together they cannot pass a limit. Calls refused a reservation
+// fail under a failing policy; under a pausing one they stay pending and
+// run after the raise.
 func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision, bool, error) {
-	lim := s.run.Limits.MaxToolCalls
-	b := s.run.Budget
 	if len(group) == 1 {
-		if lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
-			d, err := s.exceeded(ctx, "max_tool_calls", lim)
+		t, _ := s.agent.Tools.Get(group[0].Tool)
+		if limit, v := s.callOver(t); limit != "" {
+			d, err := s.atLimit(ctx, limit, v)
 			return d, true, err
 		}
 		s.pend.used.ToolCalls++
+		s.pend.used.SpendMicroUSD += price(t)
 		s.execReadonly(ctx, group[0])
 		return Decision{}, false, nil
 	}
 	if err := s.flush(ctx, store.Commit{}); err != nil { // reservations must see what we used
 		return Decision{}, true, err
 	}
-	type outcome struct {
-		reserved bool
-		res      tool.Result
-		err      error
-		started  time.Time
-		done     time.Time
+	outs := s.reserveAndRun(ctx, group)
+	var refused tool.Tool
+	for i, it := range group {
+		o := outs[i]
+		if !o.reserved {
+			if errors.Is(o.err, store.ErrBudgetExceeded) {
+				if refused == nil {
+					refused = o.tool
+				}
+				if s.agent.OnLimit.Pause {
+					continue // runs after the raise
+				}
+			}
+			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", errString(o.err), "dispatched", false)})
+			s.finishItem(it, run.PlanFailed, tool.Result{Content: "not run: " + errString(o.err)}, true)
+			continue
+		}
+		p := price(o.tool)
+		s.pend.released.ToolCalls++
+		s.pend.released.SpendMicroUSD += p
+		s.pend.used.ToolCalls++
+		s.pend.used.SpendMicroUSD += p
+		// The call's tool_started would land in this commit with its
+		// result: the result carries the start and the duration instead.
+		s.toolDone(it, o.res, o.err, toolSpan{start: o.started, end: o.done, concurrent: true})
 	}
-	outs := make([]outcome, len(group))
+	if refused != nil {
+		limit, v := s.callOver(refused)
+		if limit == "" { // refused by the store under limits this worker had not seen
+			limit, v = "max_tool_calls", s.run.Limits.MaxToolCalls
+		}
+		d, err := s.atLimit(ctx, limit, v)
+		return d, true, err
+	}
+	return Decision{}, false, nil
+}
+
+// readonlyOutcome is one concurrent call's reservation and result.
+type readonlyOutcome struct {
+	tool     tool.Tool
+	reserved bool
+	res      tool.Result
+	err      error
+	started  time.Time
+	done     time.Time
+}
+
+// reserveAndRun runs group's calls concurrently, each once the store
+// reserved it a tool call and its price.
+func (s *step) reserveAndRun(ctx context.Context, group []run.PlanItem) []readonlyOutcome {
+	outs := make([]readonlyOutcome, len(group))
 	var wg sync.WaitGroup
 	for i, it := range group {
+		t, _ := s.agent.Tools.Get(it.Tool)
+		outs[i].tool = t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.h.opt.Store.Reserve(ctx, s.run.ID, store.Amounts{ToolCalls: 1}); err != nil {
+			if _, err := s.h.opt.Store.Reserve(ctx, s.run.ID, store.Amounts{ToolCalls: 1, SpendMicroUSD: price(t)}); err != nil {
 				outs[i].err = err
 				return
 			}
@@ -144,26 +191,7 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 		}()
 	}
 	wg.Wait()
-	overspent := false
-	for i, it := range group {
-		o := outs[i]
-		if !o.reserved {
-			overspent = overspent || errors.Is(o.err, store.ErrBudgetExceeded)
-			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", errString(o.err), "dispatched", false)})
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: "not run: " + errString(o.err)}, true)
-			continue
-		}
-		s.pend.released.ToolCalls++
-		s.pend.used.ToolCalls++
-		// The call's tool_started would land in this commit with its
-		// result: the result carries the start and the duration instead.
-		s.toolDone(it, o.res, o.err, toolSpan{start: o.started, end: o.done, concurrent: true})
-	}
-	if overspent {
-		d, err := s.exceeded(ctx, "max_tool_calls", lim)
-		return d, true, err
-	}
-	return Decision{}, false, nil
+	return outs
 }
 
 // toolSpan is when a call ran, for the tool_completed or tool_failed event

@@ -15,10 +15,8 @@ import (
 
 // runEffect performs an external effect with the operation protocol.
 func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful) (Decision, bool, error) {
-	lim := s.run.Limits.MaxToolCalls
-	b := s.run.Budget
-	if lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
-		d, err := s.exceeded(ctx, "max_tool_calls", lim)
+	if limit, v := s.callOver(t); limit != "" {
+		d, err := s.atLimit(ctx, limit, v)
 		return d, true, err
 	}
 	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(int64, int64, string) {}}
@@ -36,6 +34,7 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 	it.Status = run.PlanRunning
 	s.putItem(it)
 	s.pend.used.ToolCalls++
+	s.pend.used.SpendMicroUSD += price(t)
 	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
 	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash})})

@@ -42,9 +42,10 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 	return Decision{Next: NextCancelled}, nil
 }
 
-// exceeded ends the run failed on a limit.
-func (s *step) exceeded(ctx context.Context, limit string, value any) (Decision, error) {
-	msg := fmt.Sprintf("budget exceeded: %s (%v)", limit, value)
+// exceeded ends the run failed on a limit; why, when not empty, is added
+// to the message (a person stopped a paused run).
+func (s *step) exceeded(ctx context.Context, limit string, value any, why string) (Decision, error) {
+	msg := fmt.Sprintf("budget exceeded: %s (%v)%s", limit, value, why)
 	var closeApprovals []string // a finished run asks nobody anything
 	for _, tc := range s.openCalls() {
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {

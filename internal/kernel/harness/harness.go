@@ -49,6 +49,9 @@ type Agent struct {
 	Provider, ModelName string
 	// Workspace opens a run's workspace; nil: the agent's tools have none.
 	Workspace Workspaces
+	// OnLimit says whether a run at a limit fails (the zero value) or
+	// pauses for a person to raise it.
+	OnLimit LimitPolicy
 }
 
 // Agents resolves an agent by the name stored on the run.

@@ -21,7 +21,7 @@ import (
 func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error) {
 	lim := s.run.Limits
 	if lim.MaxSteps > 0 && s.run.StepCount+s.pend.steps >= lim.MaxSteps {
-		d, err := s.exceeded(ctx, "max_steps", lim.MaxSteps)
+		d, err := s.atLimit(ctx, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
 	req := s.modelRequest()
@@ -54,11 +54,11 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 func (s *step) spendExceeded(ctx context.Context, estimate int64) (Decision, bool, error) {
 	lim, b := s.run.Limits, s.run.Budget
 	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
-		d, err := s.exceeded(ctx, "max_tokens", lim.MaxTokens)
+		d, err := s.atLimit(ctx, "max_tokens", lim.MaxTokens)
 		return d, true, err
 	}
 	if lim.MaxSpendMicroUSD > 0 && b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+s.pend.used.SpendMicroUSD >= lim.MaxSpendMicroUSD {
-		d, err := s.exceeded(ctx, "max_spend", lim.MaxSpendMicroUSD)
+		d, err := s.atLimit(ctx, "max_spend", lim.MaxSpendMicroUSD)
 		return d, true, err
 	}
 	return Decision{}, false, nil

@@ -66,7 +66,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 			return s.cancel(ctx)
 		}
 		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
-			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"))
+			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
 		}
 		if len(s.openCalls()) == 0 {
 			d, stop, err := s.callModel(ctx)

@@ -213,16 +213,23 @@ const (
 	EventLeaseLost         EventType = "lease_lost"
 	EventBudgetReserved    EventType = "budget_reserved"
 	EventBudgetExceeded    EventType = "budget_exceeded"
-	EventInputReceived     EventType = "input_received"
-	EventCancelRequested   EventType = "cancel_requested"
-	EventRunSpilled        EventType = "run_spilled"
-	EventRunForked         EventType = "run_forked"
-	EventTurnCompleted     EventType = "turn_completed"
-	EventRunCompleted      EventType = "run_completed"
-	EventRunFailed         EventType = "run_failed"
-	EventRunCancelled      EventType = "run_cancelled"
-	EventRunNeedsHuman     EventType = "run_needs_human"
-	EventRateLimited       EventType = "rate_limited"
+	// EventBudgetPaused: the run would pass a limit and its agent's policy
+	// pauses it to ask a person (an approval naming the limit and the raise
+	// asked for) instead of failing it.
+	EventBudgetPaused EventType = "budget_paused"
+	// EventBudgetRaised: a limit raised by the approval of a pause: which
+	// limit, by how much, from and to what, and who approved it.
+	EventBudgetRaised    EventType = "budget_raised"
+	EventInputReceived   EventType = "input_received"
+	EventCancelRequested EventType = "cancel_requested"
+	EventRunSpilled      EventType = "run_spilled"
+	EventRunForked       EventType = "run_forked"
+	EventTurnCompleted   EventType = "turn_completed"
+	EventRunCompleted    EventType = "run_completed"
+	EventRunFailed       EventType = "run_failed"
+	EventRunCancelled    EventType = "run_cancelled"
+	EventRunNeedsHuman   EventType = "run_needs_human"
+	EventRateLimited     EventType = "rate_limited"
 	// EventRunSwept is a repair by the sweeper: what it found (no
 	// execution, an execution that ended while the run was not finished)
 	// and what it did (started, resumed, finalized).

@@ -155,6 +155,11 @@ type RunPatch struct {
 	CheckpointID string
 	// ReleaseLease clears the lease in the same write (a step that ends).
 	ReleaseLease bool
+	// RaiseLimits is added to the run's limits in the same write: a
+	// person raised them (a budget pause answered). A limit the run does
+	// not have (zero: no limit) stays none. Its Deadline must be zero:
+	// the deadline is never raised.
+	RaiseLimits run.Limits
 }
 
 // OperationUpdate records an operation's outcome.

@@ -183,6 +183,9 @@ func validateRunPatch(p *RunPatch, cp *run.Checkpoint) error {
 	if p.StepsDelta < 0 {
 		return invalid("negative steps delta %d", p.StepsDelta)
 	}
+	if l := p.RaiseLimits; l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 || !l.Deadline.IsZero() {
+		return invalid("raise limits %+v: amounts are never negative and a deadline is never raised", l)
+	}
 	if err := checkOptional("checkpoint id", p.CheckpointID); err != nil {
 		return err
 	}

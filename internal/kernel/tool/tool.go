@@ -31,6 +31,11 @@ type Info struct {
 	// Long marks a tool that may outlive a bounded step (a Lambda): the
 	// harness spills the run to the long-running task before calling it.
 	Long bool
+	// CostMicroUSD is what one call costs, in millionths of a US dollar:
+	// counted against the run's spend limit with the model's cost, and
+	// reserved before the call, so that concurrent calls never together
+	// pass the limit. Zero: the call costs nothing.
+	CostMicroUSD int64
 }
 
 // Call is one validated invocation.

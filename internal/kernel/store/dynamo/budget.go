@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -26,7 +27,9 @@ var resources = []struct {
 // each resource with a limit (0 = no limit) the condition is
 // total <= limit − amount, where total = used + reserved is kept on the
 // row, because DynamoDB conditions cannot add. The limits come from the
-// run's cached state (they never change after creation).
+// run's cached state; they change only when a person raises them (a
+// commit's RaiseLimits), so a refusal under limits that the row, read
+// again, no longer has is tried once more under the row's.
 func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run.Budget, error) {
 	if err := store.ValidateReserve(runID, a); err != nil {
 		return run.Budget{}, err
@@ -35,6 +38,26 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 	if err != nil {
 		return run.Budget{}, err
 	}
+	b, err := s.reserve(ctx, runID, a, st)
+	var stale *staleLimits
+	if errors.As(err, &stale) {
+		return s.reserve(ctx, runID, a, stateOf(stale.row))
+	}
+	return b, err
+}
+
+// staleLimits: a reservation was refused under cached limits that the
+// run row no longer has.
+type staleLimits struct {
+	row item
+	err error
+}
+
+func (e *staleLimits) Error() string { return e.err.Error() }
+func (e *staleLimits) Unwrap() error { return e.err }
+
+// reserve is one conditional reservation under st's limits.
+func (s *Store) reserve(ctx context.Context, runID string, a store.Amounts, st runState) (run.Budget, error) {
 	e := newExpr()
 	u := &update{set: []string{e.name("updated_at") + " = " + e.value(tv(s.now()))}}
 	conds := []string{"attribute_exists(" + e.name("pk") + ")"}
@@ -58,6 +81,10 @@ func (s *Store) Reserve(ctx context.Context, runID string, a store.Amounts) (run
 	if applied {
 		return budgetOf(it), nil
 	}
-	return run.Budget{}, fmt.Errorf("dynamo: reserve %+v on %q: %w (limits %+v, budget %+v)", a, runID,
+	err = fmt.Errorf("dynamo: reserve %+v on %q: %w (limits %+v, budget %+v)", a, runID,
 		store.ErrBudgetExceeded, st.limits, budgetOf(it))
+	if itemToRun(it).Limits != st.limits {
+		return run.Budget{}, &staleLimits{row: it, err: err}
+	}
+	return run.Budget{}, err
 }

@@ -257,6 +257,7 @@ func (s *Store) afterCommit(c *store.Commit, st runState, tx commitTx) {
 	st.lastHash = tx.lastHash
 	st.cpSeq = tx.cpSeq
 	st.status = tx.status
+	st.limits = tx.limits
 	st.token = c.Token
 	if c.Run != nil && c.Run.ReleaseLease {
 		st.leased = false

@@ -29,6 +29,7 @@ type commitTx struct {
 	status   run.Status
 	lastSeq  int64
 	lastHash string
+	limits   run.Limits // the run's limits after the commit
 }
 
 // add appends one action and what it writes; parts[i] explains items[i].
@@ -42,7 +43,7 @@ func (tx *commitTx) add(p part, it types.TransactWriteItem) {
 // operations and approvals, inputs. Parts named in skip are left out.
 func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts, sp *spill, skip map[string]bool) commitTx {
 	now := s.now()
-	tx := commitTx{newVer: st.ver + 1, cpSeq: st.cpSeq, status: st.status, lastSeq: st.lastSeq + int64(len(c.Events))}
+	tx := commitTx{newVer: st.ver + 1, cpSeq: st.cpSeq, status: st.status, lastSeq: st.lastSeq + int64(len(c.Events)), limits: st.limits}
 
 	// 1. The run row: fence, version, patch, budget. The order of the
 	// expression's names and values below is the order they are numbered.
@@ -56,6 +57,7 @@ func (s *Store) buildCommit(c *store.Commit, st runState, released store.Amounts
 	if p := c.Run; p != nil {
 		checkpointID = p.CheckpointID
 		tx.patchRun(e, u, p)
+		tx.raiseLimits(e, u, p.RaiseLimits)
 	}
 	var cp run.Checkpoint
 	if c.Checkpoint != nil {
@@ -122,6 +124,23 @@ func (tx *commitTx) patchRun(e *expr, u *update, p *store.RunPatch) {
 	if p.ReleaseLease {
 		u.clear(e, "lease_owner")
 		u.clear(e, "lease_expiry")
+	}
+}
+
+// raiseLimits adds raise to the run's limits that are set: the cached
+// limits are those of the row version the commit's condition names, so a
+// limit that is zero (none) there stays none, as on SQLite.
+func (tx *commitTx) raiseLimits(e *expr, u *update, raise run.Limits) {
+	for _, f := range []struct {
+		attr string
+		cur  *int64
+		by   int64
+	}{{"max_steps", &tx.limits.MaxSteps, raise.MaxSteps}, {"max_tool_calls", &tx.limits.MaxToolCalls, raise.MaxToolCalls},
+		{"max_tokens", &tx.limits.MaxTokens, raise.MaxTokens}, {"max_spend", &tx.limits.MaxSpendMicroUSD, raise.MaxSpendMicroUSD}} {
+		if f.by > 0 && *f.cur > 0 {
+			*f.cur += f.by
+			u.set = append(u.set, e.name(f.attr)+" = "+e.name(f.attr)+" + "+e.value(nv(f.by)))
+		}
 	}
 }
 

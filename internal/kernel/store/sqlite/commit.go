@@ -317,8 +317,10 @@ func (s *Store) insertCheckpoint(ctx context.Context, tx *sql.Tx, cp *run.Checkp
 func (s *Store) updateCommitRun(ctx context.Context, tx *sql.Tx, c *store.Commit, r commitRun, checkpointID, head string, nowN int64) error {
 	var newStatus, output, errText, command, cpID any
 	var stepsDelta int64
+	var raise run.Limits
 	release := 0
 	if p := c.Run; p != nil {
+		raise = p.RaiseLimits
 		if p.Status != "" {
 			newStatus = p.Status
 		}
@@ -341,6 +343,7 @@ func (s *Store) updateCommitRun(ctx context.Context, tx *sql.Tx, c *store.Commit
 	if _, err := s.exec(ctx, tx, q, append(statusArg,
 		output, errText, command, stepsDelta, cpID, r.lastSeq+int64(len(c.Events)), head,
 		c.Used.Tokens, c.Used.SpendMicroUSD, c.Used.ToolCalls, c.Released.Tokens, c.Released.SpendMicroUSD, c.Released.ToolCalls,
+		raise.MaxSteps, raise.MaxToolCalls, raise.MaxTokens, raise.MaxSpendMicroUSD,
 		release, release, nowN, c.RunID)...); err != nil {
 		return fmt.Errorf("sqlite: commit: update run %q: %w", c.RunID, err)
 	}

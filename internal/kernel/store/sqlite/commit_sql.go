@@ -48,6 +48,10 @@ const (
 		tokens_used = tokens_used + ?, spend_used = spend_used + ?, tool_calls_used = tool_calls_used + ?,
 		tokens_reserved = MAX(0, tokens_reserved - ?), spend_reserved = MAX(0, spend_reserved - ?),
 		tool_calls_reserved = MAX(0, tool_calls_reserved - ?),
+		max_steps = CASE WHEN max_steps > 0 THEN max_steps + ? ELSE 0 END,
+		max_tool_calls = CASE WHEN max_tool_calls > 0 THEN max_tool_calls + ? ELSE 0 END,
+		max_tokens = CASE WHEN max_tokens > 0 THEN max_tokens + ? ELSE 0 END,
+		max_spend = CASE WHEN max_spend > 0 THEN max_spend + ? ELSE 0 END,
 		lease_owner = CASE WHEN ? THEN '' ELSE lease_owner END,
 		lease_expiry = CASE WHEN ? THEN 0 ELSE lease_expiry END, updated_at = ? WHERE id = ?`
 )

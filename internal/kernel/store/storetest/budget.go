@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
@@ -92,6 +93,31 @@ func testBudget(t *testing.T, e *env) {
 		}
 		_, err = e.s.Reserve(e.ctx, r.ID, store.Amounts{SpendMicroUSD: 31})
 		wantErr(t, err, store.ErrBudgetExceeded)
+	})
+	t.Run("RaisedInCommit", func(t *testing.T) {
+		r, tok := e.leased(func(r *run.Run) { r.Limits = run.Limits{MaxSpendMicroUSD: 100, MaxToolCalls: 2} })
+		_, err := e.s.Reserve(e.ctx, r.ID, store.Amounts{SpendMicroUSD: 100})
+		must(t, err)
+		_, err = e.s.Reserve(e.ctx, r.ID, store.Amounts{SpendMicroUSD: 1})
+		wantErr(t, err, store.ErrBudgetExceeded)
+		// A person raised spend by 50; tokens, which have no limit, stay
+		// without one.
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok, Events: []run.Event{ev(run.EventModelCallCompleted, "")},
+			Run: &store.RunPatch{RaiseLimits: run.Limits{MaxSpendMicroUSD: 50, MaxTokens: 10}}})
+		must(t, err)
+		got, err := e.s.GetRun(e.ctx, r.ID)
+		must(t, err)
+		if want := (run.Limits{MaxSpendMicroUSD: 150, MaxToolCalls: 2}); got.Limits != want {
+			t.Fatalf("limits after the raise %+v, want %+v", got.Limits, want)
+		}
+		_, err = e.s.Reserve(e.ctx, r.ID, store.Amounts{SpendMicroUSD: 51})
+		wantErr(t, err, store.ErrBudgetExceeded)
+		_, err = e.s.Reserve(e.ctx, r.ID, store.Amounts{SpendMicroUSD: 50, Tokens: 1 << 30})
+		must(t, err)
+		for _, bad := range []run.Limits{{MaxSpendMicroUSD: -1}, {Deadline: time.Unix(1, 0)}} {
+			_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok, Run: &store.RunPatch{RaiseLimits: bad}})
+			wantErr(t, err, store.ErrInvalid)
+		}
 	})
 	t.Run("NoLimit", func(t *testing.T) {
 		r := e.create(func(r *run.Run) { r.Limits = run.Limits{} })

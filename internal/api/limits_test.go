@@ -1,0 +1,69 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+)
+
+// pauseAtLimit parks a run of alice's on a raise request, as the harness
+// does when its agent's policy pauses at max_spend.
+func (e *env) pauseAtLimit() (run.Run, run.Approval) {
+	e.t.Helper()
+	r := e.newRun("alice", run.InputQueue)
+	args, _ := json.Marshal(harness.RaiseArgs{Limit: "max_spend", Now: 1000, RaiseBy: 500, After: 1500})
+	ap := run.Approval{ID: "apr_limit_max_spend_1000", Tool: harness.RaiseLimitTool, Mode: run.ModeMutating, Args: args}
+	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusAwaitingApproval}, NewApprovals: []run.Approval{ap}})
+	got, err := e.store.GetApproval(context.Background(), r.ID, ap.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r, got
+}
+
+func TestDecideLimit(t *testing.T) {
+	e := newEnv(t, nil)
+	r, ap := e.pauseAtLimit()
+	path := "/v1/runs/" + r.ID + "/limits"
+	bad := []struct{ name, body, field string }{
+		{"no decision", `{}`, "decision"},
+		{"unknown decision", `{"decision":"double"}`, "decision"},
+		{"unknown limit", `{"decision":"raise","limit":"max_money"}`, "limit"},
+		{"unknown field", `{"decision":"raise","by":5}`, "by"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := e.do("POST", path, aliceToken, tc.body, nil)
+			if code != http.StatusBadRequest || !strings.Contains(string(body), `"field":"`+tc.field+`"`) {
+				t.Fatalf("%d %s, want 400 naming %q", code, body, tc.field)
+			}
+		})
+	}
+	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"raise","limit":"max_tokens"}`, nil); code != http.StatusConflict ||
+		!strings.Contains(string(body), `"field":"limit"`) {
+		t.Fatalf("another limit than the pause's: %d %s", code, body)
+	}
+	if code, _, _ := e.do("POST", path, bobToken, `{"decision":"raise"}`, nil); code != http.StatusNotFound {
+		t.Fatalf("another owner's run: %d, want 404", code)
+	}
+	var got api.Approval
+	e.doJSON("POST", path, aliceToken, `{"decision":"raise","limit":"max_spend","reason":"worth it"}`, nil, http.StatusOK, &got)
+	if got.ApprovalID != ap.ID || got.Status != run.ApprovalApproved {
+		t.Fatalf("decided %+v", got)
+	}
+	if calls := e.resumer.Calls(); len(calls) != 1 || calls[0].ID != ap.ID {
+		t.Fatalf("resumed %+v", calls)
+	}
+	// Answered: the run waits on no raise any more.
+	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"stop"}`, nil); code != http.StatusConflict ||
+		!strings.Contains(string(body), api.CodeNotPaused) {
+		t.Fatalf("second answer: %d %s", code, body)
+	}
+}
