@@ -1,8 +1,10 @@
 package keel
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
@@ -47,7 +49,37 @@ type Agent struct {
 	// Workspace, when set, gives every run of the agent a directory tree
 	// versioned with its checkpoints, and commands in a sandbox.
 	Workspace *WorkspaceConfig
+	// Versions says what a Step does with a run whose records another
+	// version of this agent wrote (a deploy, or a restart of dev with a
+	// new binary). An agent's version is a hash of Instructions, the
+	// model, each tool's name, mode, argument schema and promises,
+	// Limits, InputPolicy and the build; every run records the version
+	// it was created under. Empty means [VersionUpgrade], on every
+	// platform: see docs/deploying.md#runs-in-flight for why.
+	Versions VersionPolicy
 }
+
+// VersionPolicy is [Agent.Versions].
+type VersionPolicy string
+
+// The version policies.
+const (
+	// VersionUpgrade moves a run to the running version at its next
+	// Step, after a check of what it has open: a pending operation, a
+	// pending or granted approval, an open tool call. A run that
+	// depends on a tool that is gone, changed mode or promises, or whose
+	// recorded arguments no longer validate (for an approval or an
+	// operation: whose schema changed at all) is not moved: it waits
+	// for a person (needs_human) with the difference named. Otherwise
+	// the Step records agent_upgraded naming both versions.
+	VersionUpgrade VersionPolicy = "upgrade"
+	// VersionPin runs a run's Steps only under the version it was
+	// created on. A worker of another version never runs it: it stops
+	// for a person, naming both versions (keel dev runs one binary at a
+	// time, so there a pinned run of an older version waits for that
+	// binary to be started again, or for a person to cancel it).
+	VersionPin VersionPolicy = "pin"
+)
 
 // Limits bound a run. Every Step checks them before it calls the model or
 // a tool; a run that reaches one ends as failed with budget_exceeded in its
@@ -82,3 +114,14 @@ const (
 	// from a checkpoint instead.
 	InputRollback = run.InputRollback
 )
+
+// policy is the runtime's spelling of v, checked.
+func (v VersionPolicy) policy() (agentver.Policy, error) {
+	switch v {
+	case "", VersionUpgrade:
+		return agentver.Upgrade, nil
+	case VersionPin:
+		return agentver.Pin, nil
+	}
+	return "", fmt.Errorf("Versions %q: want %q or %q", v, VersionUpgrade, VersionPin)
+}

@@ -209,6 +209,10 @@ func (a Agent) def() (compose.AgentDef, error) {
 	if err != nil {
 		return fail(err)
 	}
+	policy, err := a.Versions.policy()
+	if err != nil {
+		return fail(err)
+	}
 	tools := a.Tools
 	return compose.AgentDef{
 		Name:   a.Name,
@@ -233,5 +237,6 @@ func (a Agent) def() (compose.AgentDef, error) {
 		MaxTokens:     a.MaxOutputTokens,
 		ContextTokens: a.ContextTokens,
 		Workspace:     a.Workspace.def(),
+		Policy:        policy,
 	}, nil
 }

@@ -136,36 +136,37 @@ type command struct {
 }
 
 // agentCommands are the commands that run the program's agents.
-var agentCommands = []string{"dev", "task", "step", "crashtest", observeCommandName}
+var agentCommands = []string{"dev", "task", "step", "crashtest", observeCommandName, "upgrade-check"}
 
 // commands is the dispatch table.
 func commands() map[string]command {
 	m := map[string]command{
-		"run":         runCommand(),
-		"runs":        runsCommand(),
-		"show":        showCommand(),
-		"events":      eventsCommand(),
-		"approve":     decideCommand(api.DecisionApprove),
-		"deny":        decideCommand(api.DecisionDeny),
-		"cancel":      cancelCommand(),
-		"operations":  operationsCommand(),
-		"settle":      settleCommand(),
-		"input":       inputCommand(),
-		"fork":        forkCommand(),
-		"checkpoints": checkpointsCommand(),
-		"artifacts":   artifactsCommand(),
-		"download":    downloadCommand(),
-		"verify":      verifyCommand(),
-		"dev":         devCommand(),
-		"task":        taskCommand(),
-		"step":        stepCommand(),
-		"init":        initCommand(),
-		"record":      recordCommand(),
-		"crashtest":   crashtestCommand(),
-		"explain":     explainCommand(),
-		"doctor":      doctorCommand(),
-		"bundle":      bundleCommand(),
-		"cost":        costCommand(),
+		"run":           runCommand(),
+		"runs":          runsCommand(),
+		"show":          showCommand(),
+		"events":        eventsCommand(),
+		"approve":       decideCommand(api.DecisionApprove),
+		"deny":          decideCommand(api.DecisionDeny),
+		"cancel":        cancelCommand(),
+		"operations":    operationsCommand(),
+		"settle":        settleCommand(),
+		"input":         inputCommand(),
+		"fork":          forkCommand(),
+		"checkpoints":   checkpointsCommand(),
+		"artifacts":     artifactsCommand(),
+		"download":      downloadCommand(),
+		"verify":        verifyCommand(),
+		"dev":           devCommand(),
+		"task":          taskCommand(),
+		"step":          stepCommand(),
+		"init":          initCommand(),
+		"record":        recordCommand(),
+		"crashtest":     crashtestCommand(),
+		"explain":       explainCommand(),
+		"doctor":        doctorCommand(),
+		"bundle":        bundleCommand(),
+		"cost":          costCommand(),
+		"upgrade-check": upgradeCheckCommand(),
 
 		observeCommandName: observeCommand(),
 	}

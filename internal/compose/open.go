@@ -86,9 +86,23 @@ func (rt *Runtime) Flush(ctx context.Context) error {
 	return rt.OTel.Flush(ctx)
 }
 
-// Open opens what cfg names and builds app's agents on it. cfg has its
-// defaults applied here. Errors name the variable or the agent at fault.
+// Open opens what cfg names and builds app's agents on it, and stores
+// each agent's version definition (package agentver) for later binaries
+// to compare with. cfg has its defaults applied here. Errors name the
+// variable or the agent at fault.
 func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime, error) {
+	rt, err := open(ctx, cfg, app, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := saveVersions(ctx, rt.Artifacts, rt.Versions()); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
+func open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -197,6 +211,10 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		for _, t := range tools {
 			known[t.Info().Name] = true
 		}
+		ver, err := describe(cfg, def, tools)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
+		}
 		if tools, err = wrapTools(tools, cfg.SpillTools, cfg.ToolDelay); err != nil {
 			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
 		}
@@ -210,7 +228,8 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		}
 		prov, name := modelNames(cfg, def)
 		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens,
-			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name}
+			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name,
+			Version: ver.Version, Definition: &ver, Policy: def.Policy}
 		if def.Workspace != nil {
 			a := agents[def.Name]
 			if a.Workspace, err = ws.open(ctx, def); err != nil {
@@ -218,7 +237,9 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 			}
 			agents[def.Name] = a
 		}
-		catalog[def.Name] = def.Defaults
+		defaults := def.Defaults
+		defaults.Version = ver.Version
+		catalog[def.Name] = defaults
 	}
 	// A variable naming a tool no agent has is a typo: say so at start.
 	for _, n := range cfg.SpillTools {

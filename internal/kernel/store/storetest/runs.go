@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ func testCreateRun(t *testing.T, e *env) {
 		r.ParentRunID = "run_parent"
 		r.ForkCheckpointID = "cp_7"
 		r.TraceParent = run.NewTraceParent()
+		r.AgentVersion = strings.Repeat("ab", 32)
 	})
 	got, created, err := e.s.CreateRun(e.ctx, in)
 	must(t, err)
@@ -58,6 +60,30 @@ func testCreateRun(t *testing.T, e *env) {
 			t.Fatalf("after a commit: trace_parent = %q, want %q", read.TraceParent, in.TraceParent)
 		}
 		_, _, err = e.s.CreateRun(e.ctx, e.newRun(func(r *run.Run) { r.TraceParent = "00-not-a-trace-01" }))
+		wantErr(t, err, store.ErrInvalid)
+	})
+
+	t.Run("AgentVersionKept", func(t *testing.T) {
+		// The version a run was created under is written once: a lease
+		// and a step's commit leave it, and a malformed one is refused.
+		leased, err := e.s.AcquireLease(e.ctx, in.ID, "worker-2", time.Minute)
+		must(t, err)
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: in.ID, Token: leased.Lease.Token,
+			Run: &store.RunPatch{StepsDelta: 1, ReleaseLease: true}})
+		must(t, err)
+		read, err := e.s.GetRun(e.ctx, in.ID)
+		must(t, err)
+		if read.AgentVersion != in.AgentVersion || leased.AgentVersion != in.AgentVersion {
+			t.Fatalf("agent_version = %q (leased %q), want %q", read.AgentVersion, leased.AgentVersion, in.AgentVersion)
+		}
+		page, err := e.s.ListRuns(e.ctx, store.ListRunsQuery{Owner: in.Owner, SessionID: in.SessionID})
+		must(t, err)
+		for _, r := range page.Runs {
+			if r.ID == in.ID && r.AgentVersion != in.AgentVersion {
+				t.Fatalf("ListRuns: agent_version = %q, want %q", r.AgentVersion, in.AgentVersion)
+			}
+		}
+		_, _, err = e.s.CreateRun(e.ctx, e.newRun(func(r *run.Run) { r.AgentVersion = "V1;DROP" }))
 		wantErr(t, err, store.ErrInvalid)
 	})
 
