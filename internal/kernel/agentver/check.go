@@ -171,7 +171,7 @@ func unbound(from, to Definition, c Call, validate Validator) string {
 	}
 	if validate != nil {
 		if err := validate(c.Tool, c.Args); err != nil {
-			return "its recorded arguments do not validate against the new schema: " + err.Error()
+			return "its recorded arguments do not validate against the new schema: " + oneLine(err.Error())
 		}
 	}
 	return ""
@@ -298,3 +298,8 @@ const (
 	// stops for a person, naming both versions.
 	Pin Policy = "pin"
 )
+
+// oneLine joins a multi-line message (a schema validator's) into one.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n- ", "; ")), " ")
+}

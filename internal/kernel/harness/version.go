@@ -168,7 +168,18 @@ func OpenRecords(ctx context.Context, rr RecordReader, runID string, items map[s
 	for _, it := range items {
 		byID[it.ID] = it
 	}
+	// A call whose operation is pending was approved and dispatched
+	// already: the operation is what the run depends on, judged by its
+	// own rule (reconciled under the recorded contract), not its
+	// approval's or its call's.
+	covered := map[string]bool{}
+	for _, op := range open.Operations {
+		covered[op.PlanItemID] = true
+	}
 	for _, ap := range aps {
+		if covered[ap.PlanItemID] {
+			continue
+		}
 		it, known := byID[ap.PlanItemID]
 		unfinished := !known || it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval || it.Status == run.PlanRunning
 		if ap.Status == run.ApprovalPending || (ap.Status == run.ApprovalApproved && unfinished) {
@@ -176,10 +187,15 @@ func OpenRecords(ctx context.Context, rr RecordReader, runID string, items map[s
 		}
 	}
 	for _, c := range calls {
-		open.Calls = append(open.Calls, agentver.Call{Tool: c.Name, Args: c.Args})
+		if it, ok := items[c.ID]; !ok || !covered[it.ID] {
+			open.Calls = append(open.Calls, agentver.Call{Tool: c.Name, Args: c.Args})
+		}
 	}
 	if calls == nil {
 		for _, it := range items {
+			if covered[it.ID] {
+				continue
+			}
 			if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval || it.Status == run.PlanRunning {
 				open.Calls = append(open.Calls, agentver.Call{Tool: it.Tool, Args: it.Args})
 			}
