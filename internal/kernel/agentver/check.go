@@ -57,6 +57,9 @@ type Verdict struct {
 	// Stop, Problems are the ones the run cannot go on with.
 	Changes  []string `json:"changes,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Notes say what moving implies for the run's open records (how a
+	// pending operation will be reconciled).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Reason is the verdict in one line: the problems when it stops, else
@@ -67,10 +70,10 @@ func (v Verdict) Reason() string {
 		return strings.Join(v.Problems, "; ")
 	case v.Action == Continue:
 		return "same version"
-	case len(v.Changes) == 0:
+	case len(v.Changes) == 0 && len(v.Notes) == 0:
 		return "no change to what the run recorded (build only)"
 	}
-	return strings.Join(v.Changes, "; ")
+	return strings.Join(append(append([]string{}, v.Changes...), v.Notes...), "; ")
 }
 
 // Validator checks recorded arguments against the new version's schema
@@ -91,6 +94,9 @@ func Check(from, to Definition, open Open, validate Validator) Verdict {
 	for _, op := range open.Operations {
 		if p := pendingOp(from, to, op.Tool); p != "" {
 			stop("operation %s of %s is pending under %s: %s", op.ID, op.Tool, Short(from.Version), p)
+		} else if old, ok := from.Tool(op.Tool); ok {
+			v.Notes = append(v.Notes, fmt.Sprintf("operation %s of %s is pending: reconciled under %s's contract (%s)%s",
+				op.ID, op.Tool, Short(from.Version), old.Contract, unknowable(old.Contract)))
 		}
 	}
 	for _, ap := range open.Approvals {
@@ -302,4 +308,13 @@ const (
 // oneLine joins a multi-line message (a schema validator's) into one.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n- ", "; ")), " ")
+}
+
+// unknowable says what reconciling under a contract without promises
+// leads to.
+func unknowable(contract string) string {
+	if ParseContract(contract) == (ops.Contract{}) {
+		return ", which cannot tell whether it happened: a person will decide"
+	}
+	return ""
 }
