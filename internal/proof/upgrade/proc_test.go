@@ -98,6 +98,7 @@ type dev struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	c      *client.Client
+	token  string
 }
 
 // start runs variant's keel dev on the world's data directory and waits
@@ -128,6 +129,7 @@ func (w *world) start(ctx context.Context, variant string, env ...string) *dev {
 			if err != nil {
 				w.t.Fatal(err)
 			}
+			d.token = strings.TrimSpace(string(tok))
 			d.c, err = client.New(strings.TrimSpace(string(b)), strings.TrimSpace(string(tok)), &http.Client{Transport: &http.Transport{}})
 			if err != nil {
 				w.t.Fatal(err)
@@ -172,6 +174,18 @@ func (w *world) preview(variant string) string {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("%s upgrade-check: %v\n%s", variant, err, out)
+	}
+	return string(out)
+}
+
+// cli runs a client command of variant's binary against d.
+func (w *world) cli(t *testing.T, variant string, d *dev, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(w.bins[variant], append([]string{"--url", d.c.BaseURL(), "--token", d.token}, args...)...)
+	cmd.Env = w.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", variant, args, err, out)
 	}
 	return string(out)
 }

@@ -168,10 +168,15 @@ func TestApprovalAcrossVersions(t *testing.T) {
 			if !ok {
 				t.Fatal("no agent_upgrade_blocked event")
 			}
+			explained := w.cli(t, tc.v2, v2, "explain", r.RunID)
+			shown := w.cli(t, tc.v2, v2, "show", r.RunID)
 			for _, want := range tc.blocked {
-				if !strings.Contains(string(blocked.Data), want) || !strings.Contains(end.Error, want) {
-					t.Fatalf("event %s / error %q: want %q in both", blocked.Data, end.Error, want)
+				if !strings.Contains(string(blocked.Data), want) || !strings.Contains(end.Error, want) || !strings.Contains(explained, want) {
+					t.Fatalf("event %s / error %q / explain %q: want %q in each", blocked.Data, end.Error, explained, want)
 				}
+			}
+			if !strings.Contains(explained, "not moved from agent version "+r.AgentVersion[:12]) || !strings.Contains(shown, "(version "+r.AgentVersion[:12]+")") {
+				t.Fatalf("explain or show does not name the versions:\n%s\n%s", explained, shown)
 			}
 		})
 	}
