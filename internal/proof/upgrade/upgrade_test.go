@@ -124,8 +124,9 @@ func TestApprovalAcrossVersions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t) // builds first: the guard below is for the scenario
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+			// The builds come first: the hang guard is for the scenario.
+			w := newWorld(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			v1 := w.start(ctx, "v1")
 			r, ap := awaitingApproval(ctx, t, v1)
@@ -199,8 +200,9 @@ func TestPendingOperationAcrossVersions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t) // builds first: the guard below is for the scenario
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+			// The builds come first: the hang guard is for the scenario.
+			w := newWorld(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			v1 := w.start(ctx, tc.v1, "KEEL_FAULTPOINT=after_dispatch")
 			r, ap := awaitingApproval(ctx, t, v1)
