@@ -84,7 +84,7 @@ func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error
 	if err != nil {
 		return row, err
 	}
-	row.Verdict, _, err = harness.VersionVerdict(ctx, rt.Artifacts, a, from, func() (agentver.Open, error) {
+	row.Verdict, _, err = harness.VersionVerdict(ctx, rt.Artifacts, a, from, func(old agentver.Definition) (agentver.Open, error) {
 		items, err := rt.Store.ListPlanItems(ctx, r.ID)
 		if err != nil {
 			return agentver.Open{}, err
@@ -93,7 +93,7 @@ func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error
 		for _, it := range items {
 			byCall[it.CallID] = it
 		}
-		return harness.OpenRecords(ctx, rt.Store, r.ID, byCall, nil)
+		return harness.OpenRecords(ctx, rt.Store, r, old, byCall, nil)
 	})
 	if err != nil {
 		return row, err

@@ -100,6 +100,7 @@ func TestCheck(t *testing.T) {
 	approval := agentver.Open{Approvals: []run.Approval{{ID: "ap1", Tool: "publish", Args: args}}}
 	call := agentver.Open{Calls: []agentver.Call{{Tool: "publish", Args: args}}}
 	pendingOp := agentver.Open{Operations: []run.Operation{{ID: "op1", Tool: "publish", Args: args}}}
+	grant := agentver.Open{Grants: []string{"publish"}}
 	cases := []struct {
 		name    string
 		tools   []tool.Tool
@@ -121,6 +122,9 @@ func TestCheck(t *testing.T) {
 		{"contract changed, approval", []tool.Tool{publish(titleSchema, run.ModeMutating, ops.Contract{}), search()}, "i", approval, agentver.Stop, "contract changed"},
 		{"pending op, promise dropped", []tool.Tool{publish(titleSchema, run.ModeMutating, ops.Contract{}), search()}, "i", pendingOp, agentver.Stop, "dropped a promise"},
 		{"pending op, promise added", []tool.Tool{publish(titleSchema, run.ModeMutating, ops.Contract{Lookup: true, Idempotent: true}), search()}, "i", pendingOp, agentver.Move, "reconciled under"},
+		{"grant, contract changed", []tool.Tool{publish(titleSchema, run.ModeMutating, ops.Contract{Idempotent: true}), search()}, "i", grant, agentver.Stop, "confirm-once grant of publish"},
+		{"grant, instructions only", v1Tools, "j", grant, agentver.Move, "instructions changed"},
+		{"grant, tool removed", []tool.Tool{search()}, "i", grant, agentver.Move, "tool publish removed"},
 		{"pending op, schema changed", []tool.Tool{publish(looserSchema, run.ModeMutating, lookup), search()}, "i", pendingOp, agentver.Stop, "argument schema changed"},
 	}
 	for _, tc := range cases {

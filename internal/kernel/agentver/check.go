@@ -22,6 +22,9 @@ type Open struct {
 	Approvals []run.Approval
 	// Calls are the tool calls the model made that have no result yet.
 	Calls []Call
+	// Grants are the confirm_once tools the run's session holds a grant
+	// for: a person allowed the tool as the old version defined it.
+	Grants []string
 	// Inputs is how many queued inputs wait for the run's next turn.
 	Inputs int
 }
@@ -102,6 +105,14 @@ func Check(from, to Definition, open Open, validate Validator) Verdict {
 	for _, ap := range open.Approvals {
 		if p := bound(from, to, ap.Tool); p != "" {
 			stop("approval %s (%s) was asked for %s's arguments: %s; it is not applied", ap.ID, ap.Tool, Short(from.Version), p)
+		}
+	}
+	for _, g := range open.Grants {
+		if _, ok := to.Tool(g); !ok {
+			continue // a grant for a tool that is gone allows nothing
+		}
+		if p := bound(from, to, g); p != "" {
+			stop("the session's confirm-once grant of %s was given for %s's %s: %s; a person must allow the new one", g, Short(from.Version), g, p)
 		}
 	}
 	for _, c := range open.Calls {

@@ -47,8 +47,8 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 	if s.status == run.StatusNeedsHuman {
 		return Decision{}, false, nil
 	}
-	v, old, err := VersionVerdict(ctx, s.h.opt.Artifacts, s.agent, s.recordsVersion(), func() (agentver.Open, error) {
-		return OpenRecords(ctx, s.h.opt.Store, s.run.ID, s.items, s.openCalls())
+	v, old, err := VersionVerdict(ctx, s.h.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
+		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.items, s.openCalls())
 	})
 	switch {
 	case err != nil:
@@ -67,7 +67,7 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 // version, or nothing to compare: no version on either side), Move or
 // Stop. open is called only when the records must be compared. old is
 // from's definition when it was read. The preview command asks it too.
-func VersionVerdict(ctx context.Context, arts artifact.Store, a Agent, from string, open func() (agentver.Open, error)) (v agentver.Verdict, old *agentver.Definition, err error) {
+func VersionVerdict(ctx context.Context, arts artifact.Store, a Agent, from string, open func(from agentver.Definition) (agentver.Open, error)) (v agentver.Verdict, old *agentver.Definition, err error) {
 	to := a.Version
 	v = agentver.Verdict{Action: agentver.Continue, From: from, To: to}
 	if to == "" || from == "" || from == to || a.Definition == nil {
@@ -94,7 +94,7 @@ func VersionVerdict(ctx context.Context, arts artifact.Store, a Agent, from stri
 			agentver.Short(from), agentver.Short(to), agentver.Short(from))}
 		return v, &d, nil
 	}
-	o, err := open()
+	o, err := open(d)
 	if err != nil {
 		return v, nil, err
 	}
@@ -147,14 +147,18 @@ type RecordReader interface {
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
 	ListApprovals(ctx context.Context, runID string) ([]run.Approval, error)
 	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
+	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)
 }
 
 // OpenRecords gathers what a run has open for the version check: its
 // pending operations, its approvals still pending or approved for a call
 // not yet run, the open tool calls (calls; nil: the plan items that have
-// not finished), and its queued inputs. items are the run's plan items by
-// call id. The preview command (keel upgrade-check) reads the same.
-func OpenRecords(ctx context.Context, rr RecordReader, runID string, items map[string]run.PlanItem, calls []model.ToolCall) (agentver.Open, error) {
+// not finished), the confirm_once tools of from (the old definition) its
+// session holds a grant for, and its queued inputs. items are the run's
+// plan items by call id. The preview command (upgrade-check) reads the
+// same.
+func OpenRecords(ctx context.Context, rr RecordReader, r run.Run, from agentver.Definition, items map[string]run.PlanItem, calls []model.ToolCall) (agentver.Open, error) {
+	runID := r.ID
 	var open agentver.Open
 	var err error
 	if open.Operations, err = rr.ListOperations(ctx, runID, true); err != nil {
@@ -199,6 +203,18 @@ func OpenRecords(ctx context.Context, rr RecordReader, runID string, items map[s
 			if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval || it.Status == run.PlanRunning {
 				open.Calls = append(open.Calls, agentver.Call{Tool: it.Tool, Args: it.Args})
 			}
+		}
+	}
+	for _, t := range from.Tools {
+		if t.Mode != run.ModeConfirmOnce {
+			continue
+		}
+		ok, err := rr.HasGrant(ctx, r.SessionID, t.Name)
+		if err != nil {
+			return open, err
+		}
+		if ok {
+			open.Grants = append(open.Grants, t.Name)
 		}
 	}
 	ins, err := rr.ListInputs(ctx, runID, true)

@@ -17,7 +17,7 @@ import (
 )
 
 // variants are the builds of testdata/prog the tests use.
-var variants = []string{"v1", "v1-none", "v2-rename", "v2-removed", "v2-instructions", "v2-idempotent"}
+var variants = []string{"v1", "v1-none", "v2-rename", "v2-removed", "v2-instructions", "v2-idempotent", "v2-pinned"}
 
 var (
 	buildOnce sync.Once
@@ -30,7 +30,7 @@ var (
 func bins(t *testing.T) map[string]string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds six binaries of the agent program: not under -short")
+		t.Skip("builds seven binaries of the agent program: not under -short")
 	}
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "keel-upgrade-bin-")

@@ -121,6 +121,10 @@ func TestApprovalAcrossVersions(t *testing.T) {
 		{name: "removed tool", v2: "v2-removed", preview: []string{"stop for a person", "the tool is gone"},
 			blocked: []string{"the tool is gone", "it is not applied"}},
 		{name: "instructions only", v2: "v2-instructions", preview: []string{"move", "instructions changed"}},
+		// The same change under a v2 that pins its runs: v1's run is not
+		// moved, and keel dev has no v1 code to run it with.
+		{name: "instructions only, pinned", v2: "v2-pinned", preview: []string{"stop for a person", "the agent is pinned"},
+			blocked: []string{"the agent is pinned", "'s build, or cancel it"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 )
 
 // variant is set by -ldflags -X: v1, v1-none, v2-rename, v2-removed,
-// v2-instructions, v2-idempotent.
+// v2-instructions, v2-idempotent, v2-pinned.
 var variant = "v1"
 
 // script calls publish once, then answers.
@@ -98,6 +98,11 @@ func agent(d dest) keel.Agent {
 	case "v2-instructions":
 		a.Instructions = "Publish the note, then say so."
 		a.Tools = []keel.Tool{publish[Publish](d, keel.LookupByKey)}
+	case "v2-pinned":
+		// v2-instructions whose runs are pinned to their version.
+		a.Instructions = "Publish the note, then say so."
+		a.Tools = []keel.Tool{publish[Publish](d, keel.LookupByKey)}
+		a.Versions = keel.VersionPin
 	case "v2-idempotent":
 		a.Tools = []keel.Tool{publish[Publish](d, keel.IdempotentByKey)}
 	default:
