@@ -123,5 +123,5 @@ func (v VersionPolicy) policy() (agentver.Policy, error) {
 	case VersionPin:
 		return agentver.Pin, nil
 	}
-	return "", fmt.Errorf("Versions %q: want %q or %q", v, VersionUpgrade, VersionPin)
+	return "", fmt.Errorf("agent field Versions %q: want %q or %q", v, VersionUpgrade, VersionPin)
 }

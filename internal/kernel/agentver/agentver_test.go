@@ -18,7 +18,6 @@ import (
 // contract: Describe reads only Info, Name and Contract.
 type fakeTool struct {
 	info     tool.Info
-	effect   bool
 	contract ops.Contract
 }
 
