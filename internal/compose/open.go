@@ -85,14 +85,19 @@ func (rt *Runtime) Flush(ctx context.Context) error {
 	return rt.OTel.Flush(ctx)
 }
 
-// Open opens what cfg names and builds app's agents on it, and stores
-// each agent's version definition (package agentver) for later binaries
-// to compare with. cfg has its defaults applied here. Errors name the
-// variable or the agent at fault.
+// Open opens what cfg names and builds app's agents on it. A process that
+// creates or steps runs (keel dev and the local commands, the api, step
+// and task roles) also stores each agent's version definition (package
+// agentver) for later binaries to compare with; the other roles may not
+// write the bucket and need not. cfg has its defaults applied here.
+// Errors name the variable or the agent at fault.
 func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime, error) {
 	rt, err := open(ctx, cfg, app, b)
 	if err != nil {
 		return nil, err
+	}
+	if !savesVersions(cfg.Role) {
+		return rt, nil
 	}
 	if err := saveVersions(ctx, rt.Artifacts, rt.Versions()); err != nil {
 		rt.Close()

@@ -67,3 +67,14 @@ func (rt *Runtime) Versions() Versions {
 	}
 	return vs
 }
+
+// savesVersions: the roles that create runs (api) or run their Steps
+// (step, task, and every local command) store the definitions; the
+// deployment grants them s3:PutObject on the bucket (infra/cdk).
+func savesVersions(role string) bool {
+	switch role {
+	case "", config.RoleAPI, config.RoleStep, config.RoleTask:
+		return true
+	}
+	return false
+}
