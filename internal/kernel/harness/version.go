@@ -113,6 +113,7 @@ func VersionVerdict(ctx context.Context, arts artifact.Store, a Agent, from stri
 func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, bool, error) {
 	why := fmt.Sprintf("agent version %s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
 	var c store.Commit
+	s.addEvent(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
 	aps, err := s.h.opt.Store.ListApprovals(ctx, s.run.ID)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
@@ -120,7 +121,7 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 	for _, ap := range aps {
 		if ap.Status == run.ApprovalPending {
 			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
-			c.Events = append(c.Events, run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
+			s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
 		}
 	}
 	ops, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, true)
@@ -129,9 +130,16 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 	}
 	for _, op := range ops {
 		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
-		c.Events = append(c.Events, run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
+		s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
+		// As for any needs_human operation: its plan item says so, and a
+		// person's settle (happened, not happened, give up) moves it on.
+		for _, it := range s.items {
+			if it.ID == op.PlanItemID {
+				it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
+				s.putItem(it)
+			}
+		}
 	}
-	s.addEvent(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
 	s.addEvent(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("reason", why, "by", "agent_version")})
 	s.setStatus(run.StatusNeedsHuman)
 	s.pend.patch.Error = &why
