@@ -2,8 +2,10 @@ package keel
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
@@ -54,6 +56,14 @@ type Agent struct {
 	// budget_exceeded; Pause asks a person to raise the limit. The
 	// deadline (Limits.Timeout) always fails the run.
 	OnLimit LimitPolicy
+	// Versions says what a Step does with a run whose records another
+	// version of this agent wrote (a deploy, or a restart of dev with a
+	// new binary). An agent's version is a hash of Instructions, the
+	// model, each tool's name, mode, argument schema and promises,
+	// Limits, InputPolicy and the build; every run records the version
+	// it was created under. Empty means [VersionUpgrade], on every
+	// platform: see docs/deploying.md#runs-in-flight for why.
+	Versions VersionPolicy
 }
 
 // LimitPolicy is an agent's answer to a run at one of its limits.
@@ -86,6 +96,28 @@ func (p LimitPolicy) policy() harness.LimitPolicy {
 	return harness.LimitPolicy{Pause: p.Pause, RaiseBy: run.Limits{MaxSteps: r.MaxSteps, MaxToolCalls: r.MaxToolCalls,
 		MaxTokens: r.MaxTokens, MaxSpendMicroUSD: r.MaxSpendMicroUSD}}
 }
+
+// VersionPolicy is [Agent.Versions].
+type VersionPolicy string
+
+// The version policies.
+const (
+	// VersionUpgrade moves a run to the running version at its next
+	// Step, after a check of what it has open: a pending operation, a
+	// pending or granted approval, an open tool call. A run that
+	// depends on a tool that is gone, changed mode or promises, or whose
+	// recorded arguments no longer validate (for an approval or an
+	// operation: whose schema changed at all) is not moved: it waits
+	// for a person (needs_human) with the difference named. Otherwise
+	// the Step records agent_upgraded naming both versions.
+	VersionUpgrade VersionPolicy = "upgrade"
+	// VersionPin runs a run's Steps only under the version it was
+	// created on. A worker of another version never runs it: it stops
+	// for a person, naming both versions (keel dev runs one binary at a
+	// time, so there a pinned run of an older version waits for that
+	// binary to be started again, or for a person to cancel it).
+	VersionPin VersionPolicy = "pin"
+)
 
 // Limits bound a run. Every Step checks them before it calls the model or
 // a tool; a run that reaches one ends as failed with budget_exceeded in its
@@ -120,3 +152,14 @@ const (
 	// from a checkpoint instead.
 	InputRollback = run.InputRollback
 )
+
+// policy is the runtime's spelling of v, checked.
+func (v VersionPolicy) policy() (agentver.Policy, error) {
+	switch v {
+	case "", VersionUpgrade:
+		return agentver.Upgrade, nil
+	case VersionPin:
+		return agentver.Pin, nil
+	}
+	return "", fmt.Errorf("agent field Versions %q: want %q or %q", v, VersionUpgrade, VersionPin)
+}

@@ -26,6 +26,7 @@ func TestBuildRejects(t *testing.T) {
 		{"no agents", nil, "no agents"},
 		{"an agent twice", []Agent{ok(nil), ok(nil)}, `agent "a" is given twice`},
 		{"negative limits", []Agent{ok(func(a *Agent) { a.Limits.MaxSteps = -1 })}, "limits must not be negative"},
+		{"unknown version policy", []Agent{ok(func(a *Agent) { a.Versions = "latest" })}, `agent field Versions "latest": want "upgrade" or "pin"`},
 		{"negative answer ceiling", []Agent{ok(func(a *Agent) { a.MaxOutputTokens = -1 })}, "MaxOutputTokens must not be negative"},
 		{"negative window", []Agent{ok(func(a *Agent) { a.ContextTokens = -1 })}, "ContextTokens must not be negative"},
 		{"window no larger than the answer", []Agent{ok(func(a *Agent) { a.ContextTokens, a.MaxOutputTokens = 4096, 4096 })}, "ContextTokens 4096 must exceed MaxOutputTokens 4096"},

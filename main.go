@@ -212,6 +212,10 @@ func (a Agent) def() (compose.AgentDef, error) {
 	if err != nil {
 		return fail(err)
 	}
+	policy, err := a.Versions.policy()
+	if err != nil {
+		return fail(err)
+	}
 	tools := a.Tools
 	return compose.AgentDef{
 		Name:   a.Name,
@@ -240,5 +244,6 @@ func (a Agent) def() (compose.AgentDef, error) {
 		ContextTokens: a.ContextTokens,
 		Workspace:     a.Workspace.def(),
 		OnLimit:       a.OnLimit.policy(),
+		Policy:        policy,
 	}, nil
 }

@@ -91,6 +91,9 @@ type AgentDefaults struct {
 	Timeout time.Duration
 	// InputPolicy is used when the run names none (empty: queue).
 	InputPolicy run.InputPolicy
+	// Version is the agent's version (package agentver) in this
+	// process: a run created here records it (run.Run.AgentVersion).
+	Version string
 }
 
 // Apply fills l and p from the defaults, then from Keel's, as of now.

@@ -200,6 +200,9 @@ func (s *server) fork(w http.ResponseWriter, r *http.Request, principal string) 
 		ClientKey: key, Request: parent.Request, Command: parent.Command, Status: run.StatusCreated,
 		InputPolicy: parent.InputPolicy, Limits: parent.Limits,
 		ParentRunID: parent.ID, ForkCheckpointID: cp.ID, TraceParent: run.NewTraceParent(), CreatedAt: now, UpdatedAt: now,
+		// The fork's records are the parent's up to cp: the first Step
+		// checks them from the parent's version, as it would the parent.
+		AgentVersion: parent.AgentVersion,
 	})
 	if err != nil {
 		s.fail(w, r, "run", err)

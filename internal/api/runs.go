@@ -196,10 +196,11 @@ func (s *server) createRun(w http.ResponseWriter, r *http.Request, principal str
 		sessionID = run.NewID("ses")
 	}
 	now := s.now().UTC()
+	defs, _ := s.agents.Agent(req.Agent)
 	stored, created, err := s.store.CreateRun(ctx, run.Run{
 		ID: run.NewID("run"), SessionID: sessionID, Owner: principal, Agent: req.Agent, ClientKey: key,
 		Request: req.Input, Status: run.StatusCreated, InputPolicy: policy, Limits: limits,
-		TraceParent: run.NewTraceParent(), CreatedAt: now, UpdatedAt: now,
+		TraceParent: run.NewTraceParent(), AgentVersion: defs.Version, CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
 		s.fail(w, r, "run", err)

@@ -75,6 +75,9 @@ type Run struct {
 	ParentRunID      string          `json:"parent_run_id,omitempty"`
 	ForkCheckpointID string          `json:"fork_checkpoint_id,omitempty"`
 	IdempotencyKey   string          `json:"idempotency_key,omitempty"`
+	// AgentVersion is the agent version the run was created under
+	// (sha256 hex; empty for runs created before versions).
+	AgentVersion string `json:"agent_version,omitempty"`
 	// Undelivered lists the inputs the run accepted (POST .../input)
 	// and ended without reading, oldest first: they will never reach
 	// the agent. Set by GET /v1/runs/{id} for a finished run only.
@@ -121,7 +124,7 @@ func runView(r run.Run) Run {
 		},
 		CancelRequested: r.CancelRequested, CheckpointID: r.CheckpointID,
 		ParentRunID: r.ParentRunID, ForkCheckpointID: r.ForkCheckpointID, IdempotencyKey: r.ClientKey,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Links: Links{
 			Self: self, Events: self + "/events", Approvals: self + "/approvals",
 			Checkpoints: self + "/checkpoints", Artifacts: self + "/artifacts",

@@ -145,7 +145,7 @@ type command struct {
 // agentCommands are the commands that run the program's agents, built
 // before the command parses its flags. dev builds them itself, after
 // exporting its --data-dir (devCommand).
-var agentCommands = []string{"task", "step", "crashtest", observeCommandName}
+var agentCommands = []string{"task", "step", "crashtest", observeCommandName, "upgrade-check"}
 
 // commands is the dispatch table.
 func commands() map[string]command {
@@ -179,6 +179,8 @@ func commands() map[string]command {
 
 		observeCommandName: observeCommand(),
 	}
+	// Outside the literal, so its long name does not realign the table.
+	m["upgrade-check"] = upgradeCheckCommand()
 	for _, n := range agentCommands {
 		cmd := m[n]
 		cmd.agents = true

@@ -106,7 +106,7 @@ func showCommand() command {
 		}
 		row("run", r.RunID)
 		row("status", string(r.Status)+map[bool]string{true: " (cancel requested)"}[r.CancelRequested])
-		row("agent", r.Agent)
+		row("agent", r.Agent+versionNote(r.AgentVersion))
 		row("session", r.SessionID)
 		row("input", clip(oneLine(r.Input), 200))
 		row("input policy", string(r.InputPolicy))
@@ -362,4 +362,13 @@ func writeNew(path string, b []byte, force bool) error {
 		return fmt.Errorf("-o: %w", err)
 	}
 	return nil
+}
+
+// versionNote is the agent version a run was created under, as show
+// prints it beside the agent's name.
+func versionNote(v string) string {
+	if len(v) < 12 {
+		return ""
+	}
+	return " (version " + v[:12] + ")"
 }

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
@@ -33,6 +34,12 @@ type AgentDef struct {
 	Workspace *WorkspaceDef
 	// OnLimit is harness.Agent.OnLimit: fail at a limit, or pause to ask.
 	OnLimit harness.LimitPolicy
+	// Policy is what a Step does with a run another version wrote
+	// (agentver.Pin or agentver.Upgrade; empty: Upgrade).
+	Policy agentver.Policy
+	// Build names the binary in the agent's version; empty: this
+	// process's (agentver.Build).
+	Build string
 }
 
 // WorkspaceDef is an agent's workspace: its limits, and whether its tools

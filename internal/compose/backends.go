@@ -2,13 +2,16 @@ package compose
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/keelrun/keel/internal/aws/awsbackend"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/artifact"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/model/provider"
@@ -82,4 +85,45 @@ func LoadBackends(ctx context.Context, cfg config.Config, log *slog.Logger) (Bac
 		}
 		return provider.New(ctx, spec, cfg.Models, deps)
 	}}, nil
+}
+
+func openArtifacts(ctx context.Context, spec string, b Backends) (artifact.Store, error) {
+	kind, arg, _ := strings.Cut(spec, ":")
+	var s artifact.Store
+	var err error
+	switch kind {
+	case "fs":
+		s, err = artfs.New(arg)
+	case "s3":
+		if b.AWSArtifacts == nil {
+			return nil, fmt.Errorf("KEEL_ARTIFACTS %q: s3 needs the AWS configuration, which was not loaded", spec)
+		}
+		s, err = b.AWSArtifacts(ctx, arg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("KEEL_ARTIFACTS %q: %w", spec, err)
+	}
+	return s, nil
+}
+
+func openStore(ctx context.Context, spec string, arts artifact.Store, b Backends) (store.Store, *SQLiteStore, error) {
+	kind, arg, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "sqlite":
+		s, err := openSQLite(ctx, arg, b.SQLiteOptions)
+		if err != nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
+		}
+		return s, s, nil
+	case "dynamo":
+		if b.AWSStore == nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: dynamo needs the AWS configuration, which was not loaded", spec)
+		}
+		s, err := b.AWSStore(ctx, arg, arts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
+		}
+		return s, nil, nil
+	}
+	return nil, nil, fmt.Errorf("KEEL_STORE %q: want sqlite:PATH or dynamo:TABLE", spec)
 }

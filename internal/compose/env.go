@@ -8,6 +8,10 @@ import "github.com/keelrun/keel/internal/observe/telemetry"
 func (rt *Runtime) BundleEnv() telemetry.Env {
 	env := telemetry.Env{Models: rt.ModelSpecs(), Config: telemetry.MaskedConfig(rt.Config), Secrets: rt.Secrets}
 	env.Version, env.Commit = telemetry.BuildVersion()
+	env.Versions = map[string]string{}
+	for name, d := range rt.Versions() {
+		env.Versions[name] = d.Version
+	}
 	return env
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/model/provider"
@@ -86,9 +85,28 @@ func (rt *Runtime) Flush(ctx context.Context) error {
 	return rt.OTel.Flush(ctx)
 }
 
-// Open opens what cfg names and builds app's agents on it. cfg has its
-// defaults applied here. Errors name the variable or the agent at fault.
+// Open opens what cfg names and builds app's agents on it. A process that
+// creates or steps runs (keel dev and the local commands, the api, step
+// and task roles) also stores each agent's version definition (package
+// agentver) for later binaries to compare with; the other roles may not
+// write the bucket and need not. cfg has its defaults applied here.
+// Errors name the variable or the agent at fault.
 func Open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime, error) {
+	rt, err := open(ctx, cfg, app, b)
+	if err != nil {
+		return nil, err
+	}
+	if !savesVersions(cfg.Role) {
+		return rt, nil
+	}
+	if err := saveVersions(ctx, rt.Artifacts, rt.Versions()); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
+func open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -144,47 +162,6 @@ func (rt *Runtime) telemetry() harness.Telemetry {
 	return nil
 }
 
-func openArtifacts(ctx context.Context, spec string, b Backends) (artifact.Store, error) {
-	kind, arg, _ := strings.Cut(spec, ":")
-	var s artifact.Store
-	var err error
-	switch kind {
-	case "fs":
-		s, err = artfs.New(arg)
-	case "s3":
-		if b.AWSArtifacts == nil {
-			return nil, fmt.Errorf("KEEL_ARTIFACTS %q: s3 needs the AWS configuration, which was not loaded", spec)
-		}
-		s, err = b.AWSArtifacts(ctx, arg)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("KEEL_ARTIFACTS %q: %w", spec, err)
-	}
-	return s, nil
-}
-
-func openStore(ctx context.Context, spec string, arts artifact.Store, b Backends) (store.Store, *SQLiteStore, error) {
-	kind, arg, _ := strings.Cut(spec, ":")
-	switch kind {
-	case "sqlite":
-		s, err := openSQLite(ctx, arg, b.SQLiteOptions)
-		if err != nil {
-			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
-		}
-		return s, s, nil
-	case "dynamo":
-		if b.AWSStore == nil {
-			return nil, nil, fmt.Errorf("KEEL_STORE %q: dynamo needs the AWS configuration, which was not loaded", spec)
-		}
-		s, err := b.AWSStore(ctx, arg, arts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("KEEL_STORE %q: %w", spec, err)
-		}
-		return s, nil, nil
-	}
-	return nil, nil, fmt.Errorf("KEEL_STORE %q: want sqlite:PATH or dynamo:TABLE", spec)
-}
-
 func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.Store, b Backends, fp harness.FaultPoints) (harness.AgentMap, api.AgentSet, error) {
 	agents, catalog := harness.AgentMap{}, api.AgentSet{}
 	known := map[string]bool{}
@@ -196,6 +173,10 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		}
 		for _, t := range tools {
 			known[t.Info().Name] = true
+		}
+		ver, err := describe(cfg, def, tools)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
 		}
 		if tools, err = wrapTools(tools, cfg.SpillTools, cfg.ToolDelay); err != nil {
 			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
@@ -210,7 +191,8 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 		}
 		prov, name := modelNames(cfg, def)
 		agents[def.Name] = harness.Agent{Name: def.Name, System: def.System, Model: m, Tools: reg, MaxTokens: def.MaxTokens,
-			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name, OnLimit: def.OnLimit}
+			ContextTokens: def.ContextTokens, Provider: prov, ModelName: name, OnLimit: def.OnLimit,
+			Version: ver.Version, Definition: &ver, Policy: def.Policy}
 		if def.Workspace != nil {
 			a := agents[def.Name]
 			if a.Workspace, err = ws.open(ctx, def); err != nil {
@@ -218,7 +200,9 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 			}
 			agents[def.Name] = a
 		}
-		catalog[def.Name] = def.Defaults
+		defaults := def.Defaults
+		defaults.Version = ver.Version
+		catalog[def.Name] = defaults
 	}
 	// A variable naming a tool no agent has is a typo: say so at start.
 	for _, n := range cfg.SpillTools {

@@ -112,6 +112,8 @@ func (s *step) fromCache() bool {
 	}
 	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = e.msgs, len(e.msgs), e.cpID, e.cpSeq, e.wsVersion
 	s.view, s.items, s.inherited, s.nextOrder = e.view, e.items, e.inherited, e.nextOrder
+	// This worker wrote the run's last records: under its own version.
+	s.recVersion = s.agent.Version
 	return true
 }
 

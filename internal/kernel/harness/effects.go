@@ -137,7 +137,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		if !ok {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
-		eff = s.guardEffect(eff)
+		eff = s.recordedContract(op, s.guardEffect(eff))
 		// A redispatch runs the effect's code again, which may read the
 		// run's workspace (the file it ships) as the first dispatch did.
 		octx, err := s.toolContext(ctx)

@@ -74,7 +74,11 @@ func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
 	if len(newMsgs) == 0 {
 		return nil, nil
 	}
-	state, err := json.Marshal(checkpointState{Messages: newMsgs})
+	st := checkpointState{Messages: newMsgs}
+	if !s.versionSaid {
+		st.AgentVersion = s.agent.Version
+	}
+	state, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +141,7 @@ func (s *step) committedAs(seqs []int64, cp *run.Checkpoint, released bool) {
 	}
 	s.committed = len(s.msgs)
 	if cp != nil {
+		s.versionSaid = true
 		s.cpID, s.cpSeq = cp.ID, cp.Seq
 		s.run.CheckpointID = cp.ID
 		s.wsVersion = cp.WorkspaceVersion

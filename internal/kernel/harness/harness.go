@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -52,6 +53,12 @@ type Agent struct {
 	// OnLimit says whether a run at a limit fails (the zero value) or
 	// pauses for a person to raise it.
 	OnLimit LimitPolicy
+	// Version is the agent's version (agentver.Definition.Version) and
+	// Definition what it hashes; empty: no version check (a run's records
+	// are taken as they are). Policy is Pin or Upgrade (empty: Upgrade).
+	Version    string
+	Definition *agentver.Definition
+	Policy     agentver.Policy
 }
 
 // Agents resolves an agent by the name stored on the run.
@@ -207,7 +214,7 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	}
 	s = &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
 		secrets: secretsOf(agent.Tools)}
-	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: jsonObj("owner", h.opt.Owner, "token", r.Lease.Token)})
+	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: leaseData(h.opt.Owner, r.Lease.Token, agent.Version)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)
 	}

@@ -122,6 +122,9 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 			}
 			msgs = append(msgs, st.Messages...)
 			last = cp
+			if st.AgentVersion != "" && runID == s.run.ID {
+				s.recVersion = st.AgentVersion
+			}
 			if cp.ID == upTo {
 				return msgs, last, nil
 			}
@@ -138,16 +141,22 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 }
 
 func (s *step) state(ctx context.Context, cp run.Checkpoint) (checkpointState, error) {
+	return readState(ctx, s.h.opt.Artifacts, cp)
+}
+
+// readState decodes a checkpoint's state, inline or from the artifact
+// store (verified against its hash).
+func readState(ctx context.Context, arts artifact.Store, cp run.Checkpoint) (checkpointState, error) {
 	data := cp.State
 	if cp.StateRef != "" {
-		if s.h.opt.Artifacts == nil {
+		if arts == nil {
 			return checkpointState{}, fmt.Errorf("checkpoint %s is in the artifact store, which is not configured", cp.ID)
 		}
 		k, err := artifact.ParsePath(cp.StateRef)
 		if err != nil {
 			return checkpointState{}, err
 		}
-		b, info, err := s.h.opt.Artifacts.Get(ctx, k)
+		b, info, err := arts.Get(ctx, k)
 		if err != nil {
 			return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
@@ -35,6 +36,14 @@ type step struct {
 	status    run.Status
 
 	pend pending
+	// recVersion is the agent version that wrote the run's records, as
+	// its checkpoints say (version.go); versionSaid: this Step's first
+	// checkpoint names the version running it.
+	recVersion  string
+	versionSaid bool
+	// fromDef is the definition the run moved from in this Step: its
+	// pending operations are reconciled under its contracts.
+	fromDef *agentver.Definition
 	// fresh holds the run's signals as the last commit left them, when the
 	// store reports them (signalCommitter): the next iteration uses them
 	// instead of reading its own.
@@ -43,10 +52,16 @@ type step struct {
 
 type checkpointState struct {
 	Messages []model.Message `json:"messages"`
+	// AgentVersion is the version of the Step that wrote the checkpoint,
+	// on the first checkpoint of each Step only (it costs bytes per step).
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // loop runs iterations until a decision.
 func (s *step) loop(ctx context.Context) (Decision, error) {
+	if d, stop, err := s.checkVersion(ctx); err != nil || stop {
+		return d, err
+	}
 	if d, stop, err := s.reconcileAll(ctx); err != nil || stop {
 		return d, err
 	}

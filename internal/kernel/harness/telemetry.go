@@ -76,7 +76,7 @@ func (h *Harness) startStep(ctx context.Context, r run.Run, start time.Time) (co
 	}
 	a, _ := h.opt.Agents.Agent(r.Agent)
 	ctx, sp := tel.StartStep(ctx, span.Step{RunID: r.ID, SessionID: r.SessionID, Agent: r.Agent, Provider: a.Provider,
-		Model: a.ModelName, TraceParent: r.TraceParent, Owner: h.opt.Owner, Start: start})
+		Model: a.ModelName, TraceParent: r.TraceParent, Owner: h.opt.Owner, Start: start, AgentVersion: a.Version})
 	tel.LeaseAcquired(ctx, r.ID, h.opt.Owner, r.Lease.Token, start)
 	return ctx, sp
 }

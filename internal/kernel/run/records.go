@@ -126,9 +126,14 @@ type Run struct {
 	// TraceParent is the run's W3C trace context (NewTraceParent), set
 	// when the run is created: every Step's spans join this one trace,
 	// across processes, Lambda invocations and days of waiting.
-	TraceParent string    `json:"trace_parent,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	TraceParent string `json:"trace_parent,omitempty"`
+	// AgentVersion is the version of the agent (package agentver) the
+	// run was created under; empty for a run created before versions.
+	// Each Step records the version that ran it (lease_acquired, the
+	// checkpoint state, agent_upgraded).
+	AgentVersion string    `json:"agent_version,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // Mode is a tool's permission mode.

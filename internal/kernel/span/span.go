@@ -11,6 +11,8 @@ type Step struct {
 	TraceParent                              string // the run's stored trace context
 	Owner                                    string
 	Start                                    time.Time // when the Step began (before its lease); zero: now
+	// AgentVersion is the version of the agent the Step runs (agentver).
+	AgentVersion string
 }
 
 // Chat is one model call.

@@ -175,6 +175,9 @@ func ValidateNewRun(r run.Run) (run.Run, error) {
 	if err := run.ValidTraceParent(r.TraceParent); err != nil {
 		return r, invalid("%v", err)
 	}
+	if !validAgentVersion(r.AgentVersion) {
+		return r, invalid("agent version %q: want up to 64 lowercase hex digits", r.AgentVersion)
+	}
 	if r.InputPolicy == "" {
 		r.InputPolicy = run.InputQueue
 	}
@@ -354,4 +357,17 @@ func ValidateInput(runID, text string) error {
 		return invalid("input text is empty")
 	}
 	return checkSize("input text", len(text), MaxText)
+}
+
+// validAgentVersion: empty (a run without a version) or a sha256 in hex.
+func validAgentVersion(v string) bool {
+	if len(v) > 64 {
+		return false
+	}
+	for _, c := range v {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

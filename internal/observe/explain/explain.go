@@ -14,10 +14,12 @@ import (
 // (Text) and the same facts as a structure (the JSON of GET
 // /v1/runs/{id}/explain).
 type Story struct {
-	RunID  string     `json:"run_id"`
-	Agent  string     `json:"agent"`
-	Status run.Status `json:"status"`
-	Error  string     `json:"error,omitempty"`
+	RunID string `json:"run_id"`
+	Agent string `json:"agent"`
+	// AgentVersion is the agent version the run was created under.
+	AgentVersion string     `json:"agent_version,omitempty"`
+	Status       run.Status `json:"status"`
+	Error        string     `json:"error,omitempty"`
 	// Steps is the run's step count (what max_steps bounds; show's
 	// "steps"); Invocations the worker invocations (Step, task) that
 	// took them, a lease each.
@@ -123,7 +125,7 @@ func Explain(ctx context.Context, rec telemetry.Records, runID string) (Story, e
 func Of(b telemetry.Bundle) Story {
 	tl := telemetry.Rebuild(b)
 	r := b.Run
-	s := Story{RunID: r.ID, Agent: r.Agent, Status: r.Status, Error: r.Error, Steps: r.StepCount, Invocations: len(tl.Steps), Generated: b.WrittenAt,
+	s := Story{RunID: r.ID, Agent: r.Agent, AgentVersion: r.AgentVersion, Status: r.Status, Error: r.Error, Steps: r.StepCount, Invocations: len(tl.Steps), Generated: b.WrittenAt,
 		Path: []Decision{}, Open: []Open{}, Next: []Action{}}
 	end := r.UpdatedAt
 	if n := len(b.Events); n > 0 && b.Events[n-1].Time.After(end) {

@@ -9,7 +9,11 @@ import (
 // Render is the story as a few lines a person reads.
 func Render(s Story) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s (%s) %s after %d step(s) (%d worker invocation(s)) in %s", s.RunID, s.Agent, s.Status, s.Steps, s.Invocations, round(s.Duration))
+	agent := s.Agent
+	if s.AgentVersion != "" {
+		agent += " " + short(s.AgentVersion)
+	}
+	fmt.Fprintf(&b, "Run %s (%s) %s after %d step(s) (%d worker invocation(s)) in %s", s.RunID, agent, s.Status, s.Steps, s.Invocations, round(s.Duration))
 	if s.Error != "" {
 		fmt.Fprintf(&b, ": %s", clip(s.Error, 200))
 	}

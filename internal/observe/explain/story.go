@@ -25,6 +25,10 @@ type data struct {
 	RetryAfter  float64         `json:"retry_after_seconds"`
 	DurableWait bool            `json:"durable_wait"`
 	Next        string          `json:"next"`
+	From        string          `json:"from"`
+	To          string          `json:"to"`
+	Changes     []string        `json:"changes"`
+	Problems    []string        `json:"problems"`
 	Answer      struct {
 		Text  string `json:"text"`
 		Calls []struct {
@@ -98,6 +102,10 @@ func decisionOf(e run.Event) string {
 		return "new input received"
 	case run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled, run.EventRunNeedsHuman:
 		return "run " + strings.TrimPrefix(string(e.Type), "run_")
+	case eventAgentUpgraded:
+		return fmt.Sprintf("moved from agent version %s to %s (%s)", short(d.From), short(d.To), clip(orNone(d.Changes), 160))
+	case eventAgentUpgradeBlocked:
+		return fmt.Sprintf("not moved from agent version %s to %s: %s", short(d.From), short(d.To), clip(strings.Join(d.Problems, "; "), 240))
 	}
 	return ""
 }
@@ -188,6 +196,8 @@ func errorOf(b telemetry.Bundle, e run.Event) *FirstError {
 		f = &FirstError{Message: fmt.Sprintf("%s (%s)", d.Limit, strings.Trim(string(d.Value), `"`))}
 	case run.EventRunFailed:
 		f = &FirstError{Message: d.Error}
+	case eventAgentUpgradeBlocked:
+		f = &FirstError{Message: fmt.Sprintf("agent version %s → %s: %s", short(d.From), short(d.To), strings.Join(d.Problems, "; "))}
 	default:
 		return nil
 	}
@@ -297,4 +307,18 @@ func next(b telemetry.Bundle, s Story) []Action {
 	out = append(out, Action{Why: "keep the whole record (events, checkpoints, trace, tool calls, environment)",
 		Command: fmt.Sprintf("keel bundle %s -o %s.tar.gz", r.ID, r.ID)})
 	return out
+}
+
+// The version check's events (package harness, version.go): named here
+// too, since explain reads records and imports no harness.
+const (
+	eventAgentUpgraded       run.EventType = "agent_upgraded"
+	eventAgentUpgradeBlocked run.EventType = "agent_upgrade_blocked"
+)
+
+func orNone(changes []string) string {
+	if len(changes) == 0 {
+		return "build only"
+	}
+	return strings.Join(changes, "; ")
 }

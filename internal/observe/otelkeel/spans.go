@@ -28,6 +28,9 @@ const (
 	KeyMode         = attribute.Key("keel.tool.mode")
 	KeyDestination  = attribute.Key("keel.operation.destination")
 	KeyLeaseOwner   = attribute.Key("keel.lease.owner")
+	// KeyAgentVersion is the agent version (package agentver) the Step
+	// ran under, on its invoke_agent span.
+	KeyAgentVersion = attribute.Key("keel.agent.version")
 	KeyLeaseToken   = attribute.Key("keel.lease.token")
 	KeyLeasesTaken  = attribute.Key("keel.lease.taken_over")
 )
@@ -92,6 +95,7 @@ func (t *Telemetry) StartStep(ctx context.Context, st span.Step) (context.Contex
 			semconv.GenAIRequestModel(st.Model),
 			KeyRunID.String(st.RunID),
 			KeyLeaseOwner.String(st.Owner),
+			KeyAgentVersion.String(st.AgentVersion),
 		))
 	return ctx, &Span{t: t, s: s, start: start, a: st.Agent}
 }

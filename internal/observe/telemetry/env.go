@@ -21,6 +21,9 @@ type Env struct {
 	// Models maps an agent to its model spec ("anthropic:claude-…",
 	// "scripted", "custom").
 	Models map[string]string
+	// Versions maps an agent to its version (package agentver): what
+	// the runs this deployment creates record.
+	Versions map[string]string
 	// Config is the configuration as NAME=value lines, secrets masked
 	// ([MaskedConfig]).
 	Config []string
@@ -91,6 +94,9 @@ func (e Env) Text(writtenAt time.Time) string {
 	slices.Sort(agents)
 	for _, a := range agents {
 		fmt.Fprintf(&b, "model.%s=%s\n", a, e.Models[a])
+		if v := e.Versions[a]; v != "" {
+			fmt.Fprintf(&b, "agent_version.%s=%s\n", a, v)
+		}
 	}
 	b.WriteString("\n# configuration (secrets masked)\n")
 	for _, l := range e.Config {

@@ -53,6 +53,7 @@ func runItem(r run.Run) item {
 	it.setS("parent_run_id", r.ParentRunID)
 	it.setS("fork_checkpoint_id", r.ForkCheckpointID)
 	it.setS("trace_parent", r.TraceParent)
+	it.setS("agent_version", r.AgentVersion)
 	it.setT("created_at", r.CreatedAt)
 	it.setT("updated_at", r.UpdatedAt)
 	// Index keys: see doc.go.
@@ -91,6 +92,7 @@ func itemToRun(it item) run.Run {
 		ParentRunID:      it.s("parent_run_id"),
 		ForkCheckpointID: it.s("fork_checkpoint_id"),
 		TraceParent:      it.s("trace_parent"),
+		AgentVersion:     it.s("agent_version"),
 		CreatedAt:        it.t("created_at"),
 		UpdatedAt:        it.t("updated_at"),
 	}

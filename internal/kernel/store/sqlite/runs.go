@@ -17,7 +17,7 @@ const runColumns = `id, session_id, owner, agent, COALESCE(client_key, ''), requ
 	output, error, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline,
 	tokens_used, tokens_reserved, spend_used, spend_reserved, tool_calls_used, tool_calls_reserved,
 	lease_owner, lease_token, lease_expiry, cancel_requested, step_count, checkpoint_id, last_seq, last_hash,
-	parent_run_id, fork_checkpoint_id, trace_parent, created_at, updated_at`
+	parent_run_id, fork_checkpoint_id, trace_parent, agent_version, created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -31,7 +31,7 @@ func scanRun(sc scanner) (run.Run, error) {
 		&r.Budget.TokensUsed, &r.Budget.TokensReserved, &r.Budget.SpendUsedMicroUSD, &r.Budget.SpendReservedMicroUSD,
 		&r.Budget.ToolCallsUsed, &r.Budget.ToolCallsReserved,
 		&r.Lease.Owner, &r.Lease.Token, &expiry, &cancel, &r.StepCount, &r.CheckpointID, &r.LastSeq, &r.LastHash,
-		&r.ParentRunID, &r.ForkCheckpointID, &r.TraceParent, &created, &updated)
+		&r.ParentRunID, &r.ForkCheckpointID, &r.TraceParent, &r.AgentVersion, &created, &updated)
 	if err != nil {
 		return run.Run{}, err
 	}
@@ -124,13 +124,13 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		head := run.Chain(r.ID, "", first)
 		_, err := s.exec(ctx, tx, `INSERT INTO runs(id, session_id, owner, agent, client_key, request, command,
 			status, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline, last_seq, last_hash,
-			parent_run_id, fork_checkpoint_id, trace_parent, created_at, updated_at, rk)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			parent_run_id, fork_checkpoint_id, trace_parent, agent_version, created_at, updated_at, rk)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 			(SELECT COALESCE(MAX(rk), 0) + 1 FROM runs))`,
 			r.ID, r.SessionID, r.Owner, r.Agent, clientKey, r.Request, r.Command,
 			r.Status, r.InputPolicy, r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens,
 			r.Limits.MaxSpendMicroUSD, nanos(r.Limits.Deadline), r.LastSeq, head,
-			r.ParentRunID, r.ForkCheckpointID, r.TraceParent, now.UnixNano(), now.UnixNano())
+			r.ParentRunID, r.ForkCheckpointID, r.TraceParent, r.AgentVersion, now.UnixNano(), now.UnixNano())
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,4 +342,34 @@ func testIllegalTransition(t *testing.T, e *env) {
 	if r2.Status != run.StatusCompleted || r2.Lease.Owner != "" {
 		t.Fatalf("finish: status %s lease %+v", r2.Status, r2.Lease)
 	}
+}
+
+// testAgentVersionKept: the version a run was created under is written
+// once: a lease and a step's commit leave it, every read returns it, and
+// a malformed one is refused.
+func testAgentVersionKept(t *testing.T, e *env) {
+	in, _, err := e.s.CreateRun(e.ctx, e.newRun(func(r *run.Run) { r.AgentVersion = strings.Repeat("ab", 32) }))
+	must(t, err)
+	if in.AgentVersion != strings.Repeat("ab", 32) {
+		t.Fatalf("CreateRun: agent_version = %q", in.AgentVersion)
+	}
+	leased, err := e.s.AcquireLease(e.ctx, in.ID, "worker-2", time.Minute)
+	must(t, err)
+	_, err = e.s.Commit(e.ctx, store.Commit{RunID: in.ID, Token: leased.Lease.Token,
+		Run: &store.RunPatch{StepsDelta: 1, ReleaseLease: true}})
+	must(t, err)
+	read, err := e.s.GetRun(e.ctx, in.ID)
+	must(t, err)
+	if read.AgentVersion != in.AgentVersion || leased.AgentVersion != in.AgentVersion {
+		t.Fatalf("agent_version = %q (leased %q), want %q", read.AgentVersion, leased.AgentVersion, in.AgentVersion)
+	}
+	page, err := e.s.ListRuns(e.ctx, store.ListRunsQuery{Owner: in.Owner, SessionID: in.SessionID})
+	must(t, err)
+	for _, r := range page.Runs {
+		if r.ID == in.ID && r.AgentVersion != in.AgentVersion {
+			t.Fatalf("ListRuns: agent_version = %q, want %q", r.AgentVersion, in.AgentVersion)
+		}
+	}
+	_, _, err = e.s.CreateRun(e.ctx, e.newRun(func(r *run.Run) { r.AgentVersion = "V1;DROP" }))
+	wantErr(t, err, store.ErrInvalid)
 }

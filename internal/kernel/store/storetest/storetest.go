@@ -58,6 +58,7 @@ func Run(t *testing.T, newDB Opener) {
 	}{
 		{"CreateRun", testCreateRun},
 		{"CreateRunIdempotent", testCreateRunIdempotent},
+		{"AgentVersionKept", testAgentVersionKept},
 		{"GetRunUnknown", testGetRunUnknown},
 		{"ListRuns", testListRuns},
 		{"Lease", testLease},

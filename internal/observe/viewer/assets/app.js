@@ -300,6 +300,7 @@ function runPage(id, signal) {
       el('dl', { class: 'kv' },
         el('dt', {}, 'Status'), el('dd', { id: 'run-status' }, r.status, r.cancel_requested ? ' (cancel requested)' : ''),
         el('dt', {}, 'Agent'), el('dd', {}, r.agent),
+        r.agent_version ? [el('dt', {}, 'Agent version'), el('dd', { class: 'mono', id: 'run-agent-version', title: r.agent_version }, r.agent_version.slice(0, 12))] : null,
         el('dt', {}, 'Input policy'), el('dd', {}, r.input_policy),
         el('dt', {}, 'Updated'), el('dd', {}, el('time', { datetime: r.updated_at }, fmtTime(r.updated_at))),
         r.parent_run_id ? [el('dt', {}, 'Forked from'), el('dd', {}, el('a', { href: '#/runs/' + enc(r.parent_run_id), class: 'mono' }, r.parent_run_id))] : null,

@@ -158,6 +158,9 @@ test('approve from the page: the run completes with one publication', async () =
   const seqs = await page.locator('#events li').evaluateAll((ls) => ls.map((l) => +l.dataset.seq));
   const run = await call('GET', `/v1/runs/${r.run_id}`);
   assert.deepEqual(seqs, Array.from({ length: run.counters.events }, (_, i) => i + 1), 'every event once, in order');
+  // The agent version the run was created under (issue #28), short form.
+  assert.equal(run.agent_version.length, 64);
+  assert.equal(await page.locator('#run-agent-version').textContent(), run.agent_version.slice(0, 12));
 
   // A download is checked against its sha256 before it is saved.
   const [dl] = await Promise.all([page.waitForEvent('download'), page.locator('li.artifact button').first().click()]);

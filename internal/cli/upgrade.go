@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/kernel/agentver"
+)
+
+// upgradeCheckCommand previews a deploy: the program it runs in is the
+// new one, the store is the one the runs in flight are in. It changes
+// nothing (compose.PreviewUpgrade).
+func upgradeCheckCommand() command {
+	return command{
+		usage:   "[--data-dir DIR] [--json]",
+		summary: "before a deploy: say, run by run, whether this program would continue, move or stop each run in flight, and why (changes nothing)",
+		run: func(ctx context.Context, c *cli, args []string) error {
+			fs := c.flags("upgrade-check")
+			cfg, err := c.config()
+			if err != nil {
+				return err
+			}
+			dataDir := fs.String("data-dir", cfg.Defaults().DataDir, "data directory of the store to read (keel dev's)")
+			asJSON := fs.Bool("json", false, "print the verdicts as JSON, one object per run")
+			rest, err := parse(fs, args)
+			if err != nil {
+				return err
+			}
+			if len(rest) != 0 {
+				return usagef("upgrade-check takes no arguments")
+			}
+			cfg.DataDir = *dataDir
+			b, err := compose.LoadBackends(ctx, cfg, cfg.Logger(c.stderr))
+			if err != nil {
+				return err
+			}
+			rows, err := compose.PreviewUpgrade(ctx, cfg, c.app, b)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				enc := json.NewEncoder(c.stdout)
+				for _, r := range rows {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			printUpgrade(c, rows)
+			return nil
+		},
+	}
+}
+
+func printUpgrade(c *cli, rows []compose.UpgradeRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(c.stdout, "no runs in flight")
+		return
+	}
+	tw := tabwriter.NewWriter(c.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tAGENT\tSTATUS\tFROM\tTO\tVERDICT\tWHY")
+	counts := map[agentver.Action]int{}
+	for _, r := range rows {
+		v := r.Verdict
+		counts[v.Action]++
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Agent, r.Status,
+			orDash(agentver.Short(v.From)), orDash(agentver.Short(v.To)), verdictWord(v.Action), termSafeText(v.Reason()))
+	}
+	tw.Flush()
+	fmt.Fprintf(c.stdout, "%d continue, %d move, %d stop for a person; nothing was changed\n",
+		counts[agentver.Continue], counts[agentver.Move], counts[agentver.Stop])
+}
+
+func verdictWord(a agentver.Action) string {
+	if a == agentver.Stop {
+		return "stop for a person"
+	}
+	return string(a)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

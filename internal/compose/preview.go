@@ -1,0 +1,137 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/kernel/agentver"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+)
+
+// UpgradeRow is what the preview says of one run in flight.
+type UpgradeRow struct {
+	RunID   string           `json:"run_id"`
+	Agent   string           `json:"agent"`
+	Status  run.Status       `json:"status"`
+	Verdict agentver.Verdict `json:"verdict"`
+}
+
+// PreviewUpgrade says, run by run, what app's agents would do with the
+// runs in flight in cfg's store — continue, move after the check, or stop
+// for a person, and why — without changing anything: a SQLite store is
+// read from a copy (so no migration of this binary touches the file, and
+// no definition of its agents is stored), a DynamoDB table is only read.
+func PreviewUpgrade(ctx context.Context, cfg config.Config, app App, b Backends) ([]UpgradeRow, error) {
+	cfg = cfg.Defaults()
+	if path, ok := strings.CutPrefix(cfg.StoreURL(), "sqlite:"); ok {
+		tmp, err := os.MkdirTemp("", "keel-preview-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if err := copyDB(path, filepath.Join(tmp, "keel.db")); err != nil {
+			return nil, err
+		}
+		cfg.Store = "sqlite:" + filepath.Join(tmp, "keel.db")
+	}
+	cfg.Artifacts = cfg.ArtifactsURL()
+	rt, err := open(ctx, cfg, app, b)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	var rows []UpgradeRow
+	q := store.ListRunsQuery{Limit: store.MaxRunsPerPage}
+	for {
+		page, err := rt.Store.ListRuns(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Runs {
+			if r.Status.Terminal() {
+				continue
+			}
+			row, err := rt.previewRun(ctx, r)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", r.ID, err)
+			}
+			rows = append(rows, row)
+		}
+		if page.NextPageToken == "" {
+			return rows, nil
+		}
+		q.PageToken = page.NextPageToken
+	}
+}
+
+func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error) {
+	row := UpgradeRow{RunID: r.ID, Agent: r.Agent, Status: r.Status}
+	a, ok := rt.Agents[r.Agent]
+	if !ok {
+		row.Verdict = agentver.Verdict{Action: agentver.Stop, From: r.AgentVersion,
+			Problems: []string{"the new program has no agent " + r.Agent}}
+		return row, nil
+	}
+	from, err := harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r)
+	if err != nil {
+		return row, err
+	}
+	row.Verdict, _, err = harness.VersionVerdict(ctx, rt.Artifacts, a, from, func(old agentver.Definition) (agentver.Open, error) {
+		items, err := rt.Store.ListPlanItems(ctx, r.ID)
+		if err != nil {
+			return agentver.Open{}, err
+		}
+		byCall := map[string]run.PlanItem{}
+		for _, it := range items {
+			byCall[it.CallID] = it
+		}
+		return harness.OpenRecords(ctx, rt.Store, r, old, byCall, nil)
+	})
+	if err != nil {
+		return row, err
+	}
+	if r.Status == run.StatusNeedsHuman {
+		// Nothing moves it but a person, whatever the versions say.
+		row.Verdict.Action = agentver.Stop
+		row.Verdict.Problems = append([]string{"already waits for a person: " + r.Error}, row.Verdict.Problems...)
+	}
+	return row, nil
+}
+
+// copyDB copies a SQLite file and its write-ahead log, if any.
+func copyDB(from, to string) error {
+	for _, suffix := range []string{"", "-wal"} {
+		src, err := os.Open(from + suffix)
+		if errors.Is(err, os.ErrNotExist) {
+			if suffix == "" {
+				return fmt.Errorf("no store at %s: %w", from, err)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		dst, err := os.OpenFile(to+suffix, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			src.Close()
+			return err
+		}
+		_, err = io.Copy(dst, src)
+		src.Close()
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
