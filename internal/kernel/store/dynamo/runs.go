@@ -69,7 +69,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		case ckeyIdx >= 0 && f.failed[ckeyIdx]:
 			return s.existingForKey(ctx, r)
 		case f.failed[runIdx]:
-			return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists", store.ErrConflict, r.ID)
+			return s.existingChild(ctx, r)
 		case f.failed[sessIdx]:
 			return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: session %q belongs to another owner", store.ErrConflict, r.SessionID)
 		case f.retryable:
@@ -158,6 +158,11 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 	}
 	if q.Status != "" && idxAttr != "g_status" {
 		filters = append(filters, e.name("g_status")+" = "+e.value(sv(string(q.Status))))
+	}
+	if q.Parent != "" {
+		// A filter, not an index: children are listed per parent, rarely,
+		// and an index would be a write on every run's every commit.
+		filters = append(filters, e.name("caller_run_id")+" = "+e.value(sv(q.Parent)))
 	}
 	if len(filters) > 0 {
 		in.FilterExpression = aws.String(and(filters))
@@ -340,4 +345,21 @@ func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) err
 		return rerr
 	}
 	return fmt.Errorf("dynamo: release lease on %q: %w (token %d, current %d)", runID, store.ErrFenced, token, it.n("lease_token"))
+}
+
+// existingChild answers CreateRun for an id that exists: the same child
+// run of the same sub-agent call is found (created=false); anything else
+// is a conflict.
+func (s *Store) existingChild(ctx context.Context, r run.Run) (run.Run, bool, error) {
+	if r.Caller == (run.Caller{}) {
+		return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists", store.ErrConflict, r.ID)
+	}
+	got, err := s.GetRun(ctx, r.ID)
+	if err != nil {
+		return run.Run{}, false, err
+	}
+	if got.Caller.RunID != r.Caller.RunID || got.Caller.OperationID != r.Caller.OperationID {
+		return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists for another caller", store.ErrConflict, r.ID)
+	}
+	return got, false, nil
 }

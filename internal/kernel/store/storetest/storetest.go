@@ -60,6 +60,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"CreateRunIdempotent", testCreateRunIdempotent},
 		{"GetRunUnknown", testGetRunUnknown},
 		{"ListRuns", testListRuns},
+		{"ChildRuns", testChildRuns},
 		{"Lease", testLease},
 		{"LeaseTerminal", testLeaseTerminal},
 		{"NeedsHumanWaitsForAPerson", testNeedsHumanWaitsForAPerson},
