@@ -234,6 +234,13 @@ const (
 	// EventNotificationFailed: a notification's delivery gave up after its
 	// last attempt (its approval, if any, stays pending).
 	EventNotificationFailed EventType = "notification_failed"
+	// EventChildStarted: a sub-agent call's child run exists and an
+	// execution drives it (data: child_run_id, agent, how, limits).
+	EventChildStarted EventType = "child_started"
+	// EventChildEnded: the child of a sub-agent call ended and its
+	// outcome answers the call (data: child_run_id, agent, status, error,
+	// what it used).
+	EventChildEnded EventType = "child_ended"
 )
 
 // Event is one entry of a run's append-only log. Seq is assigned by the store:

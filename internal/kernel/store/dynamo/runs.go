@@ -152,19 +152,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 		KeyConditionExpression: aws.String(e.name(idxAttr) + " = " + e.value(sv(idxVal))),
 		ScanIndexForward:       aws.Bool(false),
 	}
-	var filters []string
-	if q.Owner != "" && idxAttr != "g_owner" {
-		filters = append(filters, e.name("g_owner")+" = "+e.value(sv(q.Owner)))
-	}
-	if q.Status != "" && idxAttr != "g_status" {
-		filters = append(filters, e.name("g_status")+" = "+e.value(sv(string(q.Status))))
-	}
-	if q.Parent != "" {
-		// A filter, not an index: children are listed per parent, rarely,
-		// and an index would be a write on every run's every commit.
-		filters = append(filters, e.name("caller_run_id")+" = "+e.value(sv(q.Parent)))
-	}
-	if len(filters) > 0 {
+	if filters := runFilters(e, q, idxAttr); len(filters) > 0 {
 		in.FilterExpression = aws.String(and(filters))
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
@@ -362,4 +350,22 @@ func (s *Store) existingChild(ctx context.Context, r run.Run) (run.Run, bool, er
 		return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists for another caller", store.ErrConflict, r.ID)
 	}
 	return got, false, nil
+}
+
+// runFilters are the conditions of q that idxAttr, the index queried,
+// does not answer.
+func runFilters(e *expr, q store.ListRunsQuery, idxAttr string) []string {
+	var filters []string
+	if q.Owner != "" && idxAttr != "g_owner" {
+		filters = append(filters, e.name("g_owner")+" = "+e.value(sv(q.Owner)))
+	}
+	if q.Status != "" && idxAttr != "g_status" {
+		filters = append(filters, e.name("g_status")+" = "+e.value(sv(string(q.Status))))
+	}
+	if q.Parent != "" {
+		// A filter, not an index: children are listed per parent, rarely,
+		// and an index would be a write on every run's every commit.
+		filters = append(filters, e.name("caller_run_id")+" = "+e.value(sv(q.Parent)))
+	}
+	return filters
 }
