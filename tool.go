@@ -21,7 +21,8 @@ import (
 type Tool struct {
 	name    string
 	long    bool
-	command bool // a Command tool: needs a workspace with commands, no network
+	command bool          // a Command tool: needs a workspace with commands, no network
+	sub     *subAgentSpec // a SubAgent: resolved against the program's agents by Main
 	err     error
 	build   agentdef.Builder
 }
