@@ -75,6 +75,9 @@ type Run struct {
 	ParentRunID      string          `json:"parent_run_id,omitempty"`
 	ForkCheckpointID string          `json:"fork_checkpoint_id,omitempty"`
 	IdempotencyKey   string          `json:"idempotency_key,omitempty"`
+	// Caller is set on a child run: the run, plan item and operation of
+	// the sub-agent call that started it, and its depth.
+	Caller *run.Caller `json:"caller,omitempty"`
 	// Undelivered lists the inputs the run accepted (POST .../input)
 	// and ended without reading, oldest first: they will never reach
 	// the agent. Set by GET /v1/runs/{id} for a finished run only.
@@ -121,6 +124,7 @@ func runView(r run.Run) Run {
 		},
 		CancelRequested: r.CancelRequested, CheckpointID: r.CheckpointID,
 		ParentRunID: r.ParentRunID, ForkCheckpointID: r.ForkCheckpointID, IdempotencyKey: r.ClientKey,
+		Caller:    callerView(r.Caller),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Links: Links{
 			Self: self, Events: self + "/events", Approvals: self + "/approvals",
@@ -291,4 +295,11 @@ type WorkspaceDir struct {
 	Version      string           `json:"version"`
 	Path         string           `json:"path"`
 	Entries      []WorkspaceEntry `json:"entries"`
+}
+
+func callerView(c run.Caller) *run.Caller {
+	if c == (run.Caller{}) {
+		return nil
+	}
+	return &c
 }
