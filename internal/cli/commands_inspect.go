@@ -124,12 +124,7 @@ func showCommand() command {
 		}
 		row("events", fmt.Sprint(r.Counters.Events))
 		row("checkpoint", r.CheckpointID)
-		if r.ParentRunID != "" {
-			row("forked from", r.ParentRunID+" at "+r.ForkCheckpointID)
-		}
-		if c := r.Caller; c != nil {
-			row("child of", fmt.Sprintf("%s (operation %s, depth %d)", c.RunID, c.OperationID, c.Depth))
-		}
+		lineage(r, row)
 		row("created", r.CreatedAt.Local().Format(time.RFC3339))
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
@@ -366,4 +361,15 @@ func writeNew(path string, b []byte, force bool) error {
 		return fmt.Errorf("-o: %w", err)
 	}
 	return nil
+}
+
+// lineage prints where a run came from: the run it was forked from, the
+// sub-agent call that started it.
+func lineage(r api.Run, row func(k, v string)) {
+	if r.ParentRunID != "" {
+		row("forked from", r.ParentRunID+" at "+r.ForkCheckpointID)
+	}
+	if c := r.Caller; c != nil {
+		row("child of", fmt.Sprintf("%s (operation %s, depth %d)", c.RunID, c.OperationID, c.Depth))
+	}
 }

@@ -34,8 +34,10 @@ type subTool struct{}
 func (subTool) Info() tool.Info {
 	return tool.Info{Name: "delegate", Mode: run.ModeSafeReadonly, Description: "delegate", Schema: json.RawMessage(tool.DelegationSchema)}
 }
-func (subTool) Run(context.Context, tool.Call) (tool.Result, error) { return tool.Result{}, errors.New("never run") }
-func (subTool) Delegation() tool.Delegation                         { return tool.Delegation{Agent: "worker"} }
+func (subTool) Run(context.Context, tool.Call) (tool.Result, error) {
+	return tool.Result{}, errors.New("never run")
+}
+func (subTool) Delegation() tool.Delegation { return tool.Delegation{Agent: "worker"} }
 
 type dynChildren struct{ s *dynamo.Store }
 
