@@ -38,7 +38,7 @@ import (
 //     is given; its effects ask for approval like any run's.
 //   - Cancel. Cancelling the parent cancels every descendant.
 //   - Bounds. Children nest at most 3 deep and one answer starts at most
-//     8 (see docs/configuration.md); calls past a bound are answered
+//     8 (docs/concepts.md, "Sub-agents"); calls past a bound are answered
 //     with an error naming it.
 //
 // [Main] refuses a program whose sub-agent names an agent it was not
