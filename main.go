@@ -122,6 +122,10 @@ func progName(argv0 string) string {
 // build checks the agents and turns them into the runtime's definitions.
 func build(agents []Agent) (compose.App, error) {
 	var app compose.App
+	agents = copyAgents(agents)
+	if err := resolveSubAgents(agents); err != nil {
+		return compose.App{}, err
+	}
 	seen := map[string]bool{}
 	for _, a := range agents {
 		def, err := a.def()

@@ -22,8 +22,9 @@ import (
 type Tool struct {
 	name    string
 	long    bool
-	price   int64 // micro-USD per call
-	command bool  // a Command tool: needs a workspace with commands, no network
+	price   int64         // micro-USD per call
+	command bool          // a Command tool: needs a workspace with commands, no network
+	sub     *subAgentSpec // a SubAgent: resolved against the program's agents by Main
 	err     error
 	build   agentdef.Builder
 }

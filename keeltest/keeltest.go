@@ -121,6 +121,29 @@ func (r *Runtime) Run(t testing.TB, id string) Run {
 	return Run{ID: got.RunID, Agent: got.Agent, Status: string(got.Status), Output: got.Output, Error: got.Error}
 }
 
+// Children lists the child runs that the run's sub-agent calls started
+// (keel runs --parent), newest first.
+func (r *Runtime) Children(t testing.TB, id string) []Run {
+	t.Helper()
+	list, err := r.c.ListRuns(context.Background(), client.ListRunsOptions{Parent: id, Limit: 1000})
+	if err != nil {
+		t.Fatalf("keeltest: children of %s: %v", id, err)
+	}
+	out := make([]Run, 0, len(list.Runs))
+	for _, got := range list.Runs {
+		out = append(out, Run{ID: got.RunID, Agent: got.Agent, Status: string(got.Status), Output: got.Output, Error: got.Error})
+	}
+	return out
+}
+
+// Cancel asks the run to stop, as `keel cancel` does.
+func (r *Runtime) Cancel(t testing.TB, id string) {
+	t.Helper()
+	if _, err := r.c.Cancel(context.Background(), id); err != nil {
+		t.Fatalf("keeltest: cancel %s: %v", id, err)
+	}
+}
+
 // WaitFor waits until the run has one of statuses (completed, failed,
 // needs_human, awaiting_approval, ...) and returns it. A final status not
 // in statuses fails the test at once, with the run's error.

@@ -155,6 +155,7 @@ func TestBadInput(t *testing.T) {
 		{"list limit text", "GET", "/v1/runs?limit=ten", aliceToken, "", nil, 400, api.CodeWrongType, "limit"},
 		{"list bad page token", "GET", "/v1/runs?page_token=garbage!", aliceToken, "", nil, 400, api.CodeInvalidField, "page_token"},
 		{"list bad session", "GET", "/v1/runs?session_id=a%20b", aliceToken, "", nil, 400, api.CodeInvalidField, "session_id"},
+		{"list bad parent", "GET", "/v1/runs?parent=a%20b", aliceToken, "", nil, 400, api.CodeInvalidField, "parent"},
 		{"get unknown run", "GET", "/v1/runs/run_nope", aliceToken, "", nil, 404, api.CodeNotFound, ""},
 		{"get bob's run", "GET", runP(fx.bobs, ""), aliceToken, "", nil, 404, api.CodeNotFound, ""},
 		{"get odd id", "GET", "/v1/runs/a%20b", aliceToken, "", nil, 404, api.CodeNotFound, ""},

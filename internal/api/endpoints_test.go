@@ -163,6 +163,21 @@ func TestListRuns(t *testing.T) {
 	if len(inSess.Runs) != 2 {
 		t.Errorf("session filter: %d runs", len(inSess.Runs))
 	}
+	// A child run of ids[0], as a sub-agent call starts one.
+	childID := run.ChildRunID(ids[0], "op_1")
+	if _, _, err := e.store.CreateRun(context.Background(), run.Run{ID: childID, SessionID: "sub_1", Owner: "alice", Agent: "research",
+		Request: "part", Limits: run.DefaultLimits(), Caller: run.Caller{RunID: ids[0], PlanItemID: "item_1", OperationID: "op_1", Depth: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var kids api.RunList
+	e.doJSON("GET", "/v1/runs?parent="+ids[0], aliceToken, "", nil, 200, &kids)
+	if len(kids.Runs) != 1 || kids.Runs[0].RunID != childID || kids.Runs[0].Caller == nil || kids.Runs[0].Caller.RunID != ids[0] {
+		t.Errorf("parent filter: %+v", kids.Runs)
+	}
+	e.doJSON("GET", "/v1/runs?parent="+ids[0], bobToken, "", nil, 200, &kids)
+	if len(kids.Runs) != 0 {
+		t.Errorf("bob sees alice's children: %+v", kids.Runs)
+	}
 }
 
 func TestEventsPage(t *testing.T) {

@@ -255,13 +255,18 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request, principal stri
 		writeError(w, badField(CodeInvalidField, "session_id", "session_id is not a valid id"))
 		return
 	}
+	parent := q.Get("parent")
+	if parent != "" && !validID(parent) {
+		writeError(w, badField(CodeInvalidField, "parent", "parent is not a valid run id"))
+		return
+	}
 	limit, e := queryInt(r, "limit", 50, 1, store.MaxRunsPerPage)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	page, err := s.store.ListRuns(r.Context(), store.ListRunsQuery{
-		Owner: principal, Status: st, SessionID: sid, Limit: int(limit), PageToken: q.Get("page_token"),
+		Owner: principal, Status: st, SessionID: sid, Parent: parent, Limit: int(limit), PageToken: q.Get("page_token"),
 	})
 	if errors.Is(err, store.ErrInvalid) {
 		writeError(w, badField(CodeInvalidField, "page_token", "page_token is not valid for this query"))

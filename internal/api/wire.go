@@ -78,6 +78,9 @@ type Run struct {
 	// AgentVersion is the agent version the run was created under
 	// (sha256 hex; empty for runs created before versions).
 	AgentVersion string `json:"agent_version,omitempty"`
+	// Caller is set on a child run: the run, plan item and operation of
+	// the sub-agent call that started it, and its depth.
+	Caller *run.Caller `json:"caller,omitempty"`
 	// Undelivered lists the inputs the run accepted (POST .../input)
 	// and ended without reading, oldest first: they will never reach
 	// the agent. Set by GET /v1/runs/{id} for a finished run only.
@@ -125,6 +128,7 @@ func runView(r run.Run) Run {
 		CancelRequested: r.CancelRequested, CheckpointID: r.CheckpointID,
 		ParentRunID: r.ParentRunID, ForkCheckpointID: r.ForkCheckpointID, IdempotencyKey: r.ClientKey,
 		AgentVersion: r.AgentVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Caller: callerView(r.Caller),
 		Links: Links{
 			Self: self, Events: self + "/events", Approvals: self + "/approvals",
 			Checkpoints: self + "/checkpoints", Artifacts: self + "/artifacts",
@@ -294,4 +298,11 @@ type WorkspaceDir struct {
 	Version      string           `json:"version"`
 	Path         string           `json:"path"`
 	Entries      []WorkspaceEntry `json:"entries"`
+}
+
+func callerView(c run.Caller) *run.Caller {
+	if c == (run.Caller{}) {
+		return nil
+	}
+	return &c
 }

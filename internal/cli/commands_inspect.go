@@ -19,14 +19,15 @@ import (
 
 func runsCommand() command {
 	cmd := command{
-		usage:   "[--status S] [--session ID] [--limit N] [--page-token T] [--json]",
+		usage:   "[--status S] [--session ID] [--parent RUN_ID] [--limit N] [--page-token T] [--json]",
 		summary: "list your runs, newest first",
-		fields:  map[string]string{"status": "--status", "session_id": "--session", "limit": "--limit", "page_token": "--page-token"},
+		fields:  map[string]string{"status": "--status", "session_id": "--session", "parent": "--parent", "limit": "--limit", "page_token": "--page-token"},
 	}
 	cmd.run = func(ctx context.Context, c *cli, args []string) error {
 		fs := c.flags("runs")
 		status := fs.String("status", "", "only runs in this status")
 		session := fs.String("session", "", "only runs of this session")
+		parent := fs.String("parent", "", "only the child runs that this run's sub-agent calls started")
 		limit := fs.Int("limit", 20, "runs per page (1-1000)")
 		page := fs.String("page-token", "", "the page to show (printed under the previous page)")
 		asJSON := fs.Bool("json", false, "print JSON")
@@ -43,7 +44,7 @@ func runsCommand() command {
 		if err != nil {
 			return err
 		}
-		list, err := cl.ListRuns(ctx, client.ListRunsOptions{Status: run.Status(*status), SessionID: *session, Limit: *limit, PageToken: *page})
+		list, err := cl.ListRuns(ctx, client.ListRunsOptions{Status: run.Status(*status), SessionID: *session, Parent: *parent, Limit: *limit, PageToken: *page})
 		if err != nil {
 			return err
 		}
@@ -123,9 +124,7 @@ func showCommand() command {
 		}
 		row("events", fmt.Sprint(r.Counters.Events))
 		row("checkpoint", r.CheckpointID)
-		if r.ParentRunID != "" {
-			row("forked from", r.ParentRunID+" at "+r.ForkCheckpointID)
-		}
+		lineage(r, row)
 		row("created", r.CreatedAt.Local().Format(time.RFC3339))
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
@@ -371,4 +370,15 @@ func versionNote(v string) string {
 		return ""
 	}
 	return " (version " + v[:12] + ")"
+}
+
+// lineage prints where a run came from: the run it was forked from, the
+// sub-agent call that started it.
+func lineage(r api.Run, row func(k, v string)) {
+	if r.ParentRunID != "" {
+		row("forked from", r.ParentRunID+" at "+r.ForkCheckpointID)
+	}
+	if c := r.Caller; c != nil {
+		row("child of", fmt.Sprintf("%s (operation %s, depth %d)", c.RunID, c.OperationID, c.Depth))
+	}
 }

@@ -183,6 +183,8 @@ func (c *Client) CreateRun(ctx context.Context, req api.CreateRunRequest, key st
 type ListRunsOptions struct {
 	Status    run.Status
 	SessionID string
+	// Parent lists the child runs that sub-agent calls of this run started.
+	Parent    string
 	Limit     int
 	PageToken string
 }
@@ -195,6 +197,9 @@ func (c *Client) ListRuns(ctx context.Context, o ListRunsOptions) (api.RunList, 
 	}
 	if o.SessionID != "" {
 		q.Set("session_id", o.SessionID)
+	}
+	if o.Parent != "" {
+		q.Set("parent", o.Parent)
 	}
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))

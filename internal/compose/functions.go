@@ -74,6 +74,14 @@ func (c closer) Close() error { return c.rt.Close() }
 // Flush exports the telemetry of the invocation that just ended.
 func (c closer) Flush(ctx context.Context) error { return c.rt.Flush(ctx) }
 
+// bindChildren lets the runtime's harness start child runs through Step
+// Functions, as the api role starts runs (no client: the sweeper does).
+func (d Deps) bindChildren(rt *Runtime) {
+	if d.SFN != nil && rt.Config.StateMachineARN != "" {
+		rt.children().Bind(d.starter(rt), roles.Resumer{Tokens: d.SFN})
+	}
+}
+
 func (d Deps) starter(rt *Runtime) roles.Starter {
 	return roles.Starter{Executions: awsbackend.Executions{Starter: d.SFN}, StateMachineARN: rt.Config.StateMachineARN,
 		Statuses: awsbackend.SweepExecutions{Client: d.SFN, StateMachineARN: rt.Config.StateMachineARN}}
@@ -143,6 +151,7 @@ func NewStep(ctx context.Context, d Deps) (*Step, error) {
 		rt.Close()
 		return nil, err
 	}
+	d.bindChildren(rt)
 	return &Step{Step: roles.Step{Harness: h, Budget: roles.LambdaBudget(rt.Config.StepMargin)}, closer: closer{rt}}, nil
 }
 
@@ -232,6 +241,7 @@ func RunTask(ctx context.Context, d Deps, tokens roles.HeartbeatTokens, stop <-c
 	}
 	defer rt.Close()
 	h, err := rt.Harness(d.owner("fargate"), false)
+	d.bindChildren(rt)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,8 @@ type Runtime struct {
 	// writes or serves: the configuration's (config.Config.Secrets) and
 	// those added by AddSecrets.
 	Secrets scrub.Secrets
+	// Children serves sub-agent calls of this runtime's harnesses.
+	Children *ChildRuns
 }
 
 // AddSecrets adds values the runtime made itself (keel dev's token) to
@@ -146,9 +148,10 @@ func open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 // canSpill: this worker is bounded and hands runs that reach a long tool
 // to the long-running task.
 func (rt *Runtime) Harness(owner string, canSpill bool) (*harness.Harness, error) {
+	rt.children()
 	return harness.New(harness.Options{Store: rt.Store, Artifacts: rt.Artifacts, Agents: rt.Agents,
 		Owner: owner, LeaseTTL: rt.Config.LeaseTTL, CanSpill: canSpill, Faults: rt.Faults, Logger: rt.Logger,
-		Telemetry: rt.telemetry()})
+		Telemetry: rt.telemetry(), Children: rt.Children})
 }
 
 var _ harness.Telemetry = (*otelkeel.Telemetry)(nil)

@@ -133,6 +133,12 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 	}
 	sort.Slice(pendingOps, func(i, j int) bool { return pendingOps[i].CreatedAt.Before(pendingOps[j].CreatedAt) })
 	for _, op := range pendingOps {
+		if _, ok := s.delegating(op.Tool); ok {
+			if d, stop, err := s.respawn(ctx, op); err != nil || stop {
+				return d, stop, err
+			}
+			continue
+		}
 		it, eff, ok := s.pendingOf(op)
 		if !ok {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))

@@ -17,6 +17,9 @@ import (
 
 // cancel ends the run: open items are skipped, pending approvals cancelled.
 func (s *step) cancel(ctx context.Context) (Decision, error) {
+	if err := s.cancelChildren(ctx, "their parent was cancelled"); err != nil {
+		return Decision{}, err
+	}
 	var cancelApprovals []string
 	skipped := 0
 	for _, tc := range s.openCalls() {
@@ -46,6 +49,9 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 // to the message (a person stopped a paused run).
 func (s *step) exceeded(ctx context.Context, limit string, value any, why string) (Decision, error) {
 	msg := fmt.Sprintf("budget exceeded: %s (%v)%s", limit, value, why)
+	if err := s.cancelChildren(ctx, "their parent ended: "+msg); err != nil {
+		return Decision{}, err
+	}
 	var closeApprovals []string // a finished run asks nobody anything
 	for _, tc := range s.openCalls() {
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {

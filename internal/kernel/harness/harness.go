@@ -103,6 +103,15 @@ const (
 	// the checkpoint naming them is not; a worker killed there leaves a
 	// version nobody refers to.
 	FaultInWorkspaceSnapshot = "in_workspace_snapshot"
+	// FaultChildStart: a sub-agent call's child run is created (and its
+	// execution asked to start), the parent's record of it is not.
+	FaultChildStart = "child_start"
+	// FaultChildFinish: a child run's final status is durable; its
+	// parent does not know yet.
+	FaultChildFinish = "child_finish"
+	// FaultParentResume: a parent read that all its children ended; their
+	// answers are not yet recorded.
+	FaultParentResume = "parent_resume"
 )
 
 type noFaults struct{}
@@ -137,6 +146,19 @@ type Options struct {
 	// Telemetry records spans and metrics (internal/observe/otelkeel implements
 	// it); nil records nothing, at no cost.
 	Telemetry Telemetry
+	// Children starts and cancels the child runs of sub-agent calls
+	// (tool.Delegating); nil: a sub-agent call is answered with an error.
+	Children Children
+	// MaxChildDepth bounds how deep child runs nest below a run no
+	// sub-agent started (default 3): a call that would start a deeper one
+	// is answered with an error naming the limit.
+	MaxChildDepth int64
+	// MaxChildFanOut bounds the sub-agent calls one model answer may make
+	// (default 8); the calls past it are answered with an error.
+	MaxChildFanOut int
+	// ChildPoll is the longest a parent waits between looks at its
+	// children (default 30s; the first looks come sooner).
+	ChildPoll time.Duration
 }
 
 // Harness runs Steps. It holds no per-run state between Steps that the
@@ -176,6 +198,15 @@ func New(opt Options) (*Harness, error) {
 	}
 	if opt.Faults == nil {
 		opt.Faults = noFaults{}
+	}
+	if opt.MaxChildDepth <= 0 {
+		opt.MaxChildDepth = 3
+	}
+	if opt.MaxChildFanOut <= 0 {
+		opt.MaxChildFanOut = 8
+	}
+	if opt.ChildPoll <= 0 {
+		opt.ChildPoll = 30 * time.Second
 	}
 	return &Harness{opt: opt, cache: newRunCache(opt.CacheRuns)}, nil
 }
@@ -229,6 +260,9 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	d, err = s.finish(ctx, d, err)
 	if err == nil {
 		s.toCache()
+		if r.Caller.RunID != "" && (d.Next == NextDone || d.Next == NextFailed || d.Next == NextCancelled || d.Next == NextNeedsHuman) {
+			h.opt.Faults.Hit(FaultChildFinish)
+		}
 	}
 	return d, err
 }

@@ -80,6 +80,13 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		if s.run.CancelRequested {
 			return s.cancel(ctx)
 		}
+		if stopped, err := s.parentStopped(ctx); err != nil || stopped {
+			if err != nil {
+				return Decision{}, err
+			}
+			s.run.CancelRequested = true
+			return s.cancel(ctx)
+		}
 		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
 			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
 		}

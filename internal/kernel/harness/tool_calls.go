@@ -37,6 +37,14 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		if d, stop, err := s.beforeCall(ctx, it, t); err != nil || stop {
 			return d, stop, err
 		}
+		if dt, ok := t.(tool.Delegating); ok {
+			if it.Status == run.PlanPending {
+				if d, stop, err := s.startChild(ctx, it, dt); err != nil || stop {
+					return d, stop, err
+				}
+			}
+			continue // answered by awaitChildren
+		}
 		n, d, stop, err := s.call(ctx, open[i:], it, t)
 		if err != nil || stop {
 			return d, stop, err
@@ -52,7 +60,7 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 		}
 	}
-	return Decision{}, false, nil
+	return s.awaitChildren(ctx)
 }
 
 // itemFor is the plan item of an open call: the run's own, or a new one
@@ -146,7 +154,8 @@ func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem,
 			break
 		}
 		nt, _ := s.agent.Tools.Get(nx.Tool)
-		if _, eff := nt.(tool.Effectful); eff || nt == nil || (nt.Info().Long && s.h.opt.CanSpill) {
+		_, del := nt.(tool.Delegating)
+		if _, eff := nt.(tool.Effectful); eff || del || nt == nil || (nt.Info().Long && s.h.opt.CanSpill) {
 			break
 		}
 		group = append(group, nx)

@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -123,6 +124,9 @@ type Run struct {
 	// ParentRunID and ForkCheckpointID are set on a run forked from another.
 	ParentRunID      string `json:"parent_run_id,omitempty"`
 	ForkCheckpointID string `json:"fork_checkpoint_id,omitempty"`
+	// Caller is set on a child run, started by a sub-agent call of
+	// another run; zero on every other run.
+	Caller Caller `json:"caller,omitzero"`
 	// TraceParent is the run's W3C trace context (NewTraceParent), set
 	// when the run is created: every Step's spans join this one trace,
 	// across processes, Lambda invocations and days of waiting.
@@ -242,6 +246,13 @@ const (
 	// EventNotificationFailed: a notification's delivery gave up after its
 	// last attempt (its approval, if any, stays pending).
 	EventNotificationFailed EventType = "notification_failed"
+	// EventChildStarted: a sub-agent call's child run exists and an
+	// execution drives it (data: child_run_id, agent, how, limits).
+	EventChildStarted EventType = "child_started"
+	// EventChildEnded: the child of a sub-agent call ended and its
+	// outcome answers the call (data: child_run_id, agent, status, error,
+	// what it used).
+	EventChildEnded EventType = "child_ended"
 )
 
 // Event is one entry of a run's append-only log. Seq is assigned by the store:
@@ -370,4 +381,31 @@ type Input struct {
 	Text       string    `json:"text"`
 	Consumed   bool      `json:"consumed"`
 	ReceivedAt time.Time `json:"received_at"`
+}
+
+// Caller is a child run's lineage: the run, plan item and operation of the
+// sub-agent call that started it, and how deep it is below the run that
+// no sub-agent call started (1 for a child of such a run). A child's id is
+// derived from RunID and OperationID (ChildRunID), so the lineage names
+// the one child a call can ever have.
+type Caller struct {
+	RunID       string `json:"run_id,omitempty"`
+	PlanItemID  string `json:"plan_item_id,omitempty"`
+	OperationID string `json:"operation_id,omitempty"`
+	Depth       int64  `json:"depth,omitempty"`
+}
+
+// ChildRunID is the id of the child run that the sub-agent call of
+// operation opID of run parentID starts: deterministic, so every attempt
+// of the call names the same run and a crash can never leave a second.
+// It has NewID's form (prefix "run", 28 hex digits): the first 12 digits
+// are the parent's time digits (children sort with their parent), the
+// last 16 a hash of both ids.
+func ChildRunID(parentID, opID string) string {
+	d := HashDigits(HashBytes([]byte(parentID + "\x00" + opID)))
+	tm := strings.TrimPrefix(parentID, "run_")
+	if len(tm) < 12 {
+		tm = strings.Repeat("0", 12)
+	}
+	return "run_" + tm[:12] + d[:16]
 }

@@ -66,6 +66,9 @@ type Runs interface {
 	// event at seq 1, and its session if new. If r.ClientKey is set and a run
 	// with the same owner and key exists, that run is returned with
 	// created=false and nothing is written. r.ID must be set by the caller.
+	// A child run (r.Caller set) whose id exists with the same caller run
+	// and operation is returned with created=false: a sub-agent call
+	// started again after a crash finds its one child.
 	CreateRun(ctx context.Context, r run.Run) (stored run.Run, created bool, err error)
 	GetRun(ctx context.Context, id string) (run.Run, error)
 	ListRuns(ctx context.Context, q ListRunsQuery) (RunPage, error)
@@ -76,6 +79,9 @@ type ListRunsQuery struct {
 	Owner     string // optional: only runs of this owner
 	Status    run.Status
 	SessionID string
+	// Parent: only the child runs that sub-agent calls of this run
+	// started (run.Run.Caller.RunID), not its forks.
+	Parent    string
 	Limit     int    // 0 means 100
 	PageToken string // opaque, from a previous RunPage
 }

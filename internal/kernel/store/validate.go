@@ -160,8 +160,13 @@ func ValidateNewRun(r run.Run) (run.Run, error) {
 		return r, err
 	}
 	if err := checkOptionals(field{"agent", r.Agent}, field{"client key", r.ClientKey},
-		field{"parent run id", r.ParentRunID}, field{"fork checkpoint id", r.ForkCheckpointID}); err != nil {
+		field{"parent run id", r.ParentRunID}, field{"fork checkpoint id", r.ForkCheckpointID},
+		field{"caller run id", r.Caller.RunID}, field{"caller plan item id", r.Caller.PlanItemID},
+		field{"caller operation id", r.Caller.OperationID}); err != nil {
 		return r, err
+	}
+	if c := r.Caller; c != (run.Caller{}) && (c.RunID == "" || c.OperationID == "" || c.Depth < 1) {
+		return r, invalid("a child run's caller names its run, its operation and a depth of at least 1, not %+v", c)
 	}
 	if err := checkSize("request", len(r.Request), MaxText); err != nil {
 		return r, err
@@ -213,6 +218,9 @@ func ValidateRunsQuery(q ListRunsQuery) (limit int, err error) {
 	}
 	if q.Status != "" && !q.Status.Valid() {
 		return 0, invalid("unknown status %q", q.Status)
+	}
+	if err := checkOptionals(field{"parent run id", q.Parent}); err != nil {
+		return 0, err
 	}
 	return limit, nil
 }

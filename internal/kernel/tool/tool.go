@@ -16,6 +16,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/keelrun/keel/internal/kernel/ops"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -91,3 +92,40 @@ type Effectful interface {
 type Intent struct {
 	ArtifactHash string
 }
+
+// Delegating is a tool whose call starts a child run of another agent of
+// the same program (a sub-agent). The harness never calls Run for it: it
+// starts the child under the operation protocol (the child's run id is
+// derived from the operation, so the call has exactly one child whatever
+// crashes), ends the parent's Step until every child of the model's answer
+// has ended, and answers the call with the child's outcome.
+type Delegating interface {
+	Tool
+	Delegation() Delegation
+}
+
+// Delegation is what a Delegating tool starts.
+type Delegation struct {
+	// Agent names the child's agent; the program must have it.
+	Agent string
+	// Limits narrow the child's share of its parent's remaining budget:
+	// a field set here caps the share, a zero field leaves it. MaxSteps
+	// is the child's own (default 200); Deadline is ignored (Timeout).
+	Limits run.Limits
+	// Timeout, when set, ends the child's deadline at its start plus
+	// Timeout, or at its parent's deadline when that comes first.
+	Timeout time.Duration
+	// InheritGrants runs the child in its parent's session, so the
+	// confirm-once grants given there cover it; otherwise the child has a
+	// session of its own and asks again.
+	InheritGrants bool
+}
+
+// DelegationArgs is the arguments object of every Delegating tool.
+type DelegationArgs struct {
+	// Input is the child run's request.
+	Input string `json:"input"`
+}
+
+// DelegationSchema is the JSON Schema of DelegationArgs.
+const DelegationSchema = `{"type":"object","properties":{"input":{"type":"string","minLength":1,"description":"The task for the sub-agent, with everything it needs to know."}},"required":["input"],"additionalProperties":false}`

@@ -259,9 +259,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		rt.SQLite.OnEvents(b.Notify)
 		notifier = b
 	}
+	starter := roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}}
+	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
 	apiHandler, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
-		Starter:  roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}},
+		Starter:  starter,
 		Resumer:  roles.Resumer{Tokens: s.exec},
 		Auth:     api.Tokens{s.Token: cfg.Principal},
 		Agents:   rt.Catalog,

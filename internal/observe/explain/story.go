@@ -29,6 +29,10 @@ type data struct {
 	To          string          `json:"to"`
 	Changes     []string        `json:"changes"`
 	Problems    []string        `json:"problems"`
+	ChildRunID  string          `json:"child_run_id"`
+	Agent       string          `json:"agent"`
+	Status      string          `json:"status"`
+	How         string          `json:"how"`
 	Answer      struct {
 		Text  string `json:"text"`
 		Calls []struct {
@@ -100,6 +104,17 @@ func decisionOf(e run.Event) string {
 		return "moved to the long-running worker for " + d.Tool
 	case run.EventInputReceived:
 		return "new input received"
+	case run.EventChildStarted:
+		if d.How == "found" {
+			return "child run " + d.ChildRunID + " of sub-agent " + d.Agent + " found after a restart"
+		}
+		return "started child run " + d.ChildRunID + " of sub-agent " + d.Agent
+	case run.EventChildEnded:
+		s := "child run " + d.ChildRunID + " (" + d.Agent + ") ended " + d.Status
+		if d.Error != "" {
+			s += ": " + clip(d.Error, 120)
+		}
+		return s
 	case run.EventRunCompleted, run.EventRunFailed, run.EventRunCancelled, run.EventRunNeedsHuman:
 		return "run " + strings.TrimPrefix(string(e.Type), "run_")
 	case eventAgentUpgraded:

@@ -54,6 +54,12 @@ func runItem(r run.Run) item {
 	it.setS("fork_checkpoint_id", r.ForkCheckpointID)
 	it.setS("trace_parent", r.TraceParent)
 	it.setS("agent_version", r.AgentVersion)
+	it.setS("caller_run_id", r.Caller.RunID)
+	it.setS("caller_item_id", r.Caller.PlanItemID)
+	it.setS("caller_op_id", r.Caller.OperationID)
+	if r.Caller.Depth != 0 {
+		it.setN("depth", r.Caller.Depth)
+	}
 	it.setT("created_at", r.CreatedAt)
 	it.setT("updated_at", r.UpdatedAt)
 	// Index keys: see doc.go.
@@ -95,6 +101,8 @@ func itemToRun(it item) run.Run {
 		AgentVersion:     it.s("agent_version"),
 		CreatedAt:        it.t("created_at"),
 		UpdatedAt:        it.t("updated_at"),
+		Caller: run.Caller{RunID: it.s("caller_run_id"), PlanItemID: it.s("caller_item_id"),
+			OperationID: it.s("caller_op_id"), Depth: it.n("depth")},
 	}
 }
 

@@ -69,7 +69,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		case ckeyIdx >= 0 && f.failed[ckeyIdx]:
 			return s.existingForKey(ctx, r)
 		case f.failed[runIdx]:
-			return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists", store.ErrConflict, r.ID)
+			return s.existingChild(ctx, r)
 		case f.failed[sessIdx]:
 			return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: session %q belongs to another owner", store.ErrConflict, r.SessionID)
 		case f.retryable:
@@ -152,14 +152,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 		KeyConditionExpression: aws.String(e.name(idxAttr) + " = " + e.value(sv(idxVal))),
 		ScanIndexForward:       aws.Bool(false),
 	}
-	var filters []string
-	if q.Owner != "" && idxAttr != "g_owner" {
-		filters = append(filters, e.name("g_owner")+" = "+e.value(sv(q.Owner)))
-	}
-	if q.Status != "" && idxAttr != "g_status" {
-		filters = append(filters, e.name("g_status")+" = "+e.value(sv(string(q.Status))))
-	}
-	if len(filters) > 0 {
+	if filters := runFilters(e, q, idxAttr); len(filters) > 0 {
 		in.FilterExpression = aws.String(and(filters))
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.names, e.values
@@ -340,4 +333,39 @@ func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) err
 		return rerr
 	}
 	return fmt.Errorf("dynamo: release lease on %q: %w (token %d, current %d)", runID, store.ErrFenced, token, it.n("lease_token"))
+}
+
+// existingChild answers CreateRun for an id that exists: the same child
+// run of the same sub-agent call is found (created=false); anything else
+// is a conflict.
+func (s *Store) existingChild(ctx context.Context, r run.Run) (run.Run, bool, error) {
+	if r.Caller == (run.Caller{}) {
+		return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists", store.ErrConflict, r.ID)
+	}
+	got, err := s.GetRun(ctx, r.ID)
+	if err != nil {
+		return run.Run{}, false, err
+	}
+	if got.Caller.RunID != r.Caller.RunID || got.Caller.OperationID != r.Caller.OperationID {
+		return run.Run{}, false, fmt.Errorf("dynamo: create run: %w: run %q exists for another caller", store.ErrConflict, r.ID)
+	}
+	return got, false, nil
+}
+
+// runFilters are the conditions of q that idxAttr, the index queried,
+// does not answer.
+func runFilters(e *expr, q store.ListRunsQuery, idxAttr string) []string {
+	var filters []string
+	if q.Owner != "" && idxAttr != "g_owner" {
+		filters = append(filters, e.name("g_owner")+" = "+e.value(sv(q.Owner)))
+	}
+	if q.Status != "" && idxAttr != "g_status" {
+		filters = append(filters, e.name("g_status")+" = "+e.value(sv(string(q.Status))))
+	}
+	if q.Parent != "" {
+		// A filter, not an index: children are listed per parent, rarely,
+		// and an index would be a write on every run's every commit.
+		filters = append(filters, e.name("caller_run_id")+" = "+e.value(sv(q.Parent)))
+	}
+	return filters
 }

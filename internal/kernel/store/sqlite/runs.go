@@ -17,7 +17,8 @@ const runColumns = `id, session_id, owner, agent, COALESCE(client_key, ''), requ
 	output, error, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline,
 	tokens_used, tokens_reserved, spend_used, spend_reserved, tool_calls_used, tool_calls_reserved,
 	lease_owner, lease_token, lease_expiry, cancel_requested, step_count, checkpoint_id, last_seq, last_hash,
-	parent_run_id, fork_checkpoint_id, trace_parent, agent_version, created_at, updated_at`
+	parent_run_id, fork_checkpoint_id, trace_parent, agent_version, created_at, updated_at,
+	caller_run_id, caller_item_id, caller_op_id, depth`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -31,7 +32,8 @@ func scanRun(sc scanner) (run.Run, error) {
 		&r.Budget.TokensUsed, &r.Budget.TokensReserved, &r.Budget.SpendUsedMicroUSD, &r.Budget.SpendReservedMicroUSD,
 		&r.Budget.ToolCallsUsed, &r.Budget.ToolCallsReserved,
 		&r.Lease.Owner, &r.Lease.Token, &expiry, &cancel, &r.StepCount, &r.CheckpointID, &r.LastSeq, &r.LastHash,
-		&r.ParentRunID, &r.ForkCheckpointID, &r.TraceParent, &r.AgentVersion, &created, &updated)
+		&r.ParentRunID, &r.ForkCheckpointID, &r.TraceParent, &r.AgentVersion, &created, &updated,
+		&r.Caller.RunID, &r.Caller.PlanItemID, &r.Caller.OperationID, &r.Caller.Depth)
 	if err != nil {
 		return run.Run{}, err
 	}
@@ -98,7 +100,7 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		var one int
 		switch err := s.queryRow(ctx, tx, `SELECT 1 FROM runs WHERE id = ?`, r.ID).Scan(&one); {
 		case err == nil:
-			return fmt.Errorf("sqlite: create run: %w: run %q exists", store.ErrConflict, r.ID)
+			return s.existingChild(ctx, tx, r, &stored)
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("sqlite: create run: %w", err)
 		}
@@ -124,13 +126,15 @@ func (s *Store) CreateRun(ctx context.Context, in run.Run) (run.Run, bool, error
 		head := run.Chain(r.ID, "", first)
 		_, err := s.exec(ctx, tx, `INSERT INTO runs(id, session_id, owner, agent, client_key, request, command,
 			status, input_policy, max_steps, max_tool_calls, max_tokens, max_spend, deadline, last_seq, last_hash,
-			parent_run_id, fork_checkpoint_id, trace_parent, agent_version, created_at, updated_at, rk)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			parent_run_id, fork_checkpoint_id, trace_parent, agent_version, created_at, updated_at,
+			caller_run_id, caller_item_id, caller_op_id, depth, rk)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 			(SELECT COALESCE(MAX(rk), 0) + 1 FROM runs))`,
 			r.ID, r.SessionID, r.Owner, r.Agent, clientKey, r.Request, r.Command,
 			r.Status, r.InputPolicy, r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens,
 			r.Limits.MaxSpendMicroUSD, nanos(r.Limits.Deadline), r.LastSeq, head,
-			r.ParentRunID, r.ForkCheckpointID, r.TraceParent, r.AgentVersion, now.UnixNano(), now.UnixNano())
+			r.ParentRunID, r.ForkCheckpointID, r.TraceParent, r.AgentVersion, now.UnixNano(), now.UnixNano(),
+			r.Caller.RunID, r.Caller.PlanItemID, r.Caller.OperationID, r.Caller.Depth)
 		if err != nil {
 			return fmt.Errorf("sqlite: insert run: %w", err)
 		}
@@ -173,6 +177,9 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 	}
 	if q.SessionID != "" {
 		where, args = append(where, "session_id = ?"), append(args, q.SessionID)
+	}
+	if q.Parent != "" {
+		where, args = append(where, "caller_run_id = ?"), append(args, q.Parent)
 	}
 	if q.PageToken != "" {
 		at, id, err := decodePageToken(q.PageToken)
@@ -228,4 +235,22 @@ func decodePageToken(tok string) (int64, string, error) {
 		return 0, "", malformed
 	}
 	return n, id, nil
+}
+
+// existingChild answers CreateRun for an id that exists: the same child
+// run of the same sub-agent call is found (stored, created=false);
+// anything else is a conflict.
+func (s *Store) existingChild(ctx context.Context, tx *sql.Tx, r run.Run, stored *run.Run) error {
+	if r.Caller == (run.Caller{}) {
+		return fmt.Errorf("sqlite: create run: %w: run %q exists", store.ErrConflict, r.ID)
+	}
+	got, err := getRun(ctx, txQuerier{s, tx}, r.ID)
+	if err != nil {
+		return err
+	}
+	if got.Caller.RunID != r.Caller.RunID || got.Caller.OperationID != r.Caller.OperationID {
+		return fmt.Errorf("sqlite: create run: %w: run %q exists for another caller", store.ErrConflict, r.ID)
+	}
+	*stored = got
+	return nil
 }

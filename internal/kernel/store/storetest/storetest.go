@@ -61,6 +61,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"AgentVersionKept", testAgentVersionKept},
 		{"GetRunUnknown", testGetRunUnknown},
 		{"ListRuns", testListRuns},
+		{"ChildRuns", testChildRuns},
 		{"Lease", testLease},
 		{"LeaseTerminal", testLeaseTerminal},
 		{"NeedsHumanWaitsForAPerson", testNeedsHumanWaitsForAPerson},

@@ -1,0 +1,389 @@
+package harness
+
+// Sub-agents: a tool.Delegating call starts a child run of another agent
+// under the operation protocol, the parent waits for all the children of
+// one model answer without holding a worker, and each child's outcome
+// becomes its call's answer.
+//
+// Budget. A child's limits are its share of what its parent has left when
+// it starts: the parent's remaining tokens, spend and tool calls divided
+// by the sub-agent calls of the answer (narrowed by the sub-agent's own
+// limits), and the parent's deadline. A parent spends nothing while its
+// children run (it waits for all of them before its next model call), so
+// the shares of one answer together never exceed what the parent had;
+// when the children have ended, what each used is added to the parent's
+// use in the commit that answers the calls, once, and the rest is the
+// parent's again.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/kernel/tool"
+)
+
+// Children starts and stops the child runs of sub-agent calls. compose
+// builds it from the store, the execution starter and the cancel path a
+// person's cancel takes.
+type Children interface {
+	// CreateRun stores the child as store.Runs.CreateRun does: the same
+	// child of the same call, created again, is found (created=false).
+	CreateRun(ctx context.Context, r run.Run) (stored run.Run, created bool, err error)
+	// StartRun makes sure an execution drives the run; idempotent.
+	StartRun(ctx context.Context, runID string) error
+	// CancelRun requests the run's cancel as a person's cancel does
+	// (waking a wait it withdraws); idempotent.
+	CancelRun(ctx context.Context, runID, by string) error
+}
+
+// childSpec is a child's whole definition, recorded as its operation's
+// arguments before the child exists: a start after a crash creates the
+// same child, with the same share of the budget.
+type childSpec struct {
+	Agent   string     `json:"agent"`
+	Input   string     `json:"input"`
+	Session string     `json:"session"`
+	Limits  run.Limits `json:"limits"`
+}
+
+// childOpID is the operation of a sub-agent call's plan item.
+func childOpID(it run.PlanItem) string { return "op_" + strings.TrimPrefix(it.ID, "item_") }
+
+func (s *step) delegating(name string) (tool.Delegating, bool) {
+	t, _ := s.agent.Tools.Get(name)
+	d, ok := t.(tool.Delegating)
+	return d, ok
+}
+
+// lastAnswer is the tool calls of the model's last answer.
+func (s *step) lastAnswer() []model.ToolCall {
+	for i := len(s.msgs) - 1; i >= 0; i-- {
+		if s.msgs[i].Role == model.RoleAssistant {
+			return s.msgs[i].ToolCalls
+		}
+	}
+	return nil
+}
+
+// refuseChild answers a sub-agent call that starts nothing.
+func (s *step) refuseChild(it run.PlanItem, msg string) {
+	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
+	s.finishItem(it, run.PlanFailed, tool.Result{Content: msg}, true)
+}
+
+// startChild records the intent of it's child run, then starts it.
+func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegating) (Decision, bool, error) {
+	del := dt.Delegation()
+	nth, n := -1, 0 // this call's place among the answer's sub-agent calls, and their number
+	for _, tc := range s.lastAnswer() {
+		if _, ok := s.delegating(tc.Name); ok {
+			if tc.ID == it.CallID {
+				nth = n
+			}
+			n++
+		}
+	}
+	not := "sub-agent " + del.Agent + " not started: "
+	switch {
+	case s.h.opt.Children == nil:
+		s.refuseChild(it, not+"this worker cannot start child runs")
+		return Decision{}, false, nil
+	case s.run.Caller.Depth+1 > s.h.opt.MaxChildDepth:
+		s.refuseChild(it, fmt.Sprintf("%srun %s is at depth %d and child runs nest at most %d deep (max child depth)", not, s.run.ID, s.run.Caller.Depth, s.h.opt.MaxChildDepth))
+		return Decision{}, false, nil
+	case nth >= s.h.opt.MaxChildFanOut:
+		s.refuseChild(it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, s.h.opt.MaxChildFanOut, nth+1, n))
+		return Decision{}, false, nil
+	}
+	if lim, b := s.run.Limits.MaxToolCalls, s.run.Budget; lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
+		d, err := s.exceeded(ctx, "max_tool_calls", lim, "")
+		return d, true, err
+	}
+	var args tool.DelegationArgs
+	if err := json.Unmarshal(it.Args, &args); err != nil {
+		s.refuseChild(it, not+err.Error())
+		return Decision{}, false, nil
+	}
+	limits, short := s.childShare(del, min(n, s.h.opt.MaxChildFanOut))
+	if short != "" {
+		s.refuseChild(it, fmt.Sprintf("%sthe run's remaining %s leaves no share for it", not, short))
+		return Decision{}, false, nil
+	}
+	spec := childSpec{Agent: del.Agent, Input: args.Input, Limits: limits, Session: s.run.SessionID}
+	if !del.InheritGrants {
+		spec.Session = "sub_" + strings.TrimPrefix(run.ChildRunID(s.run.ID, childOpID(it)), "run_")
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return Decision{}, true, err
+	}
+	hash, err := run.ArgsHash(raw)
+	if err != nil {
+		return Decision{}, true, err
+	}
+	now := s.h.opt.Clock()
+	op := run.Operation{ID: childOpID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool, Destination: "subagent:" + del.Agent,
+		Args: raw, ArgsHash: hash, Status: run.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now}
+	op.IdempotencyKey = op.ID
+	it.Status = run.PlanRunning
+	s.putItem(it)
+	s.pend.used.ToolCalls++
+	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+		"destination": op.Destination, "contract": "idempotent, lookup", "args_hash": op.ArgsHash})})
+	s.h.opt.Faults.Hit(FaultBeforeIntent)
+	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
+		return Decision{}, true, err
+	}
+	s.h.opt.Faults.Hit(FaultAfterIntent)
+	return s.spawn(ctx, it, op)
+}
+
+// childShare is a child's limits: its share of what the run has left
+// (see the top of this file), narrowed by del. short names a resource
+// that leaves no share at all.
+func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
+	l, b, p := s.run.Limits, s.run.Budget, s.pend.used
+	open := int64(0) // calls of this answer not run yet: each takes one of the run's tool calls
+	for _, tc := range s.openCalls() {
+		if it, ok := s.items[tc.ID]; !ok || it.Status == run.PlanPending {
+			open++
+		}
+	}
+	d := run.DefaultLimits()
+	share := func(limit, used, narrow, def int64) int64 {
+		v := def
+		if limit > 0 {
+			v = (limit - used) / int64(max(n, 1))
+		}
+		if narrow > 0 && narrow < v {
+			v = narrow
+		}
+		return v
+	}
+	out := run.Limits{
+		MaxSteps:         share(0, 0, del.Limits.MaxSteps, d.MaxSteps),
+		MaxTokens:        share(l.MaxTokens, b.TokensUsed+b.TokensReserved+p.Tokens, del.Limits.MaxTokens, d.MaxTokens),
+		MaxSpendMicroUSD: share(l.MaxSpendMicroUSD, b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+p.SpendMicroUSD, del.Limits.MaxSpendMicroUSD, d.MaxSpendMicroUSD),
+		MaxToolCalls:     share(l.MaxToolCalls, b.ToolCallsUsed+b.ToolCallsReserved+p.ToolCalls+open, del.Limits.MaxToolCalls, d.MaxToolCalls),
+		Deadline:         l.Deadline,
+	}
+	if del.Timeout > 0 {
+		if dl := s.h.opt.Clock().Add(del.Timeout); out.Deadline.IsZero() || dl.Before(out.Deadline) {
+			out.Deadline = dl
+		}
+	}
+	switch {
+	case out.MaxTokens <= 0:
+		return out, "tokens"
+	case out.MaxSpendMicroUSD <= 0:
+		return out, "spend"
+	case out.MaxToolCalls <= 0:
+		return out, "tool calls"
+	}
+	return out, ""
+}
+
+// spawn creates op's child run (or finds it: its id is derived from op),
+// makes sure an execution drives it, and records it as op's outcome. It is
+// safe to repeat at every point: this is also how a pending child start is
+// reconciled after a crash.
+func (s *step) spawn(ctx context.Context, it run.PlanItem, op run.Operation) (Decision, bool, error) {
+	var spec childSpec
+	if err := json.Unmarshal(op.Args, &spec); err != nil {
+		return Decision{}, true, fmt.Errorf("operation %s: the child's definition: %w", op.ID, err)
+	}
+	if s.h.opt.Children == nil {
+		return Decision{}, true, fmt.Errorf("operation %s starts a child run and this worker cannot start child runs", op.ID)
+	}
+	child := run.Run{ID: run.ChildRunID(s.run.ID, op.ID), SessionID: spec.Session, Owner: s.run.Owner, Agent: spec.Agent,
+		Request: spec.Input, InputPolicy: run.InputQueue, Limits: spec.Limits, TraceParent: s.run.TraceParent,
+		Caller: run.Caller{RunID: s.run.ID, PlanItemID: it.ID, OperationID: op.ID, Depth: s.run.Caller.Depth + 1}}
+	got, created, err := s.h.opt.Children.CreateRun(ctx, child)
+	if err != nil {
+		return Decision{}, true, &RetryableError{Err: fmt.Errorf("start child run %s: %w", child.ID, err)}
+	}
+	s.h.opt.Faults.Hit(FaultChildStart)
+	if err := s.h.opt.Children.StartRun(ctx, got.ID); err != nil {
+		return Decision{}, true, &RetryableError{Err: fmt.Errorf("start child run %s: %w", got.ID, err)}
+	}
+	how := "dispatched"
+	if !created {
+		how = "found"
+	}
+	s.addEvent(run.Event{Type: run.EventChildStarted, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+		"child_run_id": got.ID, "agent": spec.Agent, "how": how, "limits": got.Limits})})
+	s.addEvent(run.Event{Type: run.EventOpSucceeded, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", got.ID, "how", how)})
+	upd := store.OperationUpdate{ID: op.ID, Status: run.OpSucceeded, ExternalID: got.ID}
+	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+		return Decision{}, true, err
+	}
+	return Decision{}, false, nil
+}
+
+// awaitChildren answers the answer's sub-agent calls once every child
+// has ended (completed, failed, cancelled or needs_human); until then the
+// Step ends with a wait, holding nothing.
+func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
+	var items []run.PlanItem
+	for _, tc := range s.openCalls() {
+		it, ok := s.items[tc.ID]
+		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning {
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return Decision{}, false, nil
+	}
+	kids := make([]run.Run, len(items))
+	var waiting []string
+	oldest := s.h.opt.Clock()
+	for i, it := range items {
+		c, err := s.h.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, childOpID(it)))
+		if err != nil {
+			return Decision{}, true, &RetryableError{Err: fmt.Errorf("child of %s: %w", it.ID, err)}
+		}
+		kids[i] = c
+		if !c.Status.Terminal() && c.Status != run.StatusNeedsHuman {
+			waiting = append(waiting, c.ID)
+			oldest = minTime(oldest, c.CreatedAt)
+		}
+	}
+	if len(waiting) > 0 {
+		s.pend.patch.ReleaseLease = true
+		if err := s.flush(ctx, store.Commit{}); err != nil {
+			return Decision{}, true, err
+		}
+		return Decision{Next: NextWait, WaitSeconds: s.childPoll(oldest), Error: "waiting for child runs " + strings.Join(waiting, ", ")}, true, nil
+	}
+	s.h.opt.Faults.Hit(FaultParentResume)
+	for i, it := range items {
+		s.childEnded(ctx, it, kids[i])
+	}
+	return Decision{}, false, nil
+}
+
+// childPoll is how long a parent waits before it looks again: a quarter
+// of how long its children have run, from one second up to ChildPoll, so
+// a long child costs its parent few Steps and a short one little delay.
+func (s *step) childPoll(oldest time.Time) int64 {
+	w := s.h.opt.Clock().Sub(oldest) / 4
+	w = min(max(w, time.Second), s.h.opt.ChildPoll)
+	return int64(w.Seconds() + 0.999)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// childEnded answers it with its child c's outcome and adds what c used
+// to the run's use.
+func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
+	b := c.Budget
+	s.pend.used.Tokens += b.TokensUsed
+	s.pend.used.SpendMicroUSD += b.SpendUsedMicroUSD
+	s.pend.used.ToolCalls += b.ToolCallsUsed
+	s.addEvent(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: childOpID(it), Data: mustJSON(map[string]any{
+		"child_run_id": c.ID, "agent": c.Agent, "status": c.Status, "error": c.Error,
+		"tokens_used": b.TokensUsed, "spend_used_micro_usd": b.SpendUsedMicroUSD, "tool_calls_used": b.ToolCallsUsed})})
+	res := tool.Result{Data: mustJSON(map[string]any{"child_run_id": c.ID, "agent": c.Agent, "status": c.Status})}
+	name := fmt.Sprintf("The sub-agent %s (run %s)", c.Agent, c.ID)
+	switch c.Status {
+	case run.StatusCompleted:
+		res.Content = c.Output + s.childArtifacts(ctx, c.ID)
+		s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "child_run_id", c.ID)})
+		s.finishItem(it, run.PlanCompleted, res, false)
+		return
+	case run.StatusNeedsHuman:
+		res.Content = name + " stopped and needs a person: " + c.Error + " It will not go on by itself; its work is not done."
+	case run.StatusCancelled:
+		res.Content = name + " was cancelled; its work is not done."
+	default:
+		res.Content = name + " failed: " + c.Error + " Its work is not done."
+	}
+	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", res.Content, "dispatched", true)})
+	s.finishItem(it, run.PlanFailed, res, true)
+}
+
+// childArtifacts names the artifacts a child left, for its answer; "" when
+// none (or none could be listed: the answer stands without them).
+func (s *step) childArtifacts(ctx context.Context, childID string) string {
+	if s.h.opt.Artifacts == nil {
+		return ""
+	}
+	infos, err := s.h.opt.Artifacts.List(ctx, childID)
+	if err != nil {
+		s.log.Warn("child artifacts not listed", "child_run_id", childID, "err", err)
+		return ""
+	}
+	if len(infos) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("\n\nArtifacts of run " + childID + ":")
+	for _, in := range infos {
+		fmt.Fprintf(&sb, "\n- %s (sha256 %s, %d bytes)", in.Key.Name, in.SHA256, in.Size)
+	}
+	return sb.String()
+}
+
+// cancelChildren cascades the run's end to the children it waits for;
+// their calls are answered as skipped. A child that ended already is
+// left as it is (CancelRun is a no-op on it).
+func (s *step) cancelChildren(ctx context.Context, why string) error {
+	for _, tc := range s.openCalls() {
+		it, ok := s.items[tc.ID]
+		if _, del := s.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || s.h.opt.Children == nil {
+			continue
+		}
+		id := run.ChildRunID(s.run.ID, childOpID(it))
+		if err := s.h.opt.Children.CancelRun(ctx, id, "parent run "+s.run.ID); err != nil {
+			return &RetryableError{Err: fmt.Errorf("cancel child run %s: %w", id, err)}
+		}
+		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: child run " + id + " cancelled because " + why}, true)
+	}
+	return nil
+}
+
+// parentStopped reports whether this child run's parent was cancelled or
+// ended without it: a child never outlives its parent's cancel, even one
+// started while the cancel was on its way.
+func (s *step) parentStopped(ctx context.Context) (bool, error) {
+	if s.run.Caller.RunID == "" {
+		return false, nil
+	}
+	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.Caller.RunID)
+	if err != nil {
+		return false, &RetryableError{Err: err}
+	}
+	return sig.CancelRequested || sig.Status == run.StatusCancelled || sig.Status == run.StatusFailed, nil
+}
+
+// respawn reconciles a pending child start: starting it again finds the
+// one child, or creates it.
+func (s *step) respawn(ctx context.Context, op run.Operation) (Decision, bool, error) {
+	it, ok := s.itemByID(op.PlanItemID)
+	if !ok {
+		return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: its plan item is unknown to this worker", op.ID))
+	}
+	return s.spawn(ctx, it, op)
+}
+
+// itemByID is the run's plan item with id.
+func (s *step) itemByID(id string) (run.PlanItem, bool) {
+	for _, x := range s.items {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return run.PlanItem{}, false
+}
