@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -46,6 +47,15 @@ type KeelStackProps struct {
 	// combination). Defaults: 1024 (1 vCPU) and 2048.
 	TaskCPU       int
 	TaskMemoryMiB int
+
+	// CommandRunner deploys the command runner (NewCommandRunner) and
+	// points the step function and the Fargate task at it, so agents
+	// with Workspace.Commands run their commands there. Default false:
+	// such agents do not start on AWS.
+	CommandRunner bool
+	// S3PrefixListID narrows the runner's egress to S3's prefix list
+	// (CommandRunnerProps.S3PrefixListID).
+	S3PrefixListID string
 
 	// NATGateways is the number of NAT gateways the Fargate task leaves
 	// through. Default 0: the task runs in public subnets with a public
@@ -104,6 +114,8 @@ type KeelStack struct {
 	API       *API
 	Schedule  *Scheduling
 	Sweep     *SweepSchedule
+	// Commands is the command runner; nil unless props.CommandRunner.
+	Commands *CommandRunner
 }
 
 // NewKeelStack builds Keel's stack. props must have passed Validate and
@@ -181,6 +193,19 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		Example:  props.Schedule,
 	})
 
+	var commands *CommandRunner
+	if props.CommandRunner {
+		commands = NewCommandRunner(stack, "Commands", CommandRunnerProps{
+			CodeDir: RoleDir(props.AppDir(), RoleCommands), Bucket: storage.Bucket,
+			AvailabilityZones: props.AvailabilityZones, S3PrefixListID: props.S3PrefixListID,
+		})
+		commands.Serve([]awslambda.Function{fns.Step}, spill)
+		// What runners upload is read back and copied by the workers;
+		// the staging copies are not records.
+		storage.Bucket.AddLifecycleRule(&awss3.LifecycleRule{Id: jsii.String("workspace-staging"),
+			Prefix: jsii.String("workspace-staging/"), Expiration: awscdk.Duration_Days(jsii.Number(1))})
+	}
+
 	output := func(id string, value *string, desc string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
 	}
@@ -191,7 +216,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	output("SchedulerRoleArn", sched.Role.RoleArn(), "role for further EventBridge Scheduler schedules that target ScheduleFunctionArn")
 	output("ScheduleFunctionArn", fns.Schedule.FunctionArn(), "the function schedules invoke")
 
-	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep}
+	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep, Commands: commands}
 }
 
 func (p KeelStackProps) withDefaults() KeelStackProps {
