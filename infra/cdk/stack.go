@@ -163,9 +163,8 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		Spill:          spill,
 	})
 
-	// The state machine does not depend on the api or schedule functions,
-	// so they may depend on it (its ARN in their environment) without a
-	// cycle.
+	// The api and schedule functions may depend on the state machine (its
+	// ARN in their environment) without a cycle.
 	sm := run.StateMachine
 	for _, fn := range []awslambda.Function{fns.API, fns.Schedule, fns.Sweep} {
 		fn.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
@@ -193,19 +192,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		Example:  props.Schedule,
 	})
 
-	var commands *CommandRunner
-	if props.CommandRunner {
-		commands = NewCommandRunner(stack, "Commands", CommandRunnerProps{
-			CodeDir: RoleDir(props.AppDir(), RoleCommands), Bucket: storage.Bucket,
-			AvailabilityZones: props.AvailabilityZones, S3PrefixListID: props.S3PrefixListID,
-		})
-		commands.Serve([]awslambda.Function{fns.Step}, spill)
-		// What runners upload is read back and copied by the workers;
-		// the staging copies are not records.
-		storage.Bucket.AddLifecycleRule(&awss3.LifecycleRule{Id: jsii.String("workspace-staging"),
-			Prefix: jsii.String("workspace-staging/"), Expiration: awscdk.Duration_Days(jsii.Number(1))})
-	}
-
+	commands := addCommandRunner(stack, props, storage, fns, spill)
 	output := func(id string, value *string, desc string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
 	}
@@ -255,4 +242,22 @@ func pinAvailabilityZones(stack awscdk.Stack, env *awscdk.Environment, zones []s
 	}
 	key := "availability-zones:account=" + *env.Account + ":region=" + *env.Region
 	stack.Node().SetContext(jsii.String(key), jsii.Strings(zones...))
+}
+
+// addCommandRunner deploys the command runner when props ask for it and
+// points the step function and the task at it; nil otherwise.
+func addCommandRunner(stack awscdk.Stack, props KeelStackProps, storage *Storage, fns *Functions, spill *SpillTask) *CommandRunner {
+	if !props.CommandRunner {
+		return nil
+	}
+	commands := NewCommandRunner(stack, "Commands", CommandRunnerProps{
+		CodeDir: RoleDir(props.AppDir(), RoleCommands), Bucket: storage.Bucket,
+		AvailabilityZones: props.AvailabilityZones, S3PrefixListID: props.S3PrefixListID,
+	})
+	commands.Serve([]awslambda.Function{fns.Step}, spill)
+	// What runners upload is read back and copied by the workers; the
+	// staging copies are not records.
+	storage.Bucket.AddLifecycleRule(&awss3.LifecycleRule{Id: jsii.String("workspace-staging"),
+		Prefix: jsii.String("workspace-staging/"), Expiration: awscdk.Duration_Days(jsii.Number(1))})
+	return commands
 }
