@@ -34,6 +34,8 @@ const (
 	CtxTaskCPU            = "keel:taskCpu"            // default 1024
 	CtxTaskMemoryMiB      = "keel:taskMemoryMiB"      // default 2048
 	CtxNATGateways        = "keel:natGateways"        // default 0: public subnets, nothing billed by the hour
+	CtxCommandRunner      = "keel:commandRunner"      // default false: agents' commands do not run on AWS
+	CtxS3PrefixList       = "keel:s3PrefixList"       // pl-...: the command runner's egress narrowed to S3
 	CtxAvailabilityZones  = "keel:availabilityZones"  // two zones, comma-separated; default Fn::GetAZs
 	CtxJWTIssuer          = "keel:jwtIssuer"          // OIDC issuer URL; default: IAM auth
 	CtxJWTAudience        = "keel:jwtAudience"        // comma-separated
@@ -79,6 +81,8 @@ func configFromContext(get contextGetter, dir string) (Config, error) {
 		TaskCPU:           c.num(CtxTaskCPU),
 		TaskMemoryMiB:     c.num(CtxTaskMemoryMiB),
 		NATGateways:       c.num(CtxNATGateways),
+		CommandRunner:     c.boolean(CtxCommandRunner),
+		S3PrefixListID:    c.str(CtxS3PrefixList),
 		AvailabilityZones: c.list(CtxAvailabilityZones),
 		JWTIssuer:         c.str(CtxJWTIssuer),
 		JWTAudience:       c.list(CtxJWTAudience),

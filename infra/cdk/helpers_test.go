@@ -48,7 +48,7 @@ func placeholderBootstrap(role string) string {
 func fakeAppDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, role := range append(FunctionNames(), RoleTask) {
+	for _, role := range append(FunctionNames(), RoleTask, RoleCommands) {
 		writeFile(t, filepath.Join(RoleDir(dir, role), Bootstrap), placeholderBootstrap(role))
 	}
 	writeFile(t, filepath.Join(RoleDir(dir, RoleTask), TaskDockerfile), string(taskDockerfile))

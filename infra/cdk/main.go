@@ -37,6 +37,12 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "keel cdk: building the app failed:\n%v\n", err)
 		return 1
 	}
+	if props.CommandRunner {
+		if err := BuildCommandRunner(context.Background(), props); err != nil {
+			fmt.Fprintf(os.Stderr, "keel cdk: building the command runner failed:\n%v\n", err)
+			return 1
+		}
+	}
 	NewKeelStack(app, cfg.StackName, cfg.Props)
 	app.Synth(nil)
 	return 0

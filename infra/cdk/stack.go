@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -46,6 +47,15 @@ type KeelStackProps struct {
 	// combination). Defaults: 1024 (1 vCPU) and 2048.
 	TaskCPU       int
 	TaskMemoryMiB int
+
+	// CommandRunner deploys the command runner (NewCommandRunner) and
+	// points the step function and the Fargate task at it, so agents
+	// with Workspace.Commands run their commands there. Default false:
+	// such agents do not start on AWS.
+	CommandRunner bool
+	// S3PrefixListID narrows the runner's egress to S3's prefix list
+	// (CommandRunnerProps.S3PrefixListID).
+	S3PrefixListID string
 
 	// NATGateways is the number of NAT gateways the Fargate task leaves
 	// through. Default 0: the task runs in public subnets with a public
@@ -104,6 +114,8 @@ type KeelStack struct {
 	API       *API
 	Schedule  *Scheduling
 	Sweep     *SweepSchedule
+	// Commands is the command runner; nil unless props.CommandRunner.
+	Commands *CommandRunner
 }
 
 // NewKeelStack builds Keel's stack. props must have passed Validate and
@@ -151,9 +163,8 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		Spill:          spill,
 	})
 
-	// The state machine does not depend on the api or schedule functions,
-	// so they may depend on it (its ARN in their environment) without a
-	// cycle.
+	// The api and schedule functions may depend on the state machine (its
+	// ARN in their environment) without a cycle.
 	sm := run.StateMachine
 	for _, fn := range []awslambda.Function{fns.API, fns.Schedule, fns.Sweep} {
 		fn.AddEnvironment(jsii.String(EnvStateMachineArn), sm.StateMachineArn(), nil)
@@ -181,6 +192,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 		Example:  props.Schedule,
 	})
 
+	commands := addCommandRunner(stack, props, storage, fns, spill)
 	output := func(id string, value *string, desc string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
 	}
@@ -191,7 +203,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	output("SchedulerRoleArn", sched.Role.RoleArn(), "role for further EventBridge Scheduler schedules that target ScheduleFunctionArn")
 	output("ScheduleFunctionArn", fns.Schedule.FunctionArn(), "the function schedules invoke")
 
-	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep}
+	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep, Commands: commands}
 }
 
 func (p KeelStackProps) withDefaults() KeelStackProps {
@@ -230,4 +242,22 @@ func pinAvailabilityZones(stack awscdk.Stack, env *awscdk.Environment, zones []s
 	}
 	key := "availability-zones:account=" + *env.Account + ":region=" + *env.Region
 	stack.Node().SetContext(jsii.String(key), jsii.Strings(zones...))
+}
+
+// addCommandRunner deploys the command runner when props ask for it and
+// points the step function and the task at it; nil otherwise.
+func addCommandRunner(stack awscdk.Stack, props KeelStackProps, storage *Storage, fns *Functions, spill *SpillTask) *CommandRunner {
+	if !props.CommandRunner {
+		return nil
+	}
+	commands := NewCommandRunner(stack, "Commands", CommandRunnerProps{
+		CodeDir: RoleDir(props.AppDir(), RoleCommands), Bucket: storage.Bucket,
+		AvailabilityZones: props.AvailabilityZones, S3PrefixListID: props.S3PrefixListID,
+	})
+	commands.Serve([]awslambda.Function{fns.Step}, spill)
+	// What runners upload is read back and copied by the workers; the
+	// staging copies are not records.
+	storage.Bucket.AddLifecycleRule(&awss3.LifecycleRule{Id: jsii.String("workspace-staging"),
+		Prefix: jsii.String("workspace-staging/"), Expiration: awscdk.Duration_Days(jsii.Number(1))})
+	return commands
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/model/provider"
+	"github.com/keelrun/keel/internal/kernel/runspace"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
@@ -27,6 +28,9 @@ type Backends struct {
 	// those kinds an error.
 	AWSStore     func(ctx context.Context, table string, arts artifact.Store) (store.Store, error)
 	AWSArtifacts func(ctx context.Context, bucket string) (artifact.Store, error)
+	// AWSCommandRunner is the client of KEEL_COMMAND_RUNNER's function;
+	// nil when the AWS configuration was not loaded.
+	AWSCommandRunner func(function, bucket string) (runspace.Remote, error)
 	// NewModel builds a provider model from a spec such as
 	// "anthropic:claude-sonnet-4-5"; nil allows only scripted models.
 	NewModel func(ctx context.Context, spec string) (model.Model, error)
@@ -55,7 +59,7 @@ func (b Backends) logger() *slog.Logger {
 // (models.go).
 func AWSBackends(cfg config.Config, awsCfg aws.Config, log *slog.Logger) Backends {
 	b := awsbackend.Backends(awsCfg, awsbackend.Options{S3PathStyle: cfg.S3PathStyle, Logger: log})
-	out := Backends{AWSStore: b.Store, AWSArtifacts: b.Artifacts, Logger: log}
+	out := Backends{AWSStore: b.Store, AWSArtifacts: b.Artifacts, AWSCommandRunner: b.CommandRunner, Logger: log}
 	out.NewModel = awsModels(cfg, awsCfg, log)
 	return out
 }

@@ -96,6 +96,9 @@ func (rt *Runtime) workspaceFacts() doctor.Workspaces {
 	if w.Sandbox == "" {
 		w.Sandbox = config.SandboxBubblewrap
 	}
+	if rt.Config.CommandRunner != "" {
+		w.Sandbox = doctor.SandboxCommandRunner
+	}
 	for _, def := range rt.App.Agents {
 		if def.Workspace == nil {
 			continue

@@ -168,7 +168,7 @@ func (rt *Runtime) telemetry() harness.Telemetry {
 func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.Store, b Backends, fp harness.FaultPoints) (harness.AgentMap, api.AgentSet, error) {
 	agents, catalog := harness.AgentMap{}, api.AgentSet{}
 	known := map[string]bool{}
-	ws := &workspaces{cfg: cfg, arts: arts, log: b.logger(), faults: fp}
+	ws := &workspaces{cfg: cfg, arts: arts, log: b.logger(), faults: fp, runner: b.AWSCommandRunner}
 	for _, def := range app.Agents {
 		tools, err := def.Tools(arts)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/artifact"
@@ -26,6 +27,9 @@ type workspaces struct {
 	sb   *sandbox.Sandbox
 	// faults: the in_command point is hit as each command starts.
 	faults harness.FaultPoints
+	// runner builds the client of KEEL_COMMAND_RUNNER (AWS backends only).
+	runner func(function, bucket string) (runspace.Remote, error)
+	remote runspace.Remote
 }
 
 // open returns the harness's opener of def's runs' workspaces.
@@ -37,7 +41,14 @@ func (w *workspaces) open(ctx context.Context, def AgentDef) (harness.Workspaces
 	if w.faults != nil {
 		rc.Started = func() { w.faults.Hit(harness.FaultInCommand) }
 	}
-	if def.Workspace.Commands {
+	switch {
+	case def.Workspace.Commands && w.cfg.CommandRunner != "":
+		r, err := w.commandRunner()
+		if err != nil {
+			return nil, err
+		}
+		rc.Remote = r
+	case def.Workspace.Commands:
 		sb, err := w.sandbox(ctx)
 		if err != nil {
 			return nil, err
@@ -55,6 +66,24 @@ func (w *workspaces) open(ctx context.Context, def AgentDef) (harness.Workspaces
 		}
 		return t, nil
 	}, nil
+}
+
+// commandRunner is the client of the command runner function: on AWS the
+// agents' commands run there, never beside this worker's credentials.
+func (w *workspaces) commandRunner() (runspace.Remote, error) {
+	if w.remote != nil {
+		return w.remote, nil
+	}
+	bucket, ok := strings.CutPrefix(w.cfg.ArtifactsURL(), "s3:")
+	if !ok || w.runner == nil {
+		return nil, fmt.Errorf("KEEL_COMMAND_RUNNER %q: the command runner reads and writes workspaces through S3 presigned URLs: it needs the artifacts on S3 (KEEL_BUCKET), got %q", w.cfg.CommandRunner, w.cfg.ArtifactsURL())
+	}
+	r, err := w.runner(w.cfg.CommandRunner, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("KEEL_COMMAND_RUNNER: %w", err)
+	}
+	w.remote = r
+	return r, nil
 }
 
 func (w *workspaces) sandbox(ctx context.Context) (*sandbox.Sandbox, error) {

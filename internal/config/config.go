@@ -137,6 +137,11 @@ type Config struct {
 	// missing; "unsafe" runs them as plain child processes of the worker,
 	// with its files, environment and credentials (doctor reports it).
 	Sandbox string
+	// CommandRunner is KEEL_COMMAND_RUNNER: the name or ARN of the AWS
+	// command runner function (infra/cdk sets it on the step function and
+	// the task). Set, agents' commands run there instead of in a local
+	// sandbox (docs/aws-sandbox.md).
+	CommandRunner string
 	// awsSecrets are AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, read
 	// only to be masked (see Secrets); the AWS clients read their own.
 	awsSecrets []string
@@ -174,6 +179,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Prices:          get("KEEL_PRICES"),
 		WorkspaceRoot:   get("KEEL_WORKSPACE_ROOT"),
 		Sandbox:         get("KEEL_SANDBOX"),
+		CommandRunner:   get("KEEL_COMMAND_RUNNER"),
 	}
 	switch c.Sandbox {
 	case "", SandboxBubblewrap, SandboxUnsafe:

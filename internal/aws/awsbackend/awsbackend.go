@@ -3,6 +3,8 @@ package awsbackend
 import (
 	"context"
 	"errors"
+	"github.com/keelrun/keel/internal/aws/cmdrunner/remote"
+	"github.com/keelrun/keel/internal/kernel/runspace"
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,6 +41,10 @@ type Openers struct {
 	Store func(ctx context.Context, table string, arts artifact.Store) (store.Store, error)
 	// Artifacts opens the S3 artifact store on a bucket.
 	Artifacts func(ctx context.Context, bucket string) (artifact.Store, error)
+	// CommandRunner is the client of the command runner function (its
+	// name or ARN) for the runs' workspaces in bucket: agents' commands
+	// on AWS (internal/aws/cmdrunner).
+	CommandRunner func(function, bucket string) (runspace.Remote, error)
 }
 
 // Backends returns the openers of the DynamoDB store and the S3 artifact
@@ -52,6 +58,21 @@ func Backends(cfg aws.Config, opts Options) Openers {
 			so := opts.S3
 			so.Bucket = bucket
 			return keels3.New(awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = opts.S3PathStyle }), so)
+		},
+		CommandRunner: func(function, bucket string) (runspace.Remote, error) {
+			so := opts.S3
+			so.Bucket = bucket
+			c := awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = opts.S3PathStyle })
+			arts, err := keels3.New(c, so)
+			if err != nil {
+				return nil, err
+			}
+			pre, err := keels3.NewPresigner(c, so)
+			if err != nil {
+				return nil, err
+			}
+			inv := &remote.LambdaInvoker{Endpoint: aws.ToString(cfg.BaseEndpoint), Region: cfg.Region, Creds: cfg.Credentials}
+			return &remote.Client{Function: function, Invoke: inv, Presign: pre, Artifacts: arts}, nil
 		},
 	}
 }

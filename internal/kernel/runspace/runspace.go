@@ -22,8 +22,12 @@ type Config struct {
 	Artifacts workspace.Artifacts
 	// Limits bound each run's tree (zero fields: workspace.DefaultLimits).
 	Limits workspace.Limits
-	// Sandbox runs the agent's commands; nil: commands are refused.
+	// Sandbox runs the agent's commands; nil: commands are refused, or
+	// run by Remote.
 	Sandbox *sandbox.Sandbox
+	// Remote, when set and Sandbox is nil, runs the commands away from
+	// this worker (on AWS: the command runner function, remote.go).
+	Remote Remote
 	// Policy bounds each command (zero fields: sandbox.DefaultPolicy).
 	Policy sandbox.Policy
 	// Started, when set, is called right after each command's process
@@ -61,6 +65,9 @@ func New(cfg Config) (*Manager, error) {
 // Sandbox reports the isolation commands get, for doctor; ok is false when
 // the agent runs no commands.
 func (m *Manager) Sandbox() (iso sandbox.Isolation, ok bool) {
+	if m.cfg.Sandbox == nil && m.cfg.Remote != nil {
+		return m.cfg.Remote.Isolation(), true
+	}
 	if m.cfg.Sandbox == nil {
 		return sandbox.Isolation{}, false
 	}

@@ -107,6 +107,9 @@ func (t *Tree) Files() (*workspace.Dir, error) {
 
 // Exec runs argv in the tree under the agent's sandbox policy.
 func (t *Tree) Exec(ctx context.Context, argv []string) (sandbox.Result, error) {
+	if t.m.cfg.Sandbox == nil && t.m.cfg.Remote != nil {
+		return t.execRemote(ctx, argv)
+	}
 	if t.m.cfg.Sandbox == nil {
 		return sandbox.Result{}, ErrNoSandbox
 	}

@@ -49,6 +49,9 @@ func (s *Sandbox) RunNotify(ctx context.Context, dir string, argv []string, p Po
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return Result{}, fmt.Errorf("%w: workspace %s is not a directory (%v)", ErrSetup, dir, err)
 	}
+	if p.Network() && s.cfg.Bare {
+		return Result{}, fmt.Errorf("%w: Policy.AllowHosts: a bare sandbox has no network namespace to hold the proxy; it runs commands with network off only", ErrSetup)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.WallTime)
 	defer cancel()
 	var exit *netExit
@@ -83,20 +86,18 @@ func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Poli
 			return nil, nil, err
 		}
 	}
+	if s.cfg.Bare {
+		return s.bareCommand(ctx, dir, argv, p), nil, nil
+	}
 	args := s.mounts(p.Network())
 	if exit != nil {
 		args = append(args, exit.bwrapArgs(s.socat)...)
 		argv = wrap(argv)
 	}
-	cpu := int64((p.CPUTime + time.Second - 1) / time.Second)
 	args = append(args,
 		"--bind", dir, WorkspacePath, "--chdir", WorkspacePath, "--json-status-fd", "3",
-		"--", s.prlimit,
-		"--cpu="+strconv.FormatInt(cpu, 10)+":"+strconv.FormatInt(cpu+1, 10),
-		"--as="+strconv.FormatInt(p.MemoryBytes, 10),
-		"--nproc="+strconv.Itoa(p.MaxProcs),
-		"--fsize="+strconv.FormatInt(p.MaxFileBytes, 10),
-		"--")
+		"--", s.prlimit)
+	args = append(args, limitFlags(p)...)
 	cmd := exec.CommandContext(ctx, s.bwrap, append(args, argv...)...)
 	cmd.Env = []string{} // bwrap itself gets nothing of the worker's either
 	cmd.SysProcAttr = s.procAttr()
@@ -106,6 +107,17 @@ func (s *Sandbox) command(ctx context.Context, dir string, argv []string, p Poli
 	}
 	cmd.ExtraFiles = []*os.File{w}
 	return cmd, r, nil
+}
+
+// limitFlags are prlimit(1)'s flags for p's rlimits, ending in "--".
+func limitFlags(p Policy) []string {
+	cpu := int64((p.CPUTime + time.Second - 1) / time.Second)
+	return []string{
+		"--cpu=" + strconv.FormatInt(cpu, 10) + ":" + strconv.FormatInt(cpu+1, 10),
+		"--as=" + strconv.FormatInt(p.MemoryBytes, 10),
+		"--nproc=" + strconv.Itoa(p.MaxProcs),
+		"--fsize=" + strconv.FormatInt(p.MaxFileBytes, 10),
+		"--"}
 }
 
 // handOver makes the workspace the sandbox uid's (the worker is root) and

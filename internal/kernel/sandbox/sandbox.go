@@ -23,6 +23,18 @@ type Config struct {
 	// with the worker's files, environment, credentials and network. Only
 	// wall time and output are bounded. Isolation reports it as a gap.
 	Unsafe bool
+	// Bare runs commands without namespaces, for a host that is itself the
+	// boundary (the AWS command runner: a Lambda execution environment of
+	// one run, whose role holds no data): an empty environment but PATH,
+	// HOME (the workspace) and LANG, the rlimits through Prlimit, wall time
+	// and output as ever, and the uid switch when the host runs as root.
+	// A policy with AllowHosts is refused (there is no namespace to hold
+	// the proxy). See bare.go.
+	Bare bool
+	// PrlimitArgs go between Prlimit and its limit flags: a binary that
+	// applies prlimit(1)'s --cpu, --as, --nproc and --fsize itself (the
+	// command runner re-executes itself) names its subcommand here.
+	PrlimitArgs []string
 }
 
 // Sandbox runs commands; it is safe for concurrent use.
@@ -47,6 +59,12 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return s, nil
 	}
 	var err error
+	if cfg.Bare {
+		if s.prlimit, err = lookPath(cfg.Prlimit, "prlimit"); err != nil {
+			return nil, fmt.Errorf("%w: prlimit not found: %w", ErrSetup, err)
+		}
+		return s, nil
+	}
 	if s.bwrap, err = lookPath(cfg.Bwrap, "bwrap"); err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap not found (Debian: apt-get install bubblewrap): %w", ErrNoIsolation, err)
 	}
@@ -103,6 +121,9 @@ type Isolation struct {
 
 // Isolation reports the sandbox's isolation facts and gaps.
 func (s *Sandbox) Isolation() Isolation {
+	if s.cfg.Bare {
+		return bareIsolation(s.asUser, s.cfg.UID)
+	}
 	if s.cfg.Unsafe {
 		return Isolation{Backend: "none", Gaps: []string{
 			"sandbox is UNSAFE: commands run as plain processes with the worker's file system, environment, credentials and network; one run can read or corrupt another's workspace",

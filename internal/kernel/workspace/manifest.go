@@ -159,3 +159,12 @@ func isHex64(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
 }
+
+// DecodeManifest parses b as the manifest whose sha256 is want, checking
+// the hash and every entry (ErrBadManifest otherwise): what a holder of a
+// manifest received from elsewhere (the AWS command runner's answer) must
+// call before trusting it.
+func DecodeManifest(b []byte, want string) (*Manifest, error) { return decodeManifest(b, want) }
+
+// Encode is the manifest's canonical form; its sha256 names the version.
+func (m *Manifest) Encode() ([]byte, error) { return m.encode() }

@@ -39,8 +39,9 @@ type Workspaces struct {
 	// Root is where a worker keeps its copies of runs' trees, one
 	// directory per run (KEEL_WORKSPACE_ROOT): a cache of the record.
 	Root string `json:"root,omitempty"`
-	// Sandbox is KEEL_SANDBOX as composed: "bubblewrap" or "unsafe". It
-	// applies to the agents whose Commands is set.
+	// Sandbox is KEEL_SANDBOX as composed: "bubblewrap" or "unsafe", or
+	// SandboxCommandRunner when KEEL_COMMAND_RUNNER is set. It applies to
+	// the agents whose Commands is set.
 	Sandbox string `json:"sandbox,omitempty"`
 	// ManifestKey and BlobKey are the artifact keys a version is stored
 	// under, with {run_id} and {sha256} in place.

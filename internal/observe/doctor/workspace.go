@@ -12,6 +12,17 @@ const (
 	sandboxUnsafe     = "unsafe"
 )
 
+// SandboxCommandRunner is Workspaces.Sandbox when commands run in the AWS
+// command runner function (KEEL_COMMAND_RUNNER; docs/aws-sandbox.md).
+const SandboxCommandRunner = "aws-command-runner"
+
+// runnerFacts are what holds for commands in the AWS command runner; the
+// CDK tests assert the deployment side (infra/cdk commands_test.go).
+const (
+	runnerTree  = "run in the AWS command runner function, invoked with the run id as its Lambda tenant (PER_TENANT: no execution environment serves two runs), in a fresh /tmp tree wiped before and after, restored from the run's version through presigned GETs and checked blob by blob"
+	runnerCreds = "run in the AWS command runner with an empty environment (PATH, HOME, LANG); the runner's execution role holds no S3, DynamoDB or Secrets Manager permission (logs and VPC interfaces only) and its subnets route nowhere but the run bucket's S3 endpoint, so the credentials a command could read from the runner's /proc reach nothing"
+)
+
 // withCommands returns the names of the workspace agents whose tools run
 // commands, and of those whose commands have the network.
 func withCommands(w Workspaces) (cmds, network []string) {
@@ -57,6 +68,9 @@ func workspace(f Facts) Answer {
 	case len(cmds) == 0:
 		a.Answer = "no: each run has its own workspace tree, and no agent runs commands; " + a.Answer
 		a.Facts = append(a.Facts, "no agent runs commands: tools reach the tree through the workspace API, which resolves every path inside the run's directory (os.Root)")
+	case w.Sandbox == SandboxCommandRunner:
+		a.Answer = "no: each run has its own workspace tree, and commands run in a Lambda execution environment of their run alone; " + a.Answer
+		a.Facts = append(a.Facts, fmt.Sprintf("the commands of %s %s", strings.Join(cmds, ", "), runnerTree))
 	case w.Sandbox == sandboxUnsafe:
 		a.Answer = "YES, through commands: KEEL_SANDBOX=unsafe runs them with the worker's whole file system; " + a.Answer
 		a.Gaps = append(a.Gaps, fmt.Sprintf("KEEL_SANDBOX=unsafe: the commands of %s run as plain child processes of the worker, with its whole file system: one run's command can read or overwrite another run's tree under %s, and the worker's data (use KEEL_SANDBOX=bubblewrap)",
@@ -88,6 +102,14 @@ func sandboxCredentials(f Facts, a *Answer) {
 	if f.Workspaces.Sandbox == sandboxUnsafe {
 		a.Answer += "; but KEEL_SANDBOX=unsafe gives agents' commands the worker's environment and files"
 		a.Gaps = append(a.Gaps, fmt.Sprintf("KEEL_SANDBOX=unsafe: the commands of %s inherit the worker's environment and file system, so a command (and the model that wrote it) can read the model's API key, cloud credentials and every secret the worker holds (use KEEL_SANDBOX=bubblewrap)", list))
+		return
+	}
+	if f.Workspaces.Sandbox == SandboxCommandRunner {
+		a.Answer += "; agents' commands run in the AWS command runner with an empty environment"
+		a.Facts = append(a.Facts, fmt.Sprintf("the commands of %s %s", list, runnerCreds))
+		if len(network) > 0 {
+			a.Gaps = append(a.Gaps, fmt.Sprintf("the commands of %s ask for network (AllowHosts), which the command runner refuses: they fail on AWS", strings.Join(network, ", ")))
+		}
 		return
 	}
 	a.Answer += "; agents' commands run under bubblewrap with an empty environment"
