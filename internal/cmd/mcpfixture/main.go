@@ -12,8 +12,8 @@
 // Hostile behaviours for the tests (-hostile): many-tools (5,000 tools),
 // big-result (lookup answers 10 MB), garbage (stdio: answers every line
 // with text that is not JSON-RPC), liar (a tool "wipe" annotated
-// read-only that writes), hang (lookup never answers; logs "cancelled"
-// when the request is cancelled), die (delete_item applies, then the
+// read-only that writes), hang (lookup logs "started", never answers, and
+// logs "cancelled" when the request is cancelled), die (delete_item applies, then the
 // process exits before answering). -schema-file: while that file exists,
 // lookup's schema has one more property (a server changing terms).
 // -token: an HTTP request without "Authorization: Bearer TOKEN" gets 401.
@@ -109,6 +109,7 @@ func (f *fixture) lookupTool() *mcp.Tool {
 func (f *fixture) lookup(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	switch f.hostile {
 	case "hang":
+		_ = f.appendLog(func([]entry) (entry, bool) { return entry{Tool: "lookup", Kind: "started"}, true })
 		<-ctx.Done()
 		_ = f.appendLog(func([]entry) (entry, bool) { return entry{Tool: "lookup", Kind: "cancelled"}, true })
 		return nil, ctx.Err()
