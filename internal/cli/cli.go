@@ -166,6 +166,7 @@ func commands() map[string]command {
 		"doctor":      doctorCommand(),
 		"bundle":      bundleCommand(),
 		"cost":        costCommand(),
+		"mcp":         mcpCommand(),
 
 		observeCommandName: observeCommand(),
 	}
