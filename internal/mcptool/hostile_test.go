@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,4 +214,27 @@ func operation(t *testing.T, runID, id, args string) run.Operation {
 	}
 	return run.Operation{ID: id, RunID: runID, PlanItemID: "item_" + id, Args: json.RawMessage(args), ArgsHash: h,
 		IdempotencyKey: id, Status: run.OpPending}
+}
+
+// TestProgress: the server's progress notifications reach the call's
+// Progress (ReportProgress's sink: tool_progress events).
+func TestProgress(t *testing.T) {
+	ts, _, err := open(t, mcptool.Server{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 4)
+	c := call("run_p", `{"key":"a"}`)
+	c.Progress = func(done, total int64, note string) { got <- fmt.Sprintf("%d/%d %s", done, total, note) }
+	if _, err := ts["fx_lookup"].Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != "1/2 reading" {
+			t.Errorf("progress %q, want 1/2 reading", s)
+		}
+	case <-time.After(keeltest.HangGuard):
+		t.Fatal("no progress reached the call")
+	}
 }

@@ -3,7 +3,8 @@
 // (-http). It offers three tools that append every application to a log
 // (-log, one JSON line each, fsynced) so that a test can count them:
 //
-//	lookup       readOnlyHint: reads, logs a "read" line
+//	lookup       readOnlyHint: reads, logs a "read" line, reports
+//	             progress 1 of 2 when asked for it
 //	set_flag     idempotentHint, not destructive: applies once per
 //	             _meta "keel/operation_id" (the log is the memory, so a
 //	             new server process dedups too)
@@ -115,6 +116,9 @@ func (f *fixture) lookup(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return nil, ctx.Err()
 	case "big-result":
 		return text(strings.Repeat("x", 10<<20)), nil
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "reading"})
 	}
 	err := f.appendLog(func([]entry) (entry, bool) { return entry{Tool: "lookup", Kind: "read"}, true })
 	return text("the value is 42"), err
