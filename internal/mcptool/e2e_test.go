@@ -111,13 +111,14 @@ func transports(t *testing.T) map[string]func(log string) []string {
 	return map[string]func(string) []string{
 		"stdio": func(log string) []string { return []string{"MCPAGENT_CMD=" + fx, "MCPAGENT_LOG=" + log} },
 		"http": func(log string) []string {
-			return []string{"MCPAGENT_URL=" + httpFixture(t, log, "-token", canary), "MCPAGENT_TOKEN=" + canary, "MCPAGENT_LOG=" + log}
+			return []string{"MCPAGENT_URL=" + httpFixture(t, log, "-token", canary, "-hostile", "echo"), "MCPAGENT_TOKEN=" + canary, "MCPAGENT_LOG=" + log}
 		},
 	}
 }
 
 // canary is the HTTP fixture's bearer token: it must reach the server and
-// nothing Keel records or shows.
+// nothing Keel records or shows, though the fixture echoes it in lookup's
+// answers (-hostile echo).
 const canary = "mcp-canary-7f3c9e21b5d84a06"
 
 // TestRunThroughMCP: over stdio and over streamable HTTP, a run of the
