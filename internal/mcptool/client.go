@@ -145,8 +145,24 @@ func (c *client) call(ctx context.Context, name string, args json.RawMessage, me
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	if progress != nil {
-		tok := c.track(progress)
-		defer c.untrack(tok)
+		// A notification is handled on the SDK's goroutine and may come
+		// after the answer: none reaches progress once call returns (the
+		// harness records the call's end right after).
+		var mu sync.Mutex
+		ended := false
+		tok := c.track(func(done, total int64, note string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !ended {
+				progress(done, total, note)
+			}
+		})
+		defer func() {
+			c.untrack(tok)
+			mu.Lock()
+			ended = true
+			mu.Unlock()
+		}()
 		meta["progressToken"] = tok
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
