@@ -31,6 +31,9 @@ type Agent struct {
 	// Tools the model may call: [ReadOnly], [ConfirmOnce] and [Effect].
 	// Names must be unique within the agent.
 	Tools []Tool
+	// MCPServers are MCP servers whose tools the model may call too, each
+	// under the mode rule of [MCPServer].
+	MCPServers []MCPServer
 	// Limits are the defaults for runs of this agent; a run's own limits
 	// (POST /v1/runs "limits") override them field by field, and fields
 	// left zero in both fall back to Keel's defaults (200 steps, 500 tool

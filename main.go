@@ -221,6 +221,10 @@ func (a Agent) def() (compose.AgentDef, error) {
 		return fail(err)
 	}
 	tools := a.Tools
+	mcps, err := mcpTools(a.MCPServers)
+	if err != nil {
+		return fail(err)
+	}
 	return compose.AgentDef{
 		Name:   a.Name,
 		System: a.Instructions,
@@ -237,7 +241,8 @@ func (a Agent) def() (compose.AgentDef, error) {
 				}
 				out = append(out, rt)
 			}
-			return out, nil
+			more, err := mcps(arts)
+			return append(out, more...), err
 		},
 		Defaults: api.AgentDefaults{
 			Limits:      run.Limits{MaxSteps: l.MaxSteps, MaxToolCalls: l.MaxToolCalls, MaxTokens: l.MaxTokens, MaxSpendMicroUSD: l.MaxSpendMicroUSD},

@@ -101,6 +101,10 @@ func (p *Program) start(t testing.TB, env []string) {
 	}
 }
 
+// DataDir is the program's data directory (its store, artifacts and
+// files), which outlives every restart.
+func (p *Program) DataDir() string { return p.dir }
+
 // Exited is closed when the process has exited (a fault point's SIGKILL,
 // a crash, or Kill).
 func (p *Program) Exited() <-chan struct{} { return p.done }

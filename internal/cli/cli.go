@@ -176,6 +176,7 @@ func commands() map[string]command {
 		"doctor":      doctorCommand(),
 		"bundle":      bundleCommand(),
 		"cost":        costCommand(),
+		"mcp":         mcpCommand(),
 
 		observeCommandName: observeCommand(),
 	}

@@ -141,7 +141,26 @@ func open(ctx context.Context, cfg config.Config, app App, b Backends) (*Runtime
 		rt.Close()
 		return nil, err
 	}
+	rt.maskToolSecrets()
 	return rt, nil
+}
+
+// maskToolSecrets adds the credentials the agents' tools declare
+// (tool.SecretHolder: an MCP server's token) to what the runtime masks in
+// its logs, spans and bundles; the harness masks them in the records.
+func (rt *Runtime) maskToolSecrets() {
+	var vals []string
+	for _, a := range rt.Agents {
+		for _, n := range a.Tools.Names() {
+			t, _ := a.Tools.Get(n)
+			if sh, ok := t.(tool.SecretHolder); ok {
+				vals = append(vals, sh.Secrets()...)
+			}
+		}
+	}
+	if len(vals) > 0 {
+		rt.AddSecrets(vals...)
+	}
 }
 
 // Harness builds a harness on the runtime for a worker named owner;

@@ -1,0 +1,206 @@
+package mcptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// client is one process's connection to one server: connected at first
+// need, again after the connection broke (a disconnect mid-call leaves
+// that call's outcome unknown; the next call starts a new session).
+type client struct {
+	srv Server
+
+	mu      sync.Mutex
+	session *mcp.ClientSession
+
+	progMu   sync.Mutex
+	progress map[string]func(done, total int64, note string)
+	nextTok  uint64
+}
+
+func newClient(s Server) *client {
+	return &client{srv: s, progress: map[string]func(int64, int64, string){}}
+}
+
+// headerTransport adds the operator's credentials to every request: they
+// live here, in the client, and nowhere a model or a record can see.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+	bearer  string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	if h.bearer != "" {
+		r.Header.Set("Authorization", "Bearer "+h.bearer)
+	}
+	return h.base.RoundTrip(r)
+}
+
+func (c *client) transport() mcp.Transport {
+	s := c.srv
+	if s.URL != "" {
+		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.Headers, bearer: s.BearerToken}}
+		// No transport-level retries: whether a call may be sent again is
+		// the operation protocol's decision, not the transport's.
+		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	}
+	cmd := exec.Command(s.Command[0], s.Command[1:]...)
+	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Dir = s.Dir
+	cmd.Stderr = os.Stderr
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+}
+
+// connect returns the live session, starting one if there is none.
+func (c *client) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != nil {
+		return c.session, nil
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "keel", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: c.onProgress,
+	})
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	cs, err := cl.Connect(ctx, c.transport(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %q: connect: %w: %w", c.srv.Name, errNotMCP, err)
+	}
+	c.session = cs
+	return cs, nil
+}
+
+// drop forgets cs after a failure that may have broken it; the next call
+// connects again.
+func (c *client) drop(cs *mcp.ClientSession) {
+	c.mu.Lock()
+	if c.session == cs {
+		c.session = nil
+	}
+	c.mu.Unlock()
+	_ = cs.Close()
+}
+
+func (c *client) timeout() time.Duration {
+	if c.srv.Timeout > 0 {
+		return c.srv.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c *client) maxTools() int {
+	if c.srv.MaxTools > 0 {
+		return c.srv.MaxTools
+	}
+	return DefaultMaxTools
+}
+
+// list returns the server's tools, at most MaxTools of them: a server
+// that lists more is refused whole (its list cannot be shown to a model).
+func (c *client) list(ctx context.Context) ([]*mcp.Tool, error) {
+	cs, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	var out []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			c.drop(cs)
+			return nil, fmt.Errorf("MCP server %q: list tools: %w", c.srv.Name, err)
+		}
+		if len(out) == c.maxTools() {
+			return nil, fmt.Errorf("MCP server %q lists more than %d tools (MaxTools): refused", c.srv.Name, c.maxTools())
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// call calls one tool with the run's ids in _meta and a progress token
+// routed to progress. A transport error drops the session.
+func (c *client) call(ctx context.Context, name string, args json.RawMessage, meta map[string]any, progress func(int64, int64, string)) (*mcp.CallToolResult, error) {
+	cs, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	if progress != nil {
+		// A notification is handled on the SDK's goroutine and may come
+		// after the answer: none reaches progress once call returns (the
+		// harness records the call's end right after).
+		var mu sync.Mutex
+		ended := false
+		tok := c.track(func(done, total int64, note string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !ended {
+				progress(done, total, note)
+			}
+		})
+		defer func() {
+			c.untrack(tok)
+			mu.Lock()
+			ended = true
+			mu.Unlock()
+		}()
+		meta["progressToken"] = tok
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) {
+			c.drop(cs)
+		}
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("MCP server %q: %s: no answer within %s: %w", c.srv.Name, name, c.timeout(), err)
+		}
+		return nil, fmt.Errorf("MCP server %q: %s: %w", c.srv.Name, name, err)
+	}
+	return res, nil
+}
+
+func (c *client) track(f func(int64, int64, string)) string {
+	c.progMu.Lock()
+	defer c.progMu.Unlock()
+	c.nextTok++
+	tok := fmt.Sprintf("keel-%d", c.nextTok)
+	c.progress[tok] = f
+	return tok
+}
+
+func (c *client) untrack(tok string) {
+	c.progMu.Lock()
+	delete(c.progress, tok)
+	c.progMu.Unlock()
+}
+
+func (c *client) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	p := req.Params
+	tok, _ := p.ProgressToken.(string)
+	c.progMu.Lock()
+	f := c.progress[tok]
+	c.progMu.Unlock()
+	if f != nil {
+		f(int64(p.Progress), int64(p.Total), p.Message)
+	}
+}

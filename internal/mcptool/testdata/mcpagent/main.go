@@ -1,0 +1,70 @@
+// Command mcpagent is the Keel program of the MCP tests: one agent, "mcp",
+// whose only tools are those of the mcpfixture server, untrusted, with
+// set_flag declared as honouring keel/operation_id. Its scripted model
+// calls lookup, set_flag, lookup again, then delete_item.
+//
+//	MCPAGENT_URL      the fixture's streamable HTTP endpoint, or
+//	MCPAGENT_CMD      the fixture binary, run over stdio
+//	MCPAGENT_LOG      the fixture's application log (-log), read by Count
+//	MCPAGENT_FLAGS    more fixture flags (stdio), space-separated
+//	MCPAGENT_TOKEN    the bearer token of the HTTP endpoint
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/keelrun/keel"
+)
+
+const script = `{"turns": [
+ {"text": "Reading.", "tool_calls": [{"name": "fx_lookup", "args": {"key": "a"}}]},
+ {"text": "Setting.", "tool_calls": [{"name": "fx_set_flag", "args": {"name": "ready", "value": "yes"}}]},
+ {"text": "Reading again.", "tool_calls": [{"name": "fx_lookup", "args": {"key": "b"}}]},
+ {"text": "Deleting.", "tool_calls": [{"name": "fx_delete_item", "args": {"id": "item-7"}}]}],
+ "final": "Done."}`
+
+func main() {
+	keel.MainFunc(func() ([]keel.Agent, error) {
+		log := os.Getenv("MCPAGENT_LOG")
+		srv := keel.MCPServer{Name: "fx", URL: os.Getenv("MCPAGENT_URL"), BearerToken: os.Getenv("MCPAGENT_TOKEN"),
+			Tools: map[string]keel.MCPTool{"set_flag": {Promises: keel.IdempotentByKey}},
+			Count: func(_ context.Context, tool, opID string) (int, error) { return count(log, tool, opID) }}
+		if c := os.Getenv("MCPAGENT_CMD"); c != "" {
+			srv.Command = append([]string{c, "-log", log}, strings.Fields(os.Getenv("MCPAGENT_FLAGS"))...)
+		}
+		if srv.URL == "" && srv.Command == nil {
+			return nil, errors.New("mcpagent: set MCPAGENT_URL or MCPAGENT_CMD")
+		}
+		return []keel.Agent{{Name: "mcp", Instructions: "Use the fixture's tools.", Model: keel.ScriptedModel([]byte(script)),
+			MCPServers: []keel.MCPServer{srv}}}, nil
+	})
+}
+
+// count reads how many times the fixture applied opID with tool.
+func count(path, tool, opID string) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e struct {
+			Tool, Kind string
+			Operation  string `json:"operation_id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Tool == tool && e.Operation == opID && e.Kind == "applied" {
+			n++
+		}
+	}
+	return n, sc.Err()
+}

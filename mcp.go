@@ -1,0 +1,185 @@
+package keel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/tool"
+	"github.com/keelrun/keel/internal/mcptool"
+)
+
+// MCPServer is an MCP server (Model Context Protocol) whose tools an agent
+// may call next to its Go tools: remote over streamable HTTP (URL) or
+// local over stdio (Command, a child process of each worker). Keel lists
+// the server's tools when a worker builds its agents (keel dev, a step, a
+// task), keeps the connection for the calls, and connects again after it
+// breaks; a server that cannot be reached then stops that worker with an
+// error naming it.
+//
+// Each tool gets a mode by this rule. Annotations are hints from a server
+// the operator may not trust: unless Trusted, they can only make a tool
+// safer. Tools overrides both.
+//
+//	annotations                   untrusted (default)           Trusted
+//	readOnlyHint                  ConfirmOnce (a read)          ReadOnly
+//	idempotentHint, not read-only Effect, PromisesNothing       Effect, IdempotentByKey
+//	anything else, or none        Effect, PromisesNothing       Effect, PromisesNothing
+//
+// An untrusted readOnlyHint gives ConfirmOnce, not ReadOnly: a server
+// that lies about it (a "read" that writes) would otherwise act without
+// any person having allowed it, and again after a crash. An effect runs
+// under the operation protocol, as [Effect] does: a person approves the
+// exact arguments, and an unknown outcome (a crash, a timeout, a
+// disconnect mid-call) ends the run needs_human — unless the server is
+// declared to deduplicate (Promises or MCPTool.Promises IdempotentByKey),
+// in which case Keel sends the call again. Keel sends the operation id in
+// the request's _meta as "keel/operation_id" on every call and re-send of
+// an effect (and "keel/run_id", "keel/call_id" on every call).
+//
+// At a run's first call of the server, its tool list (each tool's schema
+// and annotations, hashed) is recorded with the run; a tool whose schema
+// or annotations change later in the run refuses its calls with a
+// tool_failed event naming both hashes.
+//
+// BearerToken and Headers are credentials: held by Keel's client, sent on
+// each request, masked in whatever Keel records, logs or shows the model;
+// give them from your own configuration (read inside [MainFunc], from the
+// environment or a secret store), never in Instructions or arguments.
+type MCPServer struct {
+	// Name identifies the server in errors, records and tool names (the
+	// model sees NAME_TOOL unless Prefix says otherwise): 1 to 64 of
+	// A-Z a-z 0-9 _ -. Required, unique within the agent.
+	Name string
+	// URL is a streamable HTTP endpoint (http:// or https://, no
+	// credential in it). Set exactly one of URL and Command.
+	URL string
+	// Command runs a stdio server: the program and its arguments.
+	Command []string
+	// Env is added to a stdio server's environment (NAME=value): where a
+	// local server gets its credentials. Dir is its working directory.
+	Env []string
+	Dir string
+	// BearerToken is sent as "Authorization: Bearer ..." to a URL server.
+	BearerToken string
+	// Headers are sent with every request to a URL server.
+	Headers map[string]string
+	// Trusted takes the server's annotations at their word (see the rule).
+	Trusted bool
+	// Promises declares how the server deduplicates, for all its
+	// effects: IdempotentByKey when it applies a call once per
+	// "keel/operation_id". LookupByKey is refused: a server cannot be asked.
+	Promises Promise
+	// Tools sets the mode or promises of tools by the server's own names;
+	// it wins over annotations and Trusted.
+	Tools map[string]MCPTool
+	// Only, when not empty, exposes only these tools (the server's names).
+	Only []string
+	// Prefix goes before each tool's name for the model; "" means Name+"_".
+	Prefix string
+	// Timeout bounds each call (default 2 minutes): a call that hangs
+	// ends with an error, an unknown outcome for an effect.
+	Timeout time.Duration
+	// MaxTools refuses a server that lists more tools (default 256).
+	MaxTools int
+	// MaxResultBytes bounds a result kept (default 1 MiB): a read over it
+	// fails; an effect over it succeeded, and its result is dropped.
+	MaxResultBytes int
+	// Count, optional and for `keel crashtest` only, says how many times
+	// the server applied operationID with the tool (the server's name).
+	// A run never calls it.
+	Count func(ctx context.Context, tool, operationID string) (int, error)
+}
+
+// MCPTool is the operator's word on one tool of an [MCPServer].
+type MCPTool struct {
+	// Mode is how the tool runs; the zero value follows the rule.
+	Mode MCPMode
+	// Promises adds to the server's for this tool (IdempotentByKey: it
+	// applies a call once per "keel/operation_id").
+	Promises Promise
+}
+
+// MCPMode is how an MCP tool runs, set by the operator.
+type MCPMode uint8
+
+// The modes an operator can give an MCP tool.
+const (
+	// MCPByRule follows the rule on [MCPServer].
+	MCPByRule MCPMode = iota
+	// MCPReadOnly runs as [ReadOnly]: no person, may repeat after a crash.
+	MCPReadOnly
+	// MCPConfirmOnce runs as [ConfirmOnce]: a read a person allows once
+	// per session.
+	MCPConfirmOnce
+	// MCPEffect runs as an [Effect]: approved per call, under the
+	// operation protocol.
+	MCPEffect
+	// MCPEffectConfirmOnce is an effect a person allows once per session.
+	MCPEffectConfirmOnce
+)
+
+func (s MCPServer) internal() (mcptool.Server, error) {
+	if s.Promises&^(IdempotentByKey|LookupByKey) != 0 {
+		return mcptool.Server{}, fmt.Errorf("MCP server %q: unknown Promises bits %#x", s.Name, uint8(s.Promises))
+	}
+	out := mcptool.Server{Name: s.Name, URL: s.URL, Command: s.Command, Env: s.Env, Dir: s.Dir,
+		BearerToken: s.BearerToken, Headers: s.Headers, Trusted: s.Trusted, Contract: s.Promises.contract(),
+		Only: s.Only, Prefix: s.Prefix, Timeout: s.Timeout, MaxTools: s.MaxTools, MaxResultBytes: s.MaxResultBytes,
+		Count: s.Count, Tools: map[string]mcptool.Override{}}
+	for name, t := range s.Tools {
+		o := mcptool.Override{Contract: t.Promises.contract()}
+		switch t.Mode {
+		case MCPByRule:
+		case MCPReadOnly:
+			o.Mode = run.ModeSafeReadonly
+		case MCPConfirmOnce:
+			o.Mode = run.ModeConfirmOnce
+		case MCPEffect:
+			o.Mode = run.ModeMutating
+		case MCPEffectConfirmOnce:
+			o.Mode, o.ConfirmOnce = run.ModeMutating, true
+		default:
+			return mcptool.Server{}, fmt.Errorf("MCP server %q: Tools[%q].Mode %d is not an MCPMode", s.Name, name, t.Mode)
+		}
+		out.Tools[name] = o
+	}
+	return out, out.Check()
+}
+
+// mcpConnectTimeout bounds listing a server's tools while a worker builds
+// its agents.
+const mcpConnectTimeout = time.Minute
+
+// mcpTools checks an agent's servers now and returns what lists their
+// tools when a worker builds the agent.
+func mcpTools(servers []MCPServer) (func(arts artifact.Store) ([]tool.Tool, error), error) {
+	var ss []mcptool.Server
+	seen := map[string]bool{}
+	for _, s := range servers {
+		in, err := s.internal()
+		if err != nil {
+			return nil, err
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("MCP server %q is given twice", s.Name)
+		}
+		seen[s.Name] = true
+		ss = append(ss, in)
+	}
+	return func(arts artifact.Store) ([]tool.Tool, error) {
+		var out []tool.Tool
+		for _, s := range ss {
+			ctx, cancel := context.WithTimeout(context.Background(), mcpConnectTimeout)
+			ts, err := mcptool.Open(ctx, s, arts)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ts...)
+		}
+		return out, nil
+	}, nil
+}
