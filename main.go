@@ -174,43 +174,11 @@ func (a Agent) def() (compose.AgentDef, error) {
 	fail := func(err error) (compose.AgentDef, error) {
 		return compose.AgentDef{}, fmt.Errorf("agent %q: %w", a.Name, err)
 	}
-	if a.InputPolicy != "" && !a.InputPolicy.Valid() {
-		return fail(fmt.Errorf("InputPolicy %q: want reject, queue, interrupt or rollback", a.InputPolicy))
-	}
-	l := a.Limits
-	if l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 || l.Timeout < 0 {
-		return fail(errors.New("limits must not be negative"))
-	}
-	if err := a.OnLimit.check(); err != nil {
+	if err := a.checkSettings(); err != nil {
 		return fail(err)
 	}
-	if a.MaxOutputTokens < 0 {
-		return fail(errors.New("MaxOutputTokens must not be negative"))
-	}
-	if a.ContextTokens < 0 {
-		return fail(errors.New("ContextTokens must not be negative"))
-	}
-	if a.ContextTokens > 0 && a.ContextTokens <= a.MaxOutputTokens {
-		// The window holds the answer's ceiling as well as the transcript.
-		return fail(fmt.Errorf("ContextTokens %d must exceed MaxOutputTokens %d", a.ContextTokens, a.MaxOutputTokens))
-	}
-	if err := a.Workspace.check(); err != nil {
+	if err := a.checkTools(); err != nil {
 		return fail(err)
-	}
-	names := map[string]bool{}
-	for i, t := range a.Tools {
-		switch {
-		case t.err != nil:
-			return fail(t.err)
-		case t.build == nil:
-			return fail(fmt.Errorf("tool %d is the zero Tool: make tools with keel.ReadOnly, keel.ConfirmOnce or keel.Effect", i))
-		case names[t.name]:
-			return fail(fmt.Errorf("tool %q is given twice", t.name))
-		}
-		names[t.name] = true
-		if err := checkCommandTool(a, t); err != nil {
-			return fail(err)
-		}
 	}
 	choice, err := modelChoice(a.Model)
 	if err != nil {
@@ -220,30 +188,16 @@ func (a Agent) def() (compose.AgentDef, error) {
 	if err != nil {
 		return fail(err)
 	}
-	tools := a.Tools
 	mcps, err := mcpTools(a.MCPServers)
 	if err != nil {
 		return fail(err)
 	}
+	l := a.Limits
 	return compose.AgentDef{
 		Name:   a.Name,
 		System: a.Instructions,
 		Model:  choice,
-		Tools: func(arts artifact.Store) ([]tool.Tool, error) {
-			out := make([]tool.Tool, 0, len(tools))
-			for _, t := range tools {
-				rt := t.build(arts)
-				if t.long {
-					rt = compose.MarkLong(rt)
-				}
-				if t.price > 0 {
-					rt = compose.MarkPriced(rt, t.price)
-				}
-				out = append(out, rt)
-			}
-			more, err := mcps(arts)
-			return append(out, more...), err
-		},
+		Tools:  buildTools(a.Tools, mcps),
 		Defaults: api.AgentDefaults{
 			Limits:      run.Limits{MaxSteps: l.MaxSteps, MaxToolCalls: l.MaxToolCalls, MaxTokens: l.MaxTokens, MaxSpendMicroUSD: l.MaxSpendMicroUSD},
 			Timeout:     l.Timeout,
@@ -255,4 +209,70 @@ func (a Agent) def() (compose.AgentDef, error) {
 		OnLimit:       a.OnLimit.policy(),
 		Policy:        policy,
 	}, nil
+}
+
+// checkSettings refuses settings out of their range.
+func (a Agent) checkSettings() error {
+	if a.InputPolicy != "" && !a.InputPolicy.Valid() {
+		return fmt.Errorf("InputPolicy %q: want reject, queue, interrupt or rollback", a.InputPolicy)
+	}
+	l := a.Limits
+	if l.MaxSteps < 0 || l.MaxToolCalls < 0 || l.MaxTokens < 0 || l.MaxSpendMicroUSD < 0 || l.Timeout < 0 {
+		return errors.New("limits must not be negative")
+	}
+	if err := a.OnLimit.check(); err != nil {
+		return err
+	}
+	if a.MaxOutputTokens < 0 {
+		return errors.New("MaxOutputTokens must not be negative")
+	}
+	if a.ContextTokens < 0 {
+		return errors.New("ContextTokens must not be negative")
+	}
+	if a.ContextTokens > 0 && a.ContextTokens <= a.MaxOutputTokens {
+		// The window holds the answer's ceiling as well as the transcript.
+		return fmt.Errorf("ContextTokens %d must exceed MaxOutputTokens %d", a.ContextTokens, a.MaxOutputTokens)
+	}
+	return a.Workspace.check()
+}
+
+// checkTools refuses a zero or failed Tool, a name given twice, and a
+// command tool the agent's workspace cannot run.
+func (a Agent) checkTools() error {
+	names := map[string]bool{}
+	for i, t := range a.Tools {
+		switch {
+		case t.err != nil:
+			return t.err
+		case t.build == nil:
+			return fmt.Errorf("tool %d is the zero Tool: make tools with keel.ReadOnly, keel.ConfirmOnce or keel.Effect", i)
+		case names[t.name]:
+			return fmt.Errorf("tool %q is given twice", t.name)
+		}
+		names[t.name] = true
+		if err := checkCommandTool(a, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildTools makes the runtime's tools of an agent: its Go tools, marked
+// long or priced as declared, then its MCP servers' tools.
+func buildTools(tools []Tool, mcps func(artifact.Store) ([]tool.Tool, error)) func(artifact.Store) ([]tool.Tool, error) {
+	return func(arts artifact.Store) ([]tool.Tool, error) {
+		out := make([]tool.Tool, 0, len(tools))
+		for _, t := range tools {
+			rt := t.build(arts)
+			if t.long {
+				rt = compose.MarkLong(rt)
+			}
+			if t.price > 0 {
+				rt = compose.MarkPriced(rt, t.price)
+			}
+			out = append(out, rt)
+		}
+		more, err := mcps(arts)
+		return append(out, more...), err
+	}
 }

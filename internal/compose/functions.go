@@ -74,14 +74,6 @@ func (c closer) Close() error { return c.rt.Close() }
 // Flush exports the telemetry of the invocation that just ended.
 func (c closer) Flush(ctx context.Context) error { return c.rt.Flush(ctx) }
 
-// bindChildren lets the runtime's harness start child runs through Step
-// Functions, as the api role starts runs (no client: the sweeper does).
-func (d Deps) bindChildren(rt *Runtime) {
-	if d.SFN != nil && rt.Config.StateMachineARN != "" {
-		rt.children().Bind(d.starter(rt), roles.Resumer{Tokens: d.SFN})
-	}
-}
-
 func (d Deps) starter(rt *Runtime) roles.Starter {
 	return roles.Starter{Executions: awsbackend.Executions{Starter: d.SFN}, StateMachineARN: rt.Config.StateMachineARN,
 		Statuses: awsbackend.SweepExecutions{Client: d.SFN, StateMachineARN: rt.Config.StateMachineARN}}
@@ -151,7 +143,9 @@ func NewStep(ctx context.Context, d Deps) (*Step, error) {
 		rt.Close()
 		return nil, err
 	}
-	d.bindChildren(rt)
+	// Child runs are not started from here: the step role neither links
+	// nor is granted states:StartExecution (bench/lambda's link check);
+	// the sweeper starts a created child's execution.
 	return &Step{Step: roles.Step{Harness: h, Budget: roles.LambdaBudget(rt.Config.StepMargin)}, closer: closer{rt}}, nil
 }
 
@@ -240,8 +234,7 @@ func RunTask(ctx context.Context, d Deps, tokens roles.HeartbeatTokens, stop <-c
 		return err
 	}
 	defer rt.Close()
-	h, err := rt.Harness(d.owner("fargate"), false)
-	d.bindChildren(rt)
+	h, err := rt.Harness(d.owner("fargate"), false) // child runs: started by the sweeper, as in the step role
 	if err != nil {
 		return err
 	}
