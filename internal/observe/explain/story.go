@@ -92,6 +92,8 @@ func decisionOf(e run.Event) string {
 		return "model call failed: " + clip(d.Error, 120)
 	case run.EventBudgetExceeded:
 		return fmt.Sprintf("budget exceeded: %s (%s)", d.Limit, strings.Trim(string(d.Value), `"`))
+	case run.EventBudgetPaused, run.EventBudgetRaised:
+		return budgetDecision(e)
 	case run.EventOpUncertain:
 		return "effect outcome unknown, " + d.Next + ": " + clip(d.Error, 100)
 	case run.EventOpReconciled:
@@ -253,8 +255,11 @@ func open(b telemetry.Bundle, tl telemetry.Timeline) []Open {
 	}
 	for _, ap := range b.Approvals {
 		if ap.Status == run.ApprovalPending {
-			out = append(out, Open{Kind: "approval", ID: ap.ID, Tool: ap.Tool, Why: fmt.Sprintf(
-				"waiting for a person to approve the exact %s call (%s, args_hash %s)", ap.Tool, ap.Mode, ap.ArgsHash)})
+			why := fmt.Sprintf("waiting for a person to approve the exact %s call (%s, args_hash %s)", ap.Tool, ap.Mode, ap.ArgsHash)
+			if ap.Tool == raiseLimitTool {
+				why = "paused at a limit, waiting for a person to raise it or stop the run (" + raiseText(ap.Args) + ")"
+			}
+			out = append(out, Open{Kind: "approval", ID: ap.ID, Tool: ap.Tool, Why: why})
 		}
 	}
 	if !b.Run.Status.Terminal() && len(b.Events) > 0 {
@@ -283,6 +288,11 @@ func next(b telemetry.Bundle, s Story) []Action {
 	for _, o := range s.Open {
 		switch o.Kind {
 		case "approval":
+			if o.Tool == raiseLimitTool {
+				out = append(out, Action{Why: "the run paused at a limit: raise it by the amount its agent names, or stop the run",
+					Command: fmt.Sprintf("keel raise %s   (or: keel raise %s --stop)", r.ID, r.ID)})
+				continue
+			}
 			out = append(out, Action{Why: "decide the action the run waits on",
 				Command: fmt.Sprintf("keel approve %s %s   (or: keel deny %s %s --reason …)", r.ID, o.ID, r.ID, o.ID)})
 		case "operation":

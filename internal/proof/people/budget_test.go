@@ -20,6 +20,7 @@ import (
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/notify"
+	"github.com/keelrun/keel/internal/observe/explain"
 )
 
 const price = 1_000 // testdata/budgetagent's Price
@@ -111,6 +112,8 @@ func TestSpendCapPausesAndALinkRaisesIt(t *testing.T) {
 	if err != nil || len(aps) != 1 || aps[0].Tool != "keel.raise_limit" {
 		t.Fatalf("approvals %+v %v", aps, err)
 	}
+	assertStory(ctx, t, cl, r.RunID, "paused at its max_spend limit (10000) and asked a person to raise it by 20000",
+		"keel raise "+r.RunID)
 	var msg notify.Message
 	for ok := false; !ok; {
 		if msg, ok = rc.approval(aps[0].ApprovalID); !ok {
@@ -143,10 +146,27 @@ func TestSpendCapPausesAndALinkRaisesIt(t *testing.T) {
 	if len(raised) != 1 || !strings.Contains(raised[0], `"by":20000`) || !strings.Contains(raised[0], `"approved_by"`) {
 		t.Fatalf("budget_raised events %v", raised)
 	}
+	assertStory(ctx, t, cl, r.RunID, "max_spend raised from 10000 to 30000 by ")
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if len(rc.bad) > 0 {
 		t.Fatalf("bad deliveries: %v", rc.bad)
+	}
+}
+
+// assertStory fails unless the run's explain story, as rendered for a
+// person, says each of want.
+func assertStory(ctx context.Context, t *testing.T, cl *client.Client, runID string, want ...string) {
+	t.Helper()
+	s, err := cl.Explain(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := explain.Render(s)
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("explain does not say %q:\n%s", w, text)
+		}
 	}
 }
 
