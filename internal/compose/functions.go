@@ -100,11 +100,12 @@ func NewAPI(ctx context.Context, d Deps) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth := api.ContextPrincipal{}
 	h, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
 		Starter:           d.starter(rt),
 		Resumer:           roles.Resumer{Tokens: d.SFN},
-		Auth:              api.ContextPrincipal{},
+		Auth:              auth,
 		Agents:            rt.Catalog,
 		Logger:            d.logger(),
 		MaxStreamDuration: rt.Config.StreamMax,
@@ -116,6 +117,7 @@ func NewAPI(ctx context.Context, d Deps) (*API, error) {
 		rt.Close()
 		return nil, err
 	}
+	h = MountMCP(h, auth, rt.Config, rt.BundleEnv().Version, d.logger())
 	return &API{Gateway: apigw.Gateway{Handler: h}, closer: closer{rt}}, nil
 }
 

@@ -142,6 +142,11 @@ type Config struct {
 	// the task). Set, agents' commands run there instead of in a local
 	// sandbox (docs/aws-sandbox.md).
 	CommandRunner string
+	// MCP is KEEL_MCP: what the API's MCP endpoint (/v1/mcp) offers.
+	// "on" (default): start, follow and explain runs, send input; "off":
+	// no endpoint; "decisions": also approve, deny and settle, which an
+	// operator turns on knowingly, as the MCP client may be a model.
+	MCP string
 	// awsSecrets are AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, read
 	// only to be masked (see Secrets); the AWS clients read their own.
 	awsSecrets []string
@@ -151,6 +156,13 @@ type Config struct {
 const (
 	SandboxBubblewrap = "bubblewrap"
 	SandboxUnsafe     = "unsafe"
+)
+
+// What KEEL_MCP may say.
+const (
+	MCPOn        = "on"
+	MCPOff       = "off"
+	MCPDecisions = "decisions"
 )
 
 // FromEnv reads every variable through getenv and checks each value. It
@@ -180,6 +192,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		WorkspaceRoot:   get("KEEL_WORKSPACE_ROOT"),
 		Sandbox:         get("KEEL_SANDBOX"),
 		CommandRunner:   get("KEEL_COMMAND_RUNNER"),
+		MCP:             get("KEEL_MCP"),
+	}
+	switch c.MCP {
+	case "":
+		c.MCP = MCPOn
+	case MCPOn, MCPOff, MCPDecisions:
+	default:
+		return c, fmt.Errorf("KEEL_MCP %q: want %s, %s or %s", c.MCP, MCPOn, MCPOff, MCPDecisions)
 	}
 	switch c.Sandbox {
 	case "", SandboxBubblewrap, SandboxUnsafe:

@@ -261,11 +261,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	starter := roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}}
 	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
+	auth := api.Tokens{s.Token: cfg.Principal}
 	apiHandler, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
 		Starter:  starter,
 		Resumer:  roles.Resumer{Tokens: s.exec},
-		Auth:     api.Tokens{s.Token: cfg.Principal},
+		Auth:     auth,
 		Agents:   rt.Catalog,
 		Notifier: notifier,
 		Logger:   log,
@@ -277,7 +278,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeLns()
 		return fail(err)
 	}
-	// The API port serves the documented API and nothing else.
+	// The API port serves the documented API (MCP at /v1/mcp included)
+	// and nothing else.
+	apiHandler = compose.MountMCP(apiHandler, auth, rt.Config, rt.BundleEnv().Version, log)
 	lim := cfg.HTTP.withDefaults()
 	s.http = &http.Server{Handler: apiHandler, ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout, IdleTimeout: lim.IdleTimeout}

@@ -1,0 +1,101 @@
+package mcpserve
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/httpbuf"
+)
+
+// Path is where the HTTP API serves MCP (streamable HTTP).
+const Path = "/v1/mcp"
+
+// maxRequestBytes bounds one MCP request: a start_run's input fits, as in
+// the API's own bound.
+const maxRequestBytes = api.DefaultMaxBodyBytes
+
+// Mount serves MCP at Path beside the API handler apiHandler; every other
+// path goes to apiHandler. A request at Path must authenticate as any API
+// request does (auth, the API's own Authenticator), or gets 401 with the
+// API's JSON error body before MCP sees it.
+//
+// The endpoint is stateless with JSON answers (no session, no event
+// stream): each request stands alone, so it works the same behind API
+// Gateway and a Lambda that may not see the next request, and no process
+// holds a client's state. Each tool call is an API request made
+// in-process, with the caller's own credentials: the API authorizes it,
+// records the caller as the actor, and masks secrets, exactly as when the
+// caller uses the API directly.
+func Mount(apiHandler http.Handler, auth api.Authenticator, o Options, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		principal, _ := auth.Principal(r) // authenticated before: see below
+		cl, err := client.New("http://keel.in-process", "", &http.Client{Transport: inProcess{
+			h: apiHandler, authorization: r.Header.Get("Authorization"), principal: principal}})
+		if err != nil { // a constant, valid URL: cannot happen
+			log.Error("mcp: in-process client", "err", err)
+			return nil
+		}
+		return New(cl, o)
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log})
+	mux := http.NewServeMux()
+	mux.Handle("/", apiHandler)
+	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
+		if _, err := auth.Principal(r); err != nil {
+			writeError(w, http.StatusUnauthorized, "unauthenticated", "missing or invalid credentials: send the API's bearer token")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+		mcpHandler.ServeHTTP(w, r)
+	})
+	return mux
+}
+
+// writeError answers with the API's error body.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: &api.Error{Code: code, Message: msg}})
+}
+
+// inProcess is an http.RoundTripper that serves a request with the API
+// handler itself, as the MCP caller: its Authorization header (bearer
+// tokens) and its principal in the context (behind a gateway that
+// authenticated it, api.ContextPrincipal).
+type inProcess struct {
+	h             http.Handler
+	authorization string
+	principal     string
+}
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(api.WithPrincipal(req.Context(), t.principal))
+	r.Header.Del("Authorization")
+	if t.authorization != "" {
+		r.Header.Set("Authorization", t.authorization)
+	}
+	r.RequestURI = r.URL.RequestURI()
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	rec := httpbuf.New()
+	t.h.ServeHTTP(rec, r)
+	status := rec.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return &http.Response{
+		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rec.Header(), Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+		ContentLength: int64(rec.Body.Len()), Request: req,
+	}, nil
+}
