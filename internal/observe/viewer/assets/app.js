@@ -261,6 +261,7 @@ function runPage(id, signal) {
   const head = el('div', { class: 'runhead' });
   const summary = el('section', { class: 'card', 'aria-labelledby': 'h-summary' });
   const budget = el('section', { class: 'card', 'aria-labelledby': 'h-budget' });
+  const lineage = el('section', { class: 'card', id: 'lineage', 'aria-labelledby': 'h-lineage', hidden: true });
   const approvals = el('section', { class: 'card', id: 'approvals', 'aria-labelledby': 'h-approvals' });
   const story = el('section', { class: 'card wide', id: 'story', 'aria-labelledby': 'h-story' });
   const operations = el('section', { class: 'card wide', id: 'operations', 'aria-labelledby': 'h-operations' });
@@ -281,7 +282,7 @@ function runPage(id, signal) {
   box.addEventListener('scroll', () => { stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40; });
 
   main.append(el('p', {}, el('a', { href: '#/' }, '← Runs')), head,
-    el('div', { class: 'grid' }, approvals, story, operations, summary, budget, controls, plan, timeline, checkpoints, artifacts, workspace, eventsCard));
+    el('div', { class: 'grid' }, approvals, story, operations, summary, lineage, budget, controls, plan, timeline, checkpoints, artifacts, workspace, eventsCard));
   approvals.hidden = true;
   story.hidden = true;
 
@@ -318,6 +319,21 @@ function runPage(id, signal) {
       meter('Spend', c.spend_used_micro_usd, l.max_spend_micro_usd, usd, c.spend_reserved_micro_usd),
       el('p', { class: 'muted' }, `${num(c.events)} events`, l.deadline ? ` · deadline ${fmtTime(l.deadline)}` : ' · no deadline'));
     renderControls();
+  }
+
+  // renderLineage links a child run to the run whose sub-agent call
+  // started it, and a run to the child runs its calls started.
+  function renderLineage(r, kids) {
+    const c = r.caller;
+    lineage.hidden = !c?.run_id && !kids.length;
+    if (lineage.hidden) return;
+    put(lineage, el('h2', { id: 'h-lineage' }, 'Sub-agents'),
+      c?.run_id ? el('p', { id: 'started-by' }, 'Started by the sub-agent call of ',
+        el('a', { href: '#/runs/' + enc(c.run_id), class: 'mono' }, c.run_id), ` (depth ${c.depth || 1}, operation `,
+        el('span', { class: 'mono' }, c.operation_id || '—'), ')') : null,
+      kids.length ? [el('p', {}, `${kids.length} child run${kids.length === 1 ? '' : 's'}:`),
+        el('ul', { id: 'children' }, kids.map((k) => el('li', {},
+          el('a', { href: '#/runs/' + enc(k.run_id), class: 'mono' }, k.run_id), ' ', k.agent, ' ', badge(k.status))))] : null);
   }
 
   // Messages live outside the parts a refresh redraws, so an answer stays
@@ -619,11 +635,13 @@ function runPage(id, signal) {
 
   async function refresh() {
     try {
-      const [r, ap, cp, ar, ops, ws] = await Promise.all([
+      const [r, ap, cp, ar, ops, ws, kids] = await Promise.all([
         api(path, { signal }), api(path + '/approvals', { signal }),
         api(path + '/checkpoints?limit=1000', { signal }), api(path + '/artifacts', { signal }),
-        api(path + '/operations', { signal }), api(path + '/workspace', { signal })]);
+        api(path + '/operations', { signal }), api(path + '/workspace', { signal }),
+        api('v1/runs?limit=100&parent=' + enc(id), { signal })]);
       renderRun(r);
+      renderLineage(r, kids.runs);
       renderApprovals(ap.approvals);
       renderOperations(ops.operations);
       renderStory();
