@@ -228,8 +228,15 @@ func (l *LocalStackTarget) Stop(fn *Function) {
 	}
 }
 
-// Unsupported implements Target: every scenario has a LocalStack way.
-func (l *LocalStackTarget) Unsupported(string) string { return "" }
+// Unsupported implements Target: every scenario of the stock program has
+// a LocalStack way; a program of its own (the sub-agents scenario) is not
+// packaged for LocalStack.
+func (l *LocalStackTarget) Unsupported(scenario string) string {
+	if scenario == subagentsScenarioName {
+		return "the LocalStack target packages ./cmd/keel only"
+	}
+	return ""
+}
 
 // Close implements Target: LocalStack itself is make localstack-up's.
 func (l *LocalStackTarget) Close() {}

@@ -70,6 +70,11 @@ type StackOptions struct {
 	// rollover in a few steps. It is the one change made to the
 	// definition.
 	LoopBound int
+	// Program, when set, is the Go package (relative to the module root)
+	// the functions run instead of the stock ./cmd/keel: a program with
+	// agents of its own, as a user deploys it. Targets that package only
+	// ./cmd/keel say so in Unsupported.
+	Program string
 }
 
 // Function is one deployed Lambda function.
@@ -292,7 +297,7 @@ func (s *Stack) createFunction(ctx context.Context, id string) error {
 	}
 	fn := &Function{Logical: id, Name: name, ARN: s.physical.Attrs[id]["Arn"], Role: role}
 	s.Functions[role] = fn
-	return s.world.Target.Started(ctx, fn, FunctionSpec{Name: name, Timeout: p["Timeout"], Memory: p["MemorySize"], Variables: env, SFNURL: s.SFNURL})
+	return s.world.Target.Started(ctx, fn, FunctionSpec{Name: name, Timeout: p["Timeout"], Memory: p["MemorySize"], Variables: env, SFNURL: s.SFNURL, Program: s.Opts.Program})
 }
 
 func (s *Stack) createStateMachine(ctx context.Context, id, name string) error {

@@ -76,4 +76,11 @@ type FunctionSpec struct {
 	// SFNURL is the Step Functions endpoint of the stack (the target's
 	// own, or Keel's executor).
 	SFNURL string
+	// Program is StackOptions.Program: the package the function runs,
+	// "" for ./cmd/keel.
+	Program string
 }
+
+// subagentsScenarioName is the scenario that deploys a program of its own
+// (examples/subagents), which only some targets can package.
+const subagentsScenarioName = "subagents"

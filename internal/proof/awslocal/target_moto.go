@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -19,13 +23,43 @@ type MotoTarget struct {
 	Moto      *Moto
 	RIE       string // the aws-lambda-rie binary
 	Bootstrap string // the host-built Keel program
+	// Root is the module root, where a stack's own Program is built
+	// (once per program, beside Bootstrap).
+	Root string
 	Dir       string // sandbox logs
 	// BaseEnv is the environment every sandbox starts from (PATH, HOME,
 	// no AWS profile of the caller's).
 	BaseEnv []string
+
+	mu    sync.Mutex
+	built map[string]string // program → its bootstrap
 }
 
 var _ Target = (*MotoTarget)(nil)
+
+// bootstrap is the host-built binary of program: Bootstrap for "", else
+// program built once (as Bootstrap is: -tags lambda.norpc) into Dir.
+func (m *MotoTarget) bootstrap(ctx context.Context, program string) (string, error) {
+	if program == "" {
+		return m.Bootstrap, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b, ok := m.built[program]; ok {
+		return b, nil
+	}
+	out := filepath.Join(m.Dir, "bootstrap-"+strings.NewReplacer("/", "_", ".", "_").Replace(program))
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-o", out, "./"+strings.TrimPrefix(program, "./"))
+	cmd.Dir = m.Root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("awslocal: go build %s: %w\n%s", program, err, b)
+	}
+	if m.built == nil {
+		m.built = map[string]string{}
+	}
+	m.built[program] = out
+	return out, nil
+}
 
 // Name implements Target.
 func (m *MotoTarget) Name() string { return "moto" }
@@ -76,7 +110,11 @@ func (m *MotoTarget) Started(ctx context.Context, fn *Function, spec FunctionSpe
 	for _, k := range keys {
 		penv = append(penv, fmt.Sprintf("%s=%v", k, spec.Variables[k]))
 	}
-	sb, err := StartSandbox(ctx, m.RIE, m.Bootstrap, spec.Name, penv, m.Dir)
+	bootstrap, err := m.bootstrap(ctx, spec.Program)
+	if err != nil {
+		return err
+	}
+	sb, err := StartSandbox(ctx, m.RIE, bootstrap, spec.Name, penv, m.Dir)
 	if err != nil {
 		return err
 	}

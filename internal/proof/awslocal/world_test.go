@@ -80,7 +80,7 @@ func newMotoWorld(t *testing.T) *World {
 	}
 	home := filepath.Join(dir, "home")
 	_ = os.MkdirAll(home, 0o755)
-	target := &MotoTarget{Moto: m, RIE: rie, Bootstrap: bootstrap, Dir: dir, BaseEnv: MinimalEnv(home)}
+	target := &MotoTarget{Moto: m, RIE: rie, Bootstrap: bootstrap, Root: root, Dir: dir, BaseEnv: MinimalEnv(home)}
 	t.Cleanup(target.Close)
 	return worldAt(target, tmpl, dir, m.URL, "test")
 }

@@ -165,17 +165,31 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 			"pk": sv(tok.PK), "sk": sv(tok.SK), idxAttr: sv(tok.IdxPK), "g_sort": sv(tok.Sort)}
 	}
 
-	// Collect one match more than the page, to know whether a next page exists.
+	// Collect one match more than the page, to know whether a next page
+	// exists. A child's caller is not projected into the indexes (an
+	// index filter on it matches nothing: only keys, g_owner and g_status
+	// are there), so children are matched on the runs as read.
 	var keys []item
+	var children []run.Run // with q.Parent: the runs of keys, as read
 	for len(keys) <= limit {
 		in.Limit = aws.Int32(int32(limit + 1 - len(keys)))
+		if q.Parent != "" {
+			in.Limit = aws.Int32(childScanPage)
+		}
 		out, err := s.c.Query(ctx, in)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("dynamo: list runs: %w", err)
 		}
+		page := make([]item, 0, len(out.Items))
 		for _, it := range out.Items {
-			keys = append(keys, item(it))
+			page = append(page, item(it))
 		}
+		if q.Parent != "" {
+			if page, children, err = s.childrenOf(ctx, q.Parent, page, children, limit+1-len(keys)); err != nil {
+				return store.RunPage{}, err
+			}
+		}
+		keys = append(keys, page...)
 		if len(out.LastEvaluatedKey) == 0 {
 			break
 		}
@@ -188,15 +202,19 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 		page.NextPageToken = encodeToken(pageToken{Index: index, PK: last.s("pk"), SK: last.s("sk"),
 			IdxPK: last.s(idxAttr), Sort: last.s("g_sort")})
 	}
-	runs, err := s.batchGetRuns(ctx, keys)
-	if err != nil {
-		return store.RunPage{}, err
+	runs := children
+	if q.Parent == "" {
+		if runs, err = s.batchGetRuns(ctx, keys); err != nil {
+			return store.RunPage{}, err
+		}
+	} else if len(runs) > limit {
+		runs = runs[:limit]
 	}
 	for _, r := range runs {
 		// The index is eventually consistent on DynamoDB: keep only rows
 		// that still match.
 		if (q.Owner != "" && r.Owner != q.Owner) || (q.Status != "" && r.Status != q.Status) ||
-			(q.SessionID != "" && r.SessionID != q.SessionID) {
+			(q.SessionID != "" && r.SessionID != q.SessionID) || (q.Parent != "" && r.Caller.RunID != q.Parent) {
 			continue
 		}
 		page.Runs = append(page.Runs, r)
@@ -352,6 +370,34 @@ func (s *Store) existingChild(ctx context.Context, r run.Run) (run.Run, bool, er
 	return got, false, nil
 }
 
+// childScanPage is how many index rows a listing of children reads per
+// query: children are matched on the runs themselves (see ListRuns), so
+// a page of them may take several pages of the index. Not an index of
+// its own: children are listed per parent, rarely, and an index would be
+// a write on every run's every commit.
+const childScanPage = 100
+
+// childrenOf keeps the rows of page whose runs are children of parent, at
+// most want of them, and appends those runs to children.
+func (s *Store) childrenOf(ctx context.Context, parent string, page []item, children []run.Run, want int) ([]item, []run.Run, error) {
+	runs, err := s.batchGetRuns(ctx, page)
+	if err != nil {
+		return nil, nil, err
+	}
+	byPK := make(map[string]run.Run, len(runs))
+	for _, r := range runs {
+		byPK[runPK(r.ID)] = r
+	}
+	var kept []item
+	for _, k := range page {
+		if r, ok := byPK[k.s("pk")]; ok && r.Caller.RunID == parent && len(kept) < want {
+			kept = append(kept, k)
+			children = append(children, r)
+		}
+	}
+	return kept, children, nil
+}
+
 // runFilters are the conditions of q that idxAttr, the index queried,
 // does not answer.
 func runFilters(e *expr, q store.ListRunsQuery, idxAttr string) []string {
@@ -361,11 +407,6 @@ func runFilters(e *expr, q store.ListRunsQuery, idxAttr string) []string {
 	}
 	if q.Status != "" && idxAttr != "g_status" {
 		filters = append(filters, e.name("g_status")+" = "+e.value(sv(string(q.Status))))
-	}
-	if q.Parent != "" {
-		// A filter, not an index: children are listed per parent, rarely,
-		// and an index would be a write on every run's every commit.
-		filters = append(filters, e.name("caller_run_id")+" = "+e.value(sv(q.Parent)))
 	}
 	return filters
 }

@@ -77,9 +77,28 @@ def rie_url(function_name):
         return json.load(f).get(function_name)
 
 
+# One lock per function: a function has one sandbox here, and a sandbox
+# serves one invocation at a time (the emulator crashes on a second one
+# while the first runs). Lambda would start another sandbox; here a
+# concurrent invocation waits for the sandbox, which changes only when it
+# runs (the sub-agents scenario runs a parent's and its children's steps).
+_function_locks = {}
+_function_locks_guard = threading.Lock()
+
+
+def function_lock(name):
+    with _function_locks_guard:
+        return _function_locks.setdefault(name, threading.Lock())
+
+
 def invoke_rie(self, event=None):
     """Replaces LambdaFunction._invoke_lambda (the Docker container start):
     returns (response, errored, logs) as that method does."""
+    with function_lock(self.function_name):
+        return _invoke_rie(self, event)
+
+
+def _invoke_rie(self, event=None):
     url = rie_url(self.function_name)
     if not url:
         return json.dumps({"errorType": "ResourceNotFoundException",
