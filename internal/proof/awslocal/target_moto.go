@@ -26,7 +26,7 @@ type MotoTarget struct {
 	// Root is the module root, where a stack's own Program is built
 	// (once per program, beside Bootstrap).
 	Root string
-	Dir       string // sandbox logs
+	Dir  string // sandbox logs
 	// BaseEnv is the environment every sandbox starts from (PATH, HOME,
 	// no AWS profile of the caller's).
 	BaseEnv []string
