@@ -162,9 +162,19 @@ func (s *Sweeper) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// unstartedChild: a child run a sub-agent call created, not started yet.
+// MinAge leaves young runs to the starter that created them (the API's);
+// on AWS nothing but the sweeper starts a child (the step role does not
+// hold states:StartExecution), so waiting would only delay it. Where the
+// creator does start it (keel dev), both name the execution by the run
+// id with the same input, and a start repeated that way is the same one.
+func unstartedChild(r run.Run) bool {
+	return r.Caller.RunID != "" && r.Status == run.StatusCreated
+}
+
 func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error) {
 	rp := Repair{RunID: r.ID}
-	if s.MinAge > 0 && s.now().Sub(r.UpdatedAt) < s.MinAge {
+	if s.MinAge > 0 && s.now().Sub(r.UpdatedAt) < s.MinAge && !unstartedChild(r) {
 		return rp, false, nil
 	}
 	gen, status, err := s.latest(ctx, r.ID)

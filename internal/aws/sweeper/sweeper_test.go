@@ -54,16 +54,19 @@ func TestSweepDecisions(t *testing.T) {
 		execs       map[string]string
 		minAge      time.Duration
 		leased      bool
+		child       bool
 		wantStarted []string
 		wantAction  string
 	}{
-		{"no execution: started under the run id", map[string]string{}, 0, false, []string{id}, sweeper.ActionStarted},
-		{"running: left alone", map[string]string{id: "RUNNING"}, 0, false, nil, ""},
-		{"rolled over, next generation running: left alone", map[string]string{id: "SUCCEEDED", id + "-g1": "RUNNING"}, 0, false, nil, ""},
-		{"stopped: resumed in the next generation", map[string]string{id: "ABORTED"}, 0, false, []string{id + "-g1"}, sweeper.ActionResumed},
-		{"rolled over then failed: resumed after the latest", map[string]string{id: "SUCCEEDED", id + "-g1": "FAILED"}, 0, false, []string{id + "-g2"}, sweeper.ActionResumed},
-		{"too young: left alone", map[string]string{}, time.Hour, false, nil, ""},
-		{"stopped but a worker holds the lease: left alone", map[string]string{id: "ABORTED"}, 0, true, nil, ""},
+		{"no execution: started under the run id", map[string]string{}, 0, false, false, []string{id}, sweeper.ActionStarted},
+		{"running: left alone", map[string]string{id: "RUNNING"}, 0, false, false, nil, ""},
+		{"rolled over, next generation running: left alone", map[string]string{id: "SUCCEEDED", id + "-g1": "RUNNING"}, 0, false, false, nil, ""},
+		{"stopped: resumed in the next generation", map[string]string{id: "ABORTED"}, 0, false, false, []string{id + "-g1"}, sweeper.ActionResumed},
+		{"rolled over then failed: resumed after the latest", map[string]string{id: "SUCCEEDED", id + "-g1": "FAILED"}, 0, false, false, []string{id + "-g2"}, sweeper.ActionResumed},
+		{"too young: left alone", map[string]string{}, time.Hour, false, false, nil, ""},
+		{"a child run with no execution, however young: started (nothing else starts it on AWS)", map[string]string{}, time.Hour, false, true, []string{id}, sweeper.ActionStarted},
+		{"a child run's execution running: left alone", map[string]string{id: "RUNNING"}, time.Hour, false, true, nil, ""},
+		{"stopped but a worker holds the lease: left alone", map[string]string{id: "ABORTED"}, 0, true, false, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,8 +76,12 @@ func TestSweepDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			if _, _, err := st.CreateRun(ctx, run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
-				InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}); err != nil {
+			r := run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
+				InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}
+			if tc.child {
+				r.Caller = run.Caller{RunID: "run_parent", PlanItemID: "item_1", OperationID: "op_1", Depth: 1}
+			}
+			if _, _, err := st.CreateRun(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 			if tc.leased {
