@@ -152,19 +152,6 @@ type Config struct {
 	awsSecrets []string
 }
 
-// The sandboxes KEEL_SANDBOX names.
-const (
-	SandboxBubblewrap = "bubblewrap"
-	SandboxUnsafe     = "unsafe"
-)
-
-// What KEEL_MCP may say.
-const (
-	MCPOn        = "on"
-	MCPOff       = "off"
-	MCPDecisions = "decisions"
-)
-
 // FromEnv reads every variable through getenv and checks each value. It
 // does not check combinations that depend on the role: see Validate.
 func FromEnv(getenv func(string) string) (Config, error) {
@@ -194,17 +181,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		CommandRunner:   get("KEEL_COMMAND_RUNNER"),
 		MCP:             get("KEEL_MCP"),
 	}
-	switch c.MCP {
-	case "":
-		c.MCP = MCPOn
-	case MCPOn, MCPOff, MCPDecisions:
-	default:
-		return c, fmt.Errorf("KEEL_MCP %q: want %s, %s or %s", c.MCP, MCPOn, MCPOff, MCPDecisions)
-	}
-	switch c.Sandbox {
-	case "", SandboxBubblewrap, SandboxUnsafe:
-	default:
-		return c, fmt.Errorf("KEEL_SANDBOX %q: want %s or %s", c.Sandbox, SandboxBubblewrap, SandboxUnsafe)
+	if err := c.checkChoices(); err != nil {
+		return c, err
 	}
 	c.S3PathStyle = c.AWSEndpoint != "" || get("AWS_ENDPOINT_URL_S3") != ""
 	c.awsSecrets = []string{get("AWS_SECRET_ACCESS_KEY"), get("AWS_SESSION_TOKEN")}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -165,35 +164,9 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 			"pk": sv(tok.PK), "sk": sv(tok.SK), idxAttr: sv(tok.IdxPK), "g_sort": sv(tok.Sort)}
 	}
 
-	// Collect one match more than the page, to know whether a next page
-	// exists. A child's caller is not projected into the indexes (an
-	// index filter on it matches nothing: only keys, g_owner and g_status
-	// are there), so children are matched on the runs as read.
-	var keys []item
-	var children []run.Run // with q.Parent: the runs of keys, as read
-	for len(keys) <= limit {
-		in.Limit = aws.Int32(int32(limit + 1 - len(keys)))
-		if q.Parent != "" {
-			in.Limit = aws.Int32(childScanPage)
-		}
-		out, err := s.c.Query(ctx, in)
-		if err != nil {
-			return store.RunPage{}, fmt.Errorf("dynamo: list runs: %w", err)
-		}
-		page := make([]item, 0, len(out.Items))
-		for _, it := range out.Items {
-			page = append(page, item(it))
-		}
-		if q.Parent != "" {
-			if page, children, err = s.childrenOf(ctx, q.Parent, page, children, limit+1-len(keys)); err != nil {
-				return store.RunPage{}, err
-			}
-		}
-		keys = append(keys, page...)
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	keys, children, err := s.collectRuns(ctx, in, q.Parent, limit)
+	if err != nil {
+		return store.RunPage{}, err
 	}
 	var page store.RunPage
 	if len(keys) > limit {
@@ -220,6 +193,41 @@ func (s *Store) ListRuns(ctx context.Context, q store.ListRunsQuery) (store.RunP
 		page.Runs = append(page.Runs, r)
 	}
 	return page, nil
+}
+
+// collectRuns queries in until it has one match more than limit, to
+// know whether a next page exists, or the index ends.
+func (s *Store) collectRuns(ctx context.Context, in *dynamodb.QueryInput, parent string, limit int) ([]item, []run.Run, error) {
+	// A child's caller is not projected into the indexes (a filter on it
+	// there matches nothing: only the keys, g_owner and g_status are), so
+	// children are matched on the runs as read.
+	var keys []item
+	var children []run.Run // with a parent: the runs of keys, as read
+	for len(keys) <= limit {
+		in.Limit = aws.Int32(int32(limit + 1 - len(keys)))
+		if parent != "" {
+			in.Limit = aws.Int32(childScanPage)
+		}
+		out, err := s.c.Query(ctx, in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dynamo: list runs: %w", err)
+		}
+		page := make([]item, 0, len(out.Items))
+		for _, it := range out.Items {
+			page = append(page, item(it))
+		}
+		if parent != "" {
+			if page, children, err = s.childrenOf(ctx, parent, page, children, limit+1-len(keys)); err != nil {
+				return nil, nil, err
+			}
+		}
+		keys = append(keys, page...)
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	return keys, children, nil
 }
 
 // batchGetRuns reads run rows by key, in the order given, skipping rows
@@ -279,78 +287,6 @@ func decodeToken(s string) (pageToken, error) {
 		return t, fmt.Errorf("incomplete token")
 	}
 	return t, nil
-}
-
-// AcquireLease implements store.Leases with one conditional UpdateItem. An
-// expired lease (expiry <= now) is free to anyone; the owner holding an
-// unexpired lease may take it again with a new token.
-func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (run.Run, error) {
-	if err := store.ValidateLease(runID, owner, ttl); err != nil {
-		return run.Run{}, err
-	}
-	now := s.now()
-	e := newExpr()
-	lo, st := e.name("lease_owner"), e.name("status")
-	update := "SET " + lo + " = " + e.value(sv(owner)) + ", " +
-		e.name("lease_token") + " = " + e.name("lease_token") + " + " + e.value(nv(1)) + ", " +
-		e.name("lease_expiry") + " = " + e.value(tv(now.Add(ttl))) + ", " +
-		e.name("updated_at") + " = " + e.value(tv(now))
-	cond := and([]string{
-		"attribute_exists(" + e.name("pk") + ")",
-		st + " <> " + e.value(sv(string(run.StatusCompleted))) + " AND " + st + " <> " + e.value(sv(string(run.StatusFailed))) +
-			" AND " + st + " <> " + e.value(sv(string(run.StatusCancelled))) + " AND " + st + " <> " + e.value(sv(string(run.StatusNeedsHuman))),
-		"attribute_not_exists(" + lo + ") OR " + lo + " = " + e.value(sv("")) + " OR " + lo + " = " + e.value(sv(owner)) + " OR " +
-			e.name("lease_expiry") + " <= " + e.value(tv(now)),
-	})
-	it, applied, err := s.updateRun(ctx, "acquire lease", runID, e, update, cond)
-	if err != nil {
-		return run.Run{}, err
-	}
-	r := itemToRun(it)
-	if applied {
-		return r, nil
-	}
-	if r.Status.Terminal() {
-		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w (%s)", runID, store.ErrTerminal, r.Status)
-	}
-	if r.Status == run.StatusNeedsHuman {
-		return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w", runID, store.ErrNeedsHuman)
-	}
-	return run.Run{}, fmt.Errorf("dynamo: acquire lease on %q: %w until %s", runID, store.ErrLeaseHeld, r.Lease.Expiry.Format(time.RFC3339Nano))
-}
-
-// ReleaseLease implements store.Leases: one conditional UpdateItem on the
-// token. Releasing again with the same token is a no-op; the token is kept
-// so the next holder's is higher.
-func (s *Store) ReleaseLease(ctx context.Context, runID string, token int64) error {
-	if err := store.ValidateID("run id", runID); err != nil {
-		return err
-	}
-	e := newExpr()
-	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table),
-		Key:       key(runPK(runID), runSK),
-		UpdateExpression: aws.String("SET " + e.name("updated_at") + " = " + e.value(tv(s.now())) +
-			", " + e.name("lease_owner") + " = " + e.value(sv("")) + ", " + e.name("lease_expiry") + " = " + e.value(sv(""))),
-		ConditionExpression:       aws.String("attribute_exists(" + e.name("pk") + ") AND " + e.name("lease_token") + " = " + e.value(nv(token))),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.values,
-	})
-	if err == nil {
-		if st, ok := s.cached(runID); ok {
-			st.leased = false
-			s.remember(runID, st)
-		}
-		return nil
-	}
-	if !isConditionFailed(err) {
-		return fmt.Errorf("dynamo: release lease on %q: %w", runID, err)
-	}
-	it, rerr := s.readRun(ctx, runID)
-	if rerr != nil {
-		return rerr
-	}
-	return fmt.Errorf("dynamo: release lease on %q: %w (token %d, current %d)", runID, store.ErrFenced, token, it.n("lease_token"))
 }
 
 // existingChild answers CreateRun for an id that exists: the same child
