@@ -57,6 +57,13 @@ func TestFromEnv(t *testing.T) {
 		}},
 		{name: "keel dev's task child on SQLite", env: map[string]string{"KEEL_ROLE": "task", "KEEL_RUN_ID": "r", "KEEL_TASK_TOKEN": "t", "KEEL_SFN_ENDPOINT": "http://127.0.0.1:1"}},
 		{name: "bad store", env: map[string]string{"KEEL_STORE": "postgres:x"}, wantErr: "KEEL_STORE"},
+		{name: "bad MCP setting", env: map[string]string{"KEEL_MCP": "yes"}, wantErr: "KEEL_MCP"},
+		{name: "bad sandbox", env: map[string]string{"KEEL_SANDBOX": "docker"}, wantErr: "KEEL_SANDBOX"},
+		{name: "the MCP endpoint on by default", env: map[string]string{}, check: func(t *testing.T, c Config) {
+			if c.MCP != MCPOn {
+				t.Fatalf("MCP %q, want %q", c.MCP, MCPOn)
+			}
+		}},
 		{name: "empty table", env: map[string]string{"KEEL_STORE": "dynamo:"}, wantErr: "KEEL_STORE"},
 		{name: "bad artifacts", env: map[string]string{"KEEL_ARTIFACTS": "gcs:x"}, wantErr: "KEEL_ARTIFACTS"},
 		{name: "bad delay", env: map[string]string{"KEEL_TOOL_DELAY": "analyze_documents"}, wantErr: "KEEL_TOOL_DELAY"},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -51,13 +52,44 @@ func Mount(apiHandler http.Handler, auth api.Authenticator, o Options, log *slog
 	mux.Handle("/", apiHandler)
 	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
 		if _, err := auth.Principal(r); err != nil {
-			writeError(w, http.StatusUnauthorized, "unauthenticated", "missing or invalid credentials: send the API's bearer token")
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or invalid credentials: send the API's bearer token")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
-		mcpHandler.ServeHTTP(w, r)
+		// Answers are JSON and whole (no stream), so they can be held
+		// and a refusal the SDK writes as plain text (a malformed body, a
+		// GET) sent as the API's JSON error instead.
+		rec := httpbuf.New()
+		mcpHandler.ServeHTTP(rec, r)
+		if rec.Status >= 400 && !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			writeError(w, rec.Status, refusalCode(rec.Status), strings.TrimSpace(rec.Body.String()))
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		if rec.Status != 0 {
+			w.WriteHeader(rec.Status)
+		}
+		_, _ = w.Write(rec.Body.Bytes())
 	})
 	return mux
+}
+
+// refusalCode names an MCP refusal as the API names its errors.
+func refusalCode(status int) string {
+	switch status {
+	case http.StatusMethodNotAllowed:
+		return api.CodeMethodNotAllowed
+	case http.StatusRequestEntityTooLarge:
+		return api.CodeBodyTooLarge
+	case http.StatusUnsupportedMediaType, http.StatusNotAcceptable:
+		return api.CodeUnsupportedMediaType
+	}
+	if status >= 500 {
+		return api.CodeInternal
+	}
+	return api.CodeMalformedJSON // what the SDK refuses with a 400: a body that is not a JSON-RPC message
 }
 
 // writeError answers with the API's error body.

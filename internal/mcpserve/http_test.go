@@ -68,8 +68,32 @@ func TestMCPOverHTTP(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"code":"unauthenticated"`) {
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"code":"unauthorized"`) {
 			t.Errorf("token %q: %d %s, want 401 with the API's error body", tok, resp.StatusCode, body)
+		}
+	}
+
+	// Refusals are the API's JSON errors, not the SDK's plain text.
+	for _, tc := range []struct {
+		method, body, code string
+		status             int
+	}{
+		{http.MethodPost, "not json", "malformed_json", http.StatusBadRequest},
+		{http.MethodGet, "", "method_not_allowed", http.StatusMethodNotAllowed},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`, "body_too_large", http.StatusRequestEntityTooLarge},
+	} {
+		req, _ := http.NewRequest(tc.method, p.URL+"/v1/mcp", strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+p.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s %.20q: %d %s, want %d with code %s", tc.method, tc.body, resp.StatusCode, body, tc.status, tc.code)
 		}
 	}
 
