@@ -14,7 +14,6 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/model/provider"
 	"github.com/keelrun/keel/internal/kernel/model/scripted"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -188,7 +187,7 @@ func (a Agent) def() (compose.AgentDef, error) {
 	if err != nil {
 		return fail(err)
 	}
-	mcps, err := mcpTools(a.MCPServers)
+	mcps, err := mcpTools(a.MCPServers, a.Workspace != nil && a.Workspace.Commands != nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -259,11 +258,11 @@ func (a Agent) checkTools() error {
 
 // buildTools makes the runtime's tools of an agent: its Go tools, marked
 // long or priced as declared, then its MCP servers' tools.
-func buildTools(tools []Tool, mcps func(artifact.Store) ([]tool.Tool, error)) func(artifact.Store) ([]tool.Tool, error) {
-	return func(arts artifact.Store) ([]tool.Tool, error) {
+func buildTools(tools []Tool, mcps func(compose.ToolEnv) ([]tool.Tool, error)) func(compose.ToolEnv) ([]tool.Tool, error) {
+	return func(env compose.ToolEnv) ([]tool.Tool, error) {
 		out := make([]tool.Tool, 0, len(tools))
 		for _, t := range tools {
-			rt := t.build(arts)
+			rt := t.build(env.Artifacts)
 			if t.long {
 				rt = compose.MarkLong(rt)
 			}
@@ -272,7 +271,7 @@ func buildTools(tools []Tool, mcps func(artifact.Store) ([]tool.Tool, error)) fu
 			}
 			out = append(out, rt)
 		}
-		more, err := mcps(arts)
+		more, err := mcps(env)
 		return append(out, more...), err
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/artifact"
+	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/mcptool"
@@ -62,6 +62,19 @@ type MCPServer struct {
 	// local server gets its credentials. Dir is its working directory.
 	Env []string
 	Dir string
+	// Unsandboxed runs a stdio server as a plain child of the worker even
+	// when the agent runs commands in a sandbox: it then sees the worker's
+	// files and environment, credentials included. Without it, a stdio
+	// server of such an agent runs in the sandbox: a read-only system,
+	// its own /tmp, no file of the worker's but its program's directory,
+	// no environment but Env (and PATH, HOME, LANG), and no network
+	// unless Network. An agent without a sandbox runs its stdio servers
+	// as plain children, with the worker's environment and Env added.
+	Unsandboxed bool
+	// Network gives a stdio server in the agent's sandbox the worker's
+	// network (not filtered by CommandPolicy.AllowHosts: that proxy holds
+	// per command). Its files and environment stay out of reach.
+	Network bool
 	// BearerToken is sent as "Authorization: Bearer ..." to a URL server.
 	BearerToken string
 	// Headers are sent with every request to a URL server.
@@ -121,14 +134,15 @@ const (
 	MCPEffectConfirmOnce
 )
 
-func (s MCPServer) internal() (mcptool.Server, error) {
+func (s MCPServer) internal(sandboxed bool) (mcptool.Server, error) {
 	if s.Promises&^(IdempotentByKey|LookupByKey) != 0 {
 		return mcptool.Server{}, fmt.Errorf("MCP server %q: unknown Promises bits %#x", s.Name, uint8(s.Promises))
 	}
 	out := mcptool.Server{Name: s.Name, URL: s.URL, Command: s.Command, Env: s.Env, Dir: s.Dir,
 		BearerToken: s.BearerToken, Headers: s.Headers, Trusted: s.Trusted, Contract: s.Promises.contract(),
 		Only: s.Only, Prefix: s.Prefix, Timeout: s.Timeout, MaxTools: s.MaxTools, MaxResultBytes: s.MaxResultBytes,
-		Count: s.Count, Tools: map[string]mcptool.Override{}}
+		Count: s.Count, Tools: map[string]mcptool.Override{},
+		Sandboxed: sandboxed && len(s.Command) > 0 && !s.Unsandboxed, Network: s.Network}
 	for name, t := range s.Tools {
 		o := mcptool.Override{Contract: t.Promises.contract()}
 		switch t.Mode {
@@ -155,11 +169,11 @@ const mcpConnectTimeout = time.Minute
 
 // mcpTools checks an agent's servers now and returns what lists their
 // tools when a worker builds the agent.
-func mcpTools(servers []MCPServer) (func(arts artifact.Store) ([]tool.Tool, error), error) {
+func mcpTools(servers []MCPServer, sandboxed bool) (func(compose.ToolEnv) ([]tool.Tool, error), error) {
 	var ss []mcptool.Server
 	seen := map[string]bool{}
 	for _, s := range servers {
-		in, err := s.internal()
+		in, err := s.internal(sandboxed)
 		if err != nil {
 			return nil, err
 		}
@@ -169,11 +183,12 @@ func mcpTools(servers []MCPServer) (func(arts artifact.Store) ([]tool.Tool, erro
 		seen[s.Name] = true
 		ss = append(ss, in)
 	}
-	return func(arts artifact.Store) ([]tool.Tool, error) {
+	return func(env compose.ToolEnv) ([]tool.Tool, error) {
 		var out []tool.Tool
 		for _, s := range ss {
+			s.Isolate = env.ServerSandbox
 			ctx, cancel := context.WithTimeout(context.Background(), mcpConnectTimeout)
-			ts, err := mcptool.Open(ctx, s, arts)
+			ts, err := mcptool.Open(ctx, s, env.Artifacts)
 			cancel()
 			if err != nil {
 				return nil, err

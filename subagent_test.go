@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
@@ -35,7 +36,7 @@ func TestSubAgentChecks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tools, err := app.Agents[0].Tools(nil)
+			tools, err := app.Agents[0].Tools(compose.ToolEnv{})
 			if err != nil {
 				t.Fatal(err)
 			}

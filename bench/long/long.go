@@ -19,7 +19,6 @@ import (
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/model/scripted"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -121,7 +120,7 @@ func loopAgent(name string, n, contextTokens int, c *counters) (compose.AgentDef
 	return compose.AgentDef{
 		Name: name, System: "Call echo until told otherwise.",
 		Model: compose.ModelChoice{Model: timedModel{inner: model.Direct(m), nanos: modelNanos}},
-		Tools: func(arts artifact.Store) ([]tool.Tool, error) {
+		Tools: func(env compose.ToolEnv) ([]tool.Tool, error) {
 			b, err := agentdef.Func("echo", "Echo the text.", run.ModeSafeReadonly, func(_ context.Context, a struct {
 				Text string `json:"text"`
 			}) (struct {
@@ -135,7 +134,7 @@ func loopAgent(name string, n, contextTokens int, c *counters) (compose.AgentDef
 			if err != nil {
 				return nil, err
 			}
-			return []tool.Tool{b(arts)}, nil
+			return []tool.Tool{b(env.Artifacts)}, nil
 		},
 		MaxTokens: 100, ContextTokens: contextTokens,
 	}, nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/agentdef"
+	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/proof/crash"
 )
@@ -176,7 +177,7 @@ func observeCommand() command {
 			if a.Name != args[0] {
 				continue
 			}
-			ts, err := a.Tools(nil)
+			ts, err := a.Tools(compose.ToolEnv{})
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"os/exec"
 )
 
 // App is what a Keel program brings: its agents. The public package
@@ -18,13 +19,23 @@ type App struct {
 	Agents []AgentDef
 }
 
+// ToolEnv is what the runtime gives an agent's tools when it builds them.
+type ToolEnv struct {
+	// Artifacts is the runtime's artifact store.
+	Artifacts artifact.Store
+	// ServerSandbox, set when the agent runs commands in a sandbox on
+	// this worker, builds the command of a server the agent's tools talk
+	// to over stdio in that sandbox (sandbox.Sandbox.ServerCommand).
+	ServerSandbox func(argv, env []string, network bool) (*exec.Cmd, error)
+}
+
 // AgentDef is one agent before the runtime's parts exist.
 type AgentDef struct {
 	Name   string
 	System string
 	Model  ModelChoice
-	// Tools builds the agent's tools on the runtime's artifact store.
-	Tools func(arts artifact.Store) ([]tool.Tool, error)
+	// Tools builds the agent's tools on what the runtime gives them.
+	Tools func(env ToolEnv) ([]tool.Tool, error)
 	// Defaults fill a new run's limits and input policy.
 	Defaults  api.AgentDefaults
 	MaxTokens int

@@ -189,7 +189,11 @@ func buildAgents(ctx context.Context, cfg config.Config, app App, arts artifact.
 	known := map[string]bool{}
 	ws := &workspaces{cfg: cfg, arts: arts, log: b.logger(), faults: fp, runner: b.AWSCommandRunner}
 	for _, def := range app.Agents {
-		tools, err := def.Tools(arts)
+		env, err := ws.toolEnv(ctx, def)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
+		}
+		tools, err := def.Tools(env)
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %q: %w", def.Name, err)
 		}

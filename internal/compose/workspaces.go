@@ -68,6 +68,23 @@ func (w *workspaces) open(ctx context.Context, def AgentDef) (harness.Workspaces
 	}, nil
 }
 
+// toolEnv is what def's tools are built with: the artifact store, and
+// the sandbox for stdio servers when def runs commands on this worker
+// (with KEEL_COMMAND_RUNNER its commands run elsewhere, and a server that
+// asks for a sandbox is refused when it starts).
+func (w *workspaces) toolEnv(ctx context.Context, def AgentDef) (ToolEnv, error) {
+	env := ToolEnv{Artifacts: w.arts}
+	if def.Workspace == nil || !def.Workspace.Commands || w.cfg.CommandRunner != "" {
+		return env, nil
+	}
+	sb, err := w.sandbox(ctx)
+	if err != nil {
+		return env, err
+	}
+	env.ServerSandbox = sb.ServerCommand
+	return env, nil
+}
+
 // commandRunner is the client of the command runner function: on AWS the
 // agents' commands run there, never beside this worker's credentials.
 func (w *workspaces) commandRunner() (runspace.Remote, error) {

@@ -52,19 +52,30 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-func (c *client) transport() mcp.Transport {
+func (c *client) transport() (mcp.Transport, error) {
 	s := c.srv
 	if s.URL != "" {
 		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.Headers, bearer: s.BearerToken}}
 		// No transport-level retries: whether a call may be sent again is
 		// the operation protocol's decision, not the transport's.
-		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil
 	}
-	cmd := exec.Command(s.Command[0], s.Command[1:]...)
-	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.Dir = s.Dir
+	var cmd *exec.Cmd
+	switch {
+	case s.Sandboxed && s.Isolate == nil:
+		return nil, fmt.Errorf("mcp server %q: it runs in the agent's sandbox, and this worker has none (commands go to KEEL_COMMAND_RUNNER): use an HTTP server, or declare it Unsandboxed", s.Name)
+	case s.Sandboxed:
+		var err error
+		if cmd, err = s.Isolate(s.Command, s.Env, s.Network); err != nil {
+			return nil, fmt.Errorf("mcp server %q: %w", s.Name, err)
+		}
+	default:
+		cmd = exec.Command(s.Command[0], s.Command[1:]...)
+		cmd.Env = append(os.Environ(), s.Env...)
+		cmd.Dir = s.Dir
+	}
 	cmd.Stderr = os.Stderr
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 }
 
 // connect returns the live session, starting one if there is none.
@@ -79,7 +90,11 @@ func (c *client) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	})
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
-	cs, err := cl.Connect(ctx, c.transport(), nil)
+	tr, err := c.transport()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := cl.Connect(ctx, tr, nil)
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: connect: %w: %w", c.srv.Name, errNotMCP, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os/exec"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,7 +22,14 @@ type Server struct {
 	URL     string   // streamable HTTP endpoint
 	Command []string // stdio: the program and its arguments
 	Env     []string // added to the child's environment (stdio)
-	Dir     string   // the child's working directory (stdio)
+	Dir     string   // the child's working directory (stdio, not isolated)
+	// Sandboxed: a stdio server runs in the agent's sandbox, through
+	// Isolate (sandbox.Sandbox.ServerCommand, set when the worker builds
+	// the agent): only Env of the environment, no file of the worker's,
+	// and network only with Network.
+	Sandboxed bool
+	Network   bool
+	Isolate   func(argv, env []string, network bool) (*exec.Cmd, error)
 
 	BearerToken string
 	Headers     map[string]string
@@ -84,6 +92,10 @@ func (s Server) Check() error {
 		return fail("Timeout, MaxTools and MaxResultBytes must not be negative")
 	case s.URL != "" && (len(s.Env) > 0 || s.Dir != ""):
 		return fail("Env and Dir are for a stdio server (Command), not a URL")
+	case s.Sandboxed && s.Dir != "":
+		return fail("Dir: a stdio server in the agent's sandbox sees no directory of this machine but its program's; drop Dir, or run it outside the sandbox (Unsandboxed)")
+	case s.Network && (!s.Sandboxed || s.URL != ""):
+		return fail("Network is for a stdio server in the agent's sandbox (an agent with Workspace.Commands); outside one a server has the worker's network anyway")
 	case len(s.Command) > 0 && (s.BearerToken != "" || len(s.Headers) > 0):
 		return fail("BearerToken and Headers are for an HTTP server (URL); give a stdio server its credentials in Env")
 	}

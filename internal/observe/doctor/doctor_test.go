@@ -10,7 +10,6 @@ import (
 
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/ops"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"
@@ -135,7 +134,7 @@ func TestResearchDevDeployment(t *testing.T) {
 
 func TestAToolWithoutLookupOrIdempotencyIsAGap(t *testing.T) {
 	app := compose.App{Agents: []compose.AgentDef{{Name: "hooks", Model: compose.ModelChoice{Spec: "anthropic:claude-sonnet-4-5"},
-		Tools: func(artifact.Store) ([]tool.Tool, error) { return []tool.Tool{blindPost{}}, nil }}}}
+		Tools: func(compose.ToolEnv) ([]tool.Tool, error) { return []tool.Tool{blindPost{}}, nil }}}}
 	const key = "sk-ant-doctor-canary-0123456789"
 	rt := open(t, app, map[string]string{"ANTHROPIC_API_KEY": key})
 	f := rt.Deployment("aws-stepfunctions", func(k string) string {
@@ -176,7 +175,7 @@ func (webhook) Name() string { return "https://deploy:s3cr3t-token@hooks.example
 
 func TestDestinationCredentialsAreMasked(t *testing.T) {
 	app := compose.App{Agents: []compose.AgentDef{{Name: "hooks", Model: compose.ModelChoice{Script: []byte(`{"turns":[]}`)},
-		Tools: func(artifact.Store) ([]tool.Tool, error) { return []tool.Tool{webhook{}}, nil }}}}
+		Tools: func(compose.ToolEnv) ([]tool.Tool, error) { return []tool.Tool{webhook{}}, nil }}}}
 	f := open(t, app, nil).Deployment("local", func(string) string { return "" })
 	raw, _ := json.Marshal(f)
 	if strings.Contains(string(raw), "s3cr3t-token") || f.Agents[0].Tools[0].Destination != "https://****@hooks.example/post" {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/observe/doctor"
@@ -73,7 +72,7 @@ func TestWorkspaceQuestions(t *testing.T) {
 // compose built: the agents' workspace definitions, KEEL_SANDBOX and
 // KEEL_WORKSPACE_ROOT, not from defaults.
 func TestWorkspaceFactsFromComposition(t *testing.T) {
-	noTools := func(artifact.Store) ([]tool.Tool, error) { return nil, nil }
+	noTools := func(compose.ToolEnv) ([]tool.Tool, error) { return nil, nil }
 	script := compose.ModelChoice{Script: []byte(`{"turns":[]}`)}
 	app := compose.App{Agents: []compose.AgentDef{
 		{Name: "plain", Model: script, Tools: noTools},

@@ -1,0 +1,140 @@
+package mcptool_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/sandbox"
+	"github.com/keelrun/keel/internal/kernel/tool"
+	"github.com/keelrun/keel/internal/mcptool"
+)
+
+// TestStdioServerInTheSandbox: a stdio server of an agent that runs
+// commands in a sandbox runs in it. It cannot read a file of the
+// worker's, nor the worker's environment (a canary credential), nor reach
+// a loopback server, while Env reaches it; with Network it reaches the
+// server; run as a plain child (no Isolate), the same probe reads all
+// three, so the test fails when the isolation is switched off.
+func TestStdioServerInTheSandbox(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed (Debian: apt-get install -y bubblewrap); isolation tests need it")
+	}
+	sb, err := sandbox.New(context.Background(), sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := publicCopy(t)
+	secret := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(secret, []byte("file-canary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KEEL_TEST_CANARY", "env-canary")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	args := `{"path":"` + secret + `","env":"KEEL_TEST_CANARY","dial":"` + ln.Addr().String() + `"}`
+	for _, tc := range []struct {
+		name string
+		s    mcptool.Server
+		want string
+	}{
+		{"sandboxed", mcptool.Server{Sandboxed: true, Isolate: sb.ServerCommand}, "file:ERR env: dial:ERR"},
+		{"sandboxed, Env given", mcptool.Server{Sandboxed: true, Isolate: sb.ServerCommand, Env: []string{"KEEL_TEST_CANARY=given"}}, "file:ERR env:given dial:ERR"},
+		{"sandboxed with Network", mcptool.Server{Sandboxed: true, Network: true, Isolate: sb.ServerCommand}, "file:ERR env: dial:ok"},
+		{"a plain child", mcptool.Server{}, "file:file-canary env:env-canary dial:ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arts, err := fs.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := tc.s
+			s.Name, s.Trusted = "fx", true
+			s.Command = []string{fx, "-log", "/tmp/applied.jsonl", "-hostile", "probe"}
+			ts, err := mcptool.Open(context.Background(), s, arts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var probe tool.Tool
+			for _, x := range ts {
+				if x.Info().Name == "fx_probe" {
+					probe = x
+				}
+			}
+			if probe == nil {
+				t.Fatal("no fx_probe tool")
+			}
+			res, err := probe.Run(context.Background(), call("run_probe", args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Content + string(res.Data); !strings.Contains(got, tc.want) {
+				t.Errorf("probe answered %s, want %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("no sandbox on this worker", func(t *testing.T) {
+		_, err := mcptool.Open(context.Background(), mcptool.Server{Name: "fx", Sandboxed: true,
+			Command: []string{fx, "-log", "/tmp/applied.jsonl"}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "runs in the agent's sandbox, and this worker has none") {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("Dir in the sandbox", func(t *testing.T) {
+		err := mcptool.Server{Name: "fx", Sandboxed: true, Command: []string{fx}, Dir: "/srv"}.Check()
+		if err == nil || !strings.Contains(err.Error(), "Dir") {
+			t.Fatalf("err %v", err)
+		}
+	})
+}
+
+// publicCopy copies the fixture binary into a directory the sandbox's
+// user (nobody, when the worker is root) can reach: a test's temporary
+// directories are the worker's alone.
+func publicCopy(t *testing.T) string {
+	t.Helper()
+	fx, _ := binaries(t)
+	dir, err := os.MkdirTemp("", "keel-mcp-fixture-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.Open(fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst := filepath.Join(dir, "mcpfixture")
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
