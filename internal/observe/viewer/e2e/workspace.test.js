@@ -5,75 +5,27 @@
 // filled with markup shows as text and runs nothing.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { startProgram, launchBrowser } from './program.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../../../..');
-const tmp = mkdtempSync(join(tmpdir(), 'keel-viewer-ws-'));
-const data = join(tmp, 'data');
-const WAIT = 90_000; // a busy two-core machine
-
-let keel, base, token, browser;
+let p, browser;
 const pageErrors = [];
 const dialogs = [];
 
-async function until(what, fn) {
-  const end = Date.now() + WAIT;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch { /* not yet */ }
-    if (Date.now() > end) throw new Error('timed out waiting for ' + what + '\nlog:\n' + keel.log().slice(-3000));
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function call(method, path, body) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json', 'Idempotency-Key': body ? 'e2e-ws-' + Math.random() : '' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
 before(async () => {
-  const bin = join(tmp, 'wsagent');
-  execFileSync('go', ['build', '-o', bin, './internal/observe/viewer/e2e/wsagent'], { cwd: repo, stdio: 'inherit' });
-  keel = spawn(bin, ['dev', '--data-dir', data, '--addr', '127.0.0.1:0'], {
-    env: { ...process.env, KEEL_DATA_DIR: data, KEEL_URL: '', KEEL_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  keel.stdout.on('data', (b) => { log += b; });
-  keel.stderr.on('data', (b) => { log += b; });
-  keel.log = () => log;
-  keel.exited = new Promise((r) => keel.on('exit', r));
-  base = await until('keel dev to write its url', () => existsSync(join(data, 'url')) && readFileSync(join(data, 'url'), 'utf8').trim());
-  token = readFileSync(join(data, 'token'), 'utf8').trim();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  p = await startProgram('internal/observe/viewer/e2e/wsagent');
+  browser = await launchBrowser();
 });
 
 after(async () => {
   await browser?.close();
-  if (keel) { keel.kill('SIGTERM'); await keel.exited; }
-  rmSync(tmp, { recursive: true, force: true });
+  await p?.stop();
 });
 
 test('browse a run\'s workspace per checkpoint and download a file, checked byte for byte', async () => {
-  const r = await call('POST', '/v1/runs', { agent: 'coder', input: 'write the files' });
-  await until('the run to complete', async () => (await call('GET', `/v1/runs/${r.run_id}`)).status === 'completed');
-  const { versions } = await call('GET', `/v1/runs/${r.run_id}/workspace`);
+  const r = await p.call('POST', '/v1/runs', { agent: 'coder', input: 'write the files' });
+  await p.until('the run to complete', async () => (await p.call('GET', `/v1/runs/${r.run_id}`)).status === 'completed');
+  const { versions } = await p.call('GET', `/v1/runs/${r.run_id}/workspace`);
   const last = versions[versions.length - 1];
   assert.equal(last.files, 3, 'three files at the last checkpoint');
 
@@ -81,13 +33,13 @@ test('browse a run\'s workspace per checkpoint and download a file, checked byte
   const page = await ctx.newPage();
   page.on('pageerror', (e) => pageErrors.push(e));
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
-  await page.goto(base + '/#/runs/' + r.run_id);
-  await page.getByLabel('Token').fill(token);
+  await page.goto(p.base + '/#/runs/' + r.run_id);
+  await page.getByLabel('Token').fill(p.token);
   await page.getByRole('button', { name: 'Open' }).click();
 
   // One row per checkpoint with a workspace, its file count shown.
   const rows = page.locator('#workspace tr[data-checkpoint-id]');
-  await until('the workspace rows', async () => (await rows.count()) === versions.length);
+  await p.until('the workspace rows', async () => (await rows.count()) === versions.length);
   const row = page.locator(`#workspace tr[data-checkpoint-id="${last.checkpoint_id}"]`);
   assert.equal((await row.locator('td').nth(1).textContent()).trim(), '3');
 
