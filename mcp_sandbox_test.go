@@ -2,7 +2,6 @@ package keel_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +41,7 @@ func TestMCPStdioServerInTheAgentsSandbox(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed (Debian: apt-get install -y bubblewrap); isolation tests need it")
 	}
-	fx := reachableCopy(t, keeltest.Build(t, "./internal/cmd/mcpfixture"))
+	fx := keeltest.BuildReachable(t, "./internal/cmd/mcpfixture")
 	secret := filepath.Join(t.TempDir(), "credentials")
 	if err := os.WriteFile(secret, []byte("file-canary"), 0o644); err != nil {
 		t.Fatal(err)
@@ -72,35 +71,4 @@ func TestMCPStdioServerInTheAgentsSandbox(t *testing.T) {
 			}
 		})
 	}
-}
-
-// reachableCopy copies a binary into a directory the sandbox's user
-// (nobody, when the worker is root) can reach.
-func reachableCopy(t *testing.T, bin string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "keel-mcp-fixture-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst := filepath.Join(dir, filepath.Base(bin))
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }

@@ -25,6 +25,29 @@ func Build(t testing.TB, pkg string) string {
 	return bin
 }
 
+// BuildReachable is Build into a directory every user of the machine can
+// read and search, for a program a sandbox runs (a stdio MCP server of an
+// agent with Workspace.Commands): the sandbox runs as nobody when the
+// worker is root, and a test's temporary directories are the test's user
+// alone. The directory is removed when the test ends.
+func BuildReachable(t testing.TB, pkg string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "keeltest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "app")
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("keeltest: go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
 // Program is a Keel program's `dev` running in a child process, on a data
 // directory that outlives it: kill it (or let a fault point kill it) and
 // restart it, and its runs go on where they stopped.

@@ -2,7 +2,6 @@ package mcptool_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/mcptool"
+	"github.com/keelrun/keel/keeltest"
 )
 
 // TestStdioServerInTheSandbox: a stdio server of an agent that runs
@@ -30,7 +30,7 @@ func TestStdioServerInTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := publicCopy(t)
+	fx := keeltest.BuildReachable(t, "../cmd/mcpfixture")
 	secret := filepath.Join(t.TempDir(), "credentials")
 	if err := os.WriteFile(secret, []byte("file-canary"), 0o644); err != nil {
 		t.Fatal(err)
@@ -104,37 +104,4 @@ func TestStdioServerInTheSandbox(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
-}
-
-// publicCopy copies the fixture binary into a directory the sandbox's
-// user (nobody, when the worker is root) can reach: a test's temporary
-// directories are the worker's alone.
-func publicCopy(t *testing.T) string {
-	t.Helper()
-	fx, _ := binaries(t)
-	dir, err := os.MkdirTemp("", "keel-mcp-fixture-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.Open(fx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst := filepath.Join(dir, "mcpfixture")
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
