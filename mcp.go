@@ -79,6 +79,14 @@ type MCPServer struct {
 	BearerToken string
 	// Headers are sent with every request to a URL server.
 	Headers map[string]string
+	// OAuth authenticates to a URL server as a pre-registered OAuth
+	// client (the client credentials grant), instead of BearerToken: the
+	// authorization server is found from the server's metadata (RFC 9728,
+	// RFC 8414), and the access token it grants is fetched, sent and
+	// renewed by Keel's client. The client secret and every access token
+	// sent are masked as BearerToken is (a token renewed in the middle of
+	// a Step is masked from the next Step on).
+	OAuth *MCPOAuth
 	// Trusted takes the server's annotations at their word (see the rule).
 	Trusted bool
 	// Promises declares how the server deduplicates, for all its
@@ -104,6 +112,12 @@ type MCPServer struct {
 	// the server applied operationID with the tool (the server's name).
 	// A run never calls it.
 	Count func(ctx context.Context, tool, operationID string) (int, error)
+}
+
+// MCPOAuth is an OAuth client registered with an MCP server's
+// authorization server.
+type MCPOAuth struct {
+	ClientID, ClientSecret string
 }
 
 // MCPTool is the operator's word on one tool of an [MCPServer].
@@ -142,6 +156,7 @@ func (s MCPServer) internal(sandboxed bool) (mcptool.Server, error) {
 		BearerToken: s.BearerToken, Headers: s.Headers, Trusted: s.Trusted, Contract: s.Promises.contract(),
 		Only: s.Only, Prefix: s.Prefix, Timeout: s.Timeout, MaxTools: s.MaxTools, MaxResultBytes: s.MaxResultBytes,
 		Count: s.Count, Tools: map[string]mcptool.Override{},
+		OAuthClientID: s.OAuth.clientID(), OAuthClientSecret: s.OAuth.clientSecret(),
 		Sandboxed: sandboxed && len(s.Command) > 0 && !s.Unsandboxed, Network: s.Network}
 	for name, t := range s.Tools {
 		o := mcptool.Override{Contract: t.Promises.contract()}
@@ -161,6 +176,20 @@ func (s MCPServer) internal(sandboxed bool) (mcptool.Server, error) {
 		out.Tools[name] = o
 	}
 	return out, out.Check()
+}
+
+func (o *MCPOAuth) clientID() string {
+	if o == nil {
+		return ""
+	}
+	return o.ClientID
+}
+
+func (o *MCPOAuth) clientSecret() string {
+	if o == nil {
+		return ""
+	}
+	return o.ClientSecret
 }
 
 // mcpConnectTimeout bounds listing a server's tools while a worker builds

@@ -8,11 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/keeltest"
 )
+
+// accessToken is what the fixture's OAuth server issues (at-UNIXNANO).
+var accessToken = regexp.MustCompile(`at-[0-9]{15,}`)
 
 // assertNoCanary fails when the bearer token appears in anything Keel
 // keeps or shows: every file of the data directory (the SQLite store,
@@ -34,6 +38,9 @@ func assertNoCanary(t *testing.T, p *keeltest.Program, runID string) {
 		}
 		if strings.Contains(string(b), canary) {
 			t.Errorf("the MCP bearer token is in %s", path)
+		}
+		if m := accessToken.Find(b); m != nil {
+			t.Errorf("an OAuth access token (%s) is in %s", m, path)
 		}
 		return nil
 	})

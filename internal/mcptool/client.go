@@ -8,11 +8,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // client is one process's connection to one server: connected at first
@@ -27,6 +31,24 @@ type client struct {
 	progMu   sync.Mutex
 	progress map[string]func(done, total int64, note string)
 	nextTok  uint64
+
+	tokMu  sync.Mutex
+	tokens []string // OAuth access tokens sent so far, to mask
+}
+
+// sawToken keeps an access token the client sent, for Secrets.
+func (c *client) sawToken(tok string) {
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	if !slices.Contains(c.tokens, tok) {
+		c.tokens = append(c.tokens, tok)
+	}
+}
+
+func (c *client) accessTokens() []string {
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	return slices.Clone(c.tokens)
 }
 
 func newClient(s Server) *client {
@@ -39,6 +61,9 @@ type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
 	bearer  string
+	// seen gets the bearer token of each request the SDK authorized
+	// (OAuth): it is a credential Keel did not configure, and is masked.
+	seen func(string)
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -48,6 +73,8 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if h.bearer != "" {
 		r.Header.Set("Authorization", "Bearer "+h.bearer)
+	} else if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && h.seen != nil {
+		h.seen(tok)
 	}
 	return h.base.RoundTrip(r)
 }
@@ -55,10 +82,19 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (c *client) transport() (mcp.Transport, error) {
 	s := c.srv
 	if s.URL != "" {
-		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.Headers, bearer: s.BearerToken}}
+		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.Headers, bearer: s.BearerToken, seen: c.sawToken}}
 		// No transport-level retries: whether a call may be sent again is
 		// the operation protocol's decision, not the transport's.
-		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil
+		t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		if s.OAuthClientID != "" {
+			h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{Credentials: &oauthex.ClientCredentials{
+				ClientID: s.OAuthClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: s.OAuthClientSecret}}})
+			if err != nil {
+				return nil, fmt.Errorf("mcp server %q: OAuth: %w", s.Name, err)
+			}
+			t.OAuthHandler = h
+		}
+		return t, nil
 	}
 	var cmd *exec.Cmd
 	switch {
@@ -96,7 +132,11 @@ func (c *client) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	cs, err := cl.Connect(ctx, tr, nil)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: connect: %w: %w", c.srv.Name, errNotMCP, err)
+		why := errNotMCP
+		if c.srv.OAuthClientID != "" && strings.Contains(err.Error(), "rejected by transport") {
+			why = errOAuth // the SDK's Authorize failed: discovery, or the token request
+		}
+		return nil, fmt.Errorf("MCP server %q: connect: %w: %w", c.srv.Name, why, err)
 	}
 	c.session = cs
 	return cs, nil

@@ -33,6 +33,10 @@ type Server struct {
 
 	BearerToken string
 	Headers     map[string]string
+	// OAuthClientID and OAuthClientSecret authenticate to a URL server
+	// with the OAuth client credentials grant, its authorization server
+	// found from the server's metadata (the MCP SDK's extauth handler).
+	OAuthClientID, OAuthClientSecret string
 
 	Trusted  bool
 	Contract ops.Contract // how the server deduplicates, for all its effects
@@ -96,6 +100,10 @@ func (s Server) Check() error {
 		return fail("Dir: a stdio server in the agent's sandbox sees no directory of this machine but its program's; drop Dir, or run it outside the sandbox (Unsandboxed)")
 	case s.Network && (!s.Sandboxed || s.URL != ""):
 		return fail("Network is for a stdio server in the agent's sandbox (an agent with Workspace.Commands); outside one a server has the worker's network anyway")
+	case (s.OAuthClientID == "") != (s.OAuthClientSecret == ""):
+		return fail("OAuth needs both a client id and a client secret")
+	case s.OAuthClientID != "" && (s.URL == "" || s.BearerToken != ""):
+		return fail("OAuth is for an HTTP server (URL), instead of BearerToken")
 	case len(s.Command) > 0 && (s.BearerToken != "" || len(s.Headers) > 0):
 		return fail("BearerToken and Headers are for an HTTP server (URL); give a stdio server its credentials in Env")
 	}
@@ -166,3 +174,6 @@ func ModeFor(a *mcp.ToolAnnotations, trusted bool, server ops.Contract, o Overri
 
 // errNotMCP wraps errors of a server that does not speak the protocol.
 var errNotMCP = errors.New("the server does not speak MCP")
+
+// errOAuth wraps errors of an OAuth client credentials grant that failed.
+var errOAuth = errors.New("OAuth authorization failed (check the client id and secret, and the server's authorization metadata)")

@@ -129,7 +129,14 @@ const canary = "mcp-canary-7f3c9e21b5d84a06"
 // once; the operation ids the fixture received in _meta are Keel's.
 func TestRunThroughMCP(t *testing.T) {
 	_, agent := binaries(t)
-	for name, env := range transports(t) {
+	ts := transports(t)
+	// OAuth client credentials: the client secret is the canary, and the
+	// fixture echoes the access token it issued into lookup's answers.
+	ts["oauth"] = func(log string) []string {
+		return []string{"MCPAGENT_URL=" + httpFixture(t, log, "-oauth", "keel-client:"+canary, "-hostile", "echo"),
+			"MCPAGENT_OAUTH=keel-client:" + canary, "MCPAGENT_LOG=" + log}
+	}
+	for name, env := range ts {
 		t.Run(name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "applied.jsonl")
 			p := keeltest.StartProgram(t, agent, env(log)...)
@@ -159,7 +166,7 @@ func TestRunThroughMCP(t *testing.T) {
 					t.Errorf("the fixture applied %s with operation id %q, not one of Keel's %v", e.Tool, e.Operation, ops)
 				}
 			}
-			if name == "http" {
+			if name == "http" || name == "oauth" {
 				assertNoCanary(t, p, id)
 			}
 		})

@@ -58,6 +58,19 @@ func TestHostileServers(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+	t.Run("OAuth with a wrong client secret", func(t *testing.T) {
+		arts, err := fs.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := httpFixture(t, filepath.Join(t.TempDir(), "applied.jsonl"), "-oauth", "keel-client:right-secret-123")
+		_, err = mcptool.Open(context.Background(), mcptool.Server{Name: "fx", URL: url,
+			OAuthClientID: "keel-client", OAuthClientSecret: "wrong-secret-456"}, arts)
+		if err == nil || !strings.Contains(err.Error(), `MCP server "fx": connect: OAuth authorization failed`) ||
+			!strings.Contains(err.Error(), "invalid_client") || strings.Contains(err.Error(), "wrong-secret-456") {
+			t.Fatalf("err %v", err)
+		}
+	})
 	t.Run("10 MB result", func(t *testing.T) {
 		ts, _, err := open(t, mcptool.Server{}, "-hostile", "big-result")
 		if err != nil {

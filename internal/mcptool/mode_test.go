@@ -68,6 +68,11 @@ func TestServerCheck(t *testing.T) {
 		{mcptool.Server{Name: "s", URL: "http://x", Timeout: -1}, "must not be negative"},
 		{mcptool.Server{Name: "s", URL: "http://x", Tools: map[string]mcptool.Override{"t": {Mode: "sometimes"}}}, `Tools["t"].Mode "sometimes"`},
 		{mcptool.Server{Name: "s", URL: "http://x", Tools: map[string]mcptool.Override{"t": {ConfirmOnce: true}}}, `Tools["t"]: ConfirmOnce is for an effect`},
+		{mcptool.Server{Name: "s", URL: "http://x", OAuthClientID: "c"}, "OAuth needs both a client id and a client secret"},
+		{mcptool.Server{Name: "s", Command: []string{"x"}, OAuthClientID: "c", OAuthClientSecret: "s"}, "OAuth is for an HTTP server (URL)"},
+		{mcptool.Server{Name: "s", URL: "http://x", BearerToken: "t", OAuthClientID: "c", OAuthClientSecret: "s"}, "OAuth is for an HTTP server (URL), instead of BearerToken"},
+		{mcptool.Server{Name: "s", Command: []string{"x"}, Sandboxed: true, Dir: "/srv"}, "Dir: a stdio server in the agent's sandbox"},
+		{mcptool.Server{Name: "s", Command: []string{"x"}, Network: true}, "Network is for a stdio server in the agent's sandbox"},
 	}
 	for _, c := range cases {
 		err := c.s.Check()

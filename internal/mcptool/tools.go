@@ -108,7 +108,10 @@ func (b base) Secrets() []string {
 	for _, v := range b.c.srv.Headers {
 		out = append(out, v)
 	}
-	return out
+	if b.c.srv.OAuthClientSecret != "" {
+		out = append(out, b.c.srv.OAuthClientSecret)
+	}
+	return append(out, b.c.accessTokens()...)
 }
 
 // answer is one call's result as Keel takes it.

@@ -19,6 +19,10 @@
 // request's Authorization header). -schema-file: while that file exists,
 // lookup's schema has one more property (a server changing terms).
 // -token: an HTTP request without "Authorization: Bearer TOKEN" gets 401.
+// -oauth ID:SECRET: the HTTP endpoint is an OAuth protected resource
+// (RFC 9728 metadata) whose authorization server is the fixture itself
+// (RFC 8414 metadata, a /token endpoint granting client_credentials to
+// that client only); a request without a token it issued gets 401.
 // probe adds a read-only tool "probe" that reports what the server can
 // reach: the content of a file, an environment variable, a TCP address.
 package main
@@ -33,10 +37,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 type fixture struct {
@@ -205,6 +212,7 @@ func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this loopback address (127.0.0.1:0) instead of stdio")
 	urlFile := flag.String("url-file", "", "with -http: write the endpoint URL here once serving")
 	token := flag.String("token", "", "with -http: require this bearer token")
+	oauthClient := flag.String("oauth", "", "with -http: CLIENT_ID:SECRET, require a token issued to it by this fixture's /token")
 	flag.StringVar(&f.log, "log", "", "the application log (required)")
 	flag.StringVar(&f.hostile, "hostile", "", "many-tools, big-result, garbage, liar, hang, die, echo or probe")
 	flag.StringVar(&f.schemaFile, "schema-file", "", "while this file exists, lookup's schema has one more property")
@@ -223,7 +231,7 @@ func main() {
 		}
 		return
 	}
-	if err := serveHTTP(&f, *httpAddr, *urlFile, *token); err != nil {
+	if err := serveHTTP(&f, *httpAddr, *urlFile, *token, *oauthClient); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpfixture:", err)
 		os.Exit(1)
 	}
@@ -255,26 +263,90 @@ func garbage() {
 	}
 }
 
-func serveHTTP(f *fixture, addr, urlFile, token string) error {
+func serveHTTP(f *fixture, addr, urlFile, token, oauthClient string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := f.server()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := "http://" + ln.Addr().String()
+	url := base + "/mcp"
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	mux := http.NewServeMux()
+	if oauthClient != "" {
+		id, secret, _ := strings.Cut(oauthClient, ":")
+		as := &authServer{base: base, id: id, secret: secret, issued: map[string]time.Time{}}
+		prm := base + "/.well-known/oauth-protected-resource/mcp"
+		mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource: url, AuthorizationServers: []string{base}}))
+		mux.HandleFunc("/.well-known/oauth-authorization-server", as.metadata)
+		mux.HandleFunc("/token", as.token)
+		h = auth.RequireBearerToken(as.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(h)
+	}
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
-	})
-	url := "http://" + ln.Addr().String() + "/mcp"
+	}))
 	if urlFile != "" {
 		if err := os.WriteFile(urlFile, []byte(url), 0o600); err != nil {
 			return err
 		}
 	}
-	hs := &http.Server{Handler: auth, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return hs.Serve(ln)
+}
+
+// authServer is the fixture's OAuth authorization server: one client,
+// the client_credentials grant, opaque tokens valid for an hour.
+type authServer struct {
+	base, id, secret string
+	mu               sync.Mutex
+	issued           map[string]time.Time // token → expiry
+}
+
+func (a *authServer) metadata(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"issuer": a.base, "token_endpoint": a.base + "/token",
+		"grant_types_supported":                 []string{"client_credentials"},
+		"code_challenge_methods_supported":      []string{"S256"}, // the SDK refuses a server without PKCE, whatever the grant
+		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"response_types_supported":              []string{"token"},
+	})
+}
+
+func (a *authServer) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost || r.Form.Get("grant_type") != "client_credentials" {
+		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.Form.Get("client_id"), r.Form.Get("client_secret")
+	}
+	if id != a.id || secret != a.secret {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+		return
+	}
+	tok := fmt.Sprintf("at-%d", time.Now().UnixNano())
+	a.mu.Lock()
+	a.issued[tok] = time.Now().Add(time.Hour)
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+}
+
+func (a *authServer) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	exp, ok := a.issued[token]
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{Expiration: exp}, nil
 }

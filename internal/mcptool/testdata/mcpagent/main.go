@@ -8,6 +8,7 @@
 //	MCPAGENT_LOG      the fixture's application log (-log), read by Count
 //	MCPAGENT_FLAGS    more fixture flags (stdio), space-separated
 //	MCPAGENT_TOKEN    the bearer token of the HTTP endpoint
+//	MCPAGENT_OAUTH    CLIENT_ID:SECRET, OAuth client credentials instead
 package main
 
 import (
@@ -34,6 +35,9 @@ func main() {
 		srv := keel.MCPServer{Name: "fx", URL: os.Getenv("MCPAGENT_URL"), BearerToken: os.Getenv("MCPAGENT_TOKEN"),
 			Tools: map[string]keel.MCPTool{"set_flag": {Promises: keel.IdempotentByKey}},
 			Count: func(_ context.Context, tool, opID string) (int, error) { return count(log, tool, opID) }}
+		if id, secret, ok := strings.Cut(os.Getenv("MCPAGENT_OAUTH"), ":"); ok {
+			srv.OAuth = &keel.MCPOAuth{ClientID: id, ClientSecret: secret}
+		}
 		if c := os.Getenv("MCPAGENT_CMD"); c != "" {
 			srv.Command = append([]string{c, "-log", log}, strings.Fields(os.Getenv("MCPAGENT_FLAGS"))...)
 		}
