@@ -195,7 +195,7 @@ aws-local-e2e:
 		echo "aws-local-e2e: SKIPPED: aws-lambda-rie could not be installed"; exit 0; fi; \
 	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_AWSLOCAL=1 KEEL_AWSLOCAL_RIE=$(RIE) KEEL_AWSLOCAL_PYTHON=$(PYTHON) \
-		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$|TestLambdaPackages|TestLocalStackPackageOnMoto|TestStoreConformanceOnMoto' ./internal/proof/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+		$(GO) test -count=1 -timeout 10m -v -run 'TestAWSLocal$$|TestLambdaPackages|TestLocalStackPackageOnMoto|TestStoreConformanceOnMoto|TestMCPTokenFromSecretsManagerOnMoto' ./internal/proof/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 	exit $${PIPESTATUS[0]}
 
 # demo: the research agent end to end on the embedded default, with a crash

@@ -77,6 +77,13 @@ type MCPServer struct {
 	Network bool
 	// BearerToken is sent as "Authorization: Bearer ..." to a URL server.
 	BearerToken string
+	// BearerTokenFrom, instead of BearerToken, gives the token each time
+	// Keel's client connects (when a worker builds the agent, and again
+	// after a connection broke), so a rotated secret is picked up without
+	// a deploy: for example awssecret.From("keel/mcp-gh") on AWS, with
+	// the CDK context keel:appSecretNames letting every role read it. Its
+	// value is masked as BearerToken's is.
+	BearerTokenFrom func(ctx context.Context) (string, error)
 	// Headers are sent with every request to a URL server.
 	Headers map[string]string
 	// OAuth authenticates to a URL server as a pre-registered OAuth
@@ -153,7 +160,7 @@ func (s MCPServer) internal(sandboxed bool) (mcptool.Server, error) {
 		return mcptool.Server{}, fmt.Errorf("MCP server %q: unknown Promises bits %#x", s.Name, uint8(s.Promises))
 	}
 	out := mcptool.Server{Name: s.Name, URL: s.URL, Command: s.Command, Env: s.Env, Dir: s.Dir,
-		BearerToken: s.BearerToken, Headers: s.Headers, Trusted: s.Trusted, Contract: s.Promises.contract(),
+		BearerToken: s.BearerToken, BearerTokenFrom: s.BearerTokenFrom, Headers: s.Headers, Trusted: s.Trusted, Contract: s.Promises.contract(),
 		Only: s.Only, Prefix: s.Prefix, Timeout: s.Timeout, MaxTools: s.MaxTools, MaxResultBytes: s.MaxResultBytes,
 		Count: s.Count, Tools: map[string]mcptool.Override{},
 		OAuthClientID: s.OAuth.clientID(), OAuthClientSecret: s.OAuth.clientSecret(),

@@ -40,6 +40,7 @@ const (
 	CtxJWTIssuer          = "keel:jwtIssuer"          // OIDC issuer URL; default: IAM auth
 	CtxJWTAudience        = "keel:jwtAudience"        // comma-separated
 	CtxModelSecretName    = "keel:modelSecretName"    // Secrets Manager secret name
+	CtxAppSecretNames     = "keel:appSecretNames"     // comma-separated secret names the program reads itself
 	CtxEnvironment        = "keel:environment"        // object, or "K=V,K=V"
 	CtxScheduleExpression = "keel:scheduleExpression" // default "rate(1 day)"
 	CtxScheduleEnabled    = "keel:scheduleEnabled"    // default false
@@ -87,6 +88,7 @@ func configFromContext(get contextGetter, dir string) (Config, error) {
 		JWTIssuer:         c.str(CtxJWTIssuer),
 		JWTAudience:       c.list(CtxJWTAudience),
 		ModelSecretName:   c.str(CtxModelSecretName),
+		AppSecretNames:    c.list(CtxAppSecretNames),
 		Environment:       c.env(CtxEnvironment),
 		Schedule: ExampleSchedule{
 			Expression: c.str(CtxScheduleExpression),

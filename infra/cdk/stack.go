@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -81,6 +82,11 @@ type KeelStackProps struct {
 	// get its ARN as KEEL_MODEL_SECRET_ARN; the secret's value never enters
 	// the template or an environment variable.
 	ModelSecretName string
+	// AppSecretNames name Secrets Manager secrets the program reads itself
+	// (an MCP server's token through the awssecret package): every
+	// function and the Fargate task may read them, as each builds the
+	// agents. Their values never enter the template.
+	AppSecretNames []string
 	// Environment adds variables to every function and the Fargate task
 	// (KEEL_MODEL, KEEL_SPILL_TOOLS, an agent's own RESEARCH_PUBLISH...:
 	// internal/config reads the same ones everywhere, and refuses a KEEL_*
@@ -193,17 +199,23 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	})
 
 	commands := addCommandRunner(stack, props, storage, fns, spill)
-	output := func(id string, value *string, desc string) {
-		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
-	}
-	output("ApiUrl", api.HTTPAPI.ApiEndpoint(), "HTTP API endpoint (IAM or JWT auth)")
-	output("TableName", storage.Table.TableName(), "DynamoDB table (KEEL_TABLE)")
-	output("BucketName", storage.Bucket.BucketName(), "artifact bucket (KEEL_BUCKET)")
-	output("StateMachineArn", sm.StateMachineArn(), "run state machine (KEEL_STATE_MACHINE_ARN)")
-	output("SchedulerRoleArn", sched.Role.RoleArn(), "role for further EventBridge Scheduler schedules that target ScheduleFunctionArn")
-	output("ScheduleFunctionArn", fns.Schedule.FunctionArn(), "the function schedules invoke")
+	grantAppSecrets(stack, props.AppSecretNames, fns, spill)
+	ks := &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep, Commands: commands}
+	addOutputs(ks)
+	return ks
+}
 
-	return &KeelStack{Stack: stack, Storage: storage, Functions: fns, Spill: spill, Run: run, API: api, Schedule: sched, Sweep: sweep, Commands: commands}
+// addOutputs names what an operator needs from the deployed stack.
+func addOutputs(ks *KeelStack) {
+	output := func(id string, value *string, desc string) {
+		awscdk.NewCfnOutput(ks.Stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
+	}
+	output("ApiUrl", ks.API.HTTPAPI.ApiEndpoint(), "HTTP API endpoint (IAM or JWT auth)")
+	output("TableName", ks.Storage.Table.TableName(), "DynamoDB table (KEEL_TABLE)")
+	output("BucketName", ks.Storage.Bucket.BucketName(), "artifact bucket (KEEL_BUCKET)")
+	output("StateMachineArn", ks.Run.StateMachine.StateMachineArn(), "run state machine (KEEL_STATE_MACHINE_ARN)")
+	output("SchedulerRoleArn", ks.Schedule.Role.RoleArn(), "role for further EventBridge Scheduler schedules that target ScheduleFunctionArn")
+	output("ScheduleFunctionArn", ks.Functions.Schedule.FunctionArn(), "the function schedules invoke")
 }
 
 func (p KeelStackProps) withDefaults() KeelStackProps {
@@ -227,6 +239,18 @@ func modelSecret(scope constructs.Construct, name string) awssecretsmanager.ISec
 		return nil
 	}
 	return awssecretsmanager.Secret_FromSecretNameV2(scope, jsii.String("ModelSecret"), jsii.String(name))
+}
+
+// grantAppSecrets lets every function and the task read the program's own
+// secrets, referenced by name as the model secret is.
+func grantAppSecrets(scope constructs.Construct, names []string, fns *Functions, spill *SpillTask) {
+	for i, name := range names {
+		sec := awssecretsmanager.Secret_FromSecretNameV2(scope, jsii.String(fmt.Sprintf("AppSecret%d", i)), jsii.String(name))
+		for _, fn := range []awslambda.Function{fns.API, fns.Step, fns.Approval, fns.Finalize, fns.Schedule, fns.Sweep} {
+			sec.GrantRead(fn, nil)
+		}
+		sec.GrantRead(spill.TaskDefinition.TaskRole(), nil)
+	}
 }
 
 // pinAvailabilityZones answers the availability-zones context query of an

@@ -224,6 +224,37 @@ func TestKeelStackVariants(t *testing.T) {
 			},
 		},
 		{
+			name:  "the program's own secrets reach every function and the task, and nothing else",
+			props: KeelStackProps{AppSecretNames: []string{"keel/mcp-gh"}},
+			check: func(t *testing.T, s synthesized) {
+				stack := s.Stack.Stack
+				readers := map[string]bool{}
+				for _, st := range s.policyStatements() {
+					if slices.Contains(st.Actions(), "secretsmanager:GetSecretValue") {
+						if !strings.Contains(jsonOf(st.Raw["Resource"]), ":secret:keel/mcp-gh-??????") {
+							t.Errorf("secret grant on %s", jsonOf(st.Raw["Resource"]))
+						}
+						for _, r := range s.rolesOf(st.Owner) {
+							readers[r] = true
+						}
+					}
+				}
+				want := map[string]bool{logicalID(stack, s.Stack.Spill.TaskDefinition.TaskRole()): true}
+				for _, fn := range s.Stack.Functions.ByName() {
+					want[logicalID(stack, fn.Role())] = true
+				}
+				if fmt.Sprint(readers) != fmt.Sprint(want) {
+					t.Errorf("secret readers = %v, want %v", readers, want)
+				}
+				if tmpl := jsonOf(s.JSON); strings.Contains(tmpl, "SecretString") {
+					t.Error("a secret's value is in the template")
+				}
+				if cycle := findCycle(s.JSON); cycle != nil {
+					t.Errorf("dependency cycle: %s", strings.Join(cycle, " -> "))
+				}
+			},
+		},
+		{
 			name:  "JWT auth and a pulled task image",
 			props: KeelStackProps{JWTIssuer: "https://issuer.example.com/", JWTAudience: []string{"keel"}, TaskImage: "public.ecr.aws/example/keel:1"},
 			check: func(t *testing.T, s synthesized) {

@@ -33,7 +33,7 @@ type client struct {
 	nextTok  uint64
 
 	tokMu  sync.Mutex
-	tokens []string // OAuth access tokens sent so far, to mask
+	tokens []string // tokens Keel did not configure (OAuth, BearerTokenFrom), sent so far, to mask
 }
 
 // sawToken keeps an access token the client sent, for Secrets.
@@ -79,10 +79,22 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-func (c *client) transport() (mcp.Transport, error) {
+func (c *client) transport(ctx context.Context) (mcp.Transport, error) {
 	s := c.srv
 	if s.URL != "" {
-		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.Headers, bearer: s.BearerToken, seen: c.sawToken}}
+		bearer := s.BearerToken
+		if s.BearerTokenFrom != nil {
+			tok, err := s.BearerTokenFrom(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("MCP server %q: BearerTokenFrom: %w", s.Name, err)
+			}
+			if tok == "" {
+				return nil, fmt.Errorf("MCP server %q: BearerTokenFrom gave an empty token", s.Name)
+			}
+			c.sawToken(tok)
+			bearer = tok
+		}
+		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.Headers, bearer: bearer, seen: c.sawToken}}
 		// No transport-level retries: whether a call may be sent again is
 		// the operation protocol's decision, not the transport's.
 		t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
@@ -126,7 +138,7 @@ func (c *client) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	})
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
-	tr, err := c.transport()
+	tr, err := c.transport(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,10 @@ type Server struct {
 	Isolate   func(argv, env []string, network bool) (*exec.Cmd, error)
 
 	BearerToken string
-	Headers     map[string]string
+	// BearerTokenFrom, instead of BearerToken, gives the token each time
+	// the client connects (a secret store read again after a rotation).
+	BearerTokenFrom func(ctx context.Context) (string, error)
+	Headers         map[string]string
 	// OAuthClientID and OAuthClientSecret authenticate to a URL server
 	// with the OAuth client credentials grant, its authorization server
 	// found from the server's metadata (the MCP SDK's extauth handler).
@@ -102,6 +105,10 @@ func (s Server) Check() error {
 		return fail("Network is for a stdio server in the agent's sandbox (an agent with Workspace.Commands); outside one a server has the worker's network anyway")
 	case (s.OAuthClientID == "") != (s.OAuthClientSecret == ""):
 		return fail("OAuth needs both a client id and a client secret")
+	case s.BearerToken != "" && s.BearerTokenFrom != nil:
+		return fail("set at most one of BearerToken and BearerTokenFrom")
+	case s.BearerTokenFrom != nil && (s.URL == "" || s.OAuthClientID != ""):
+		return fail("BearerTokenFrom is for an HTTP server (URL), without OAuth")
 	case s.OAuthClientID != "" && (s.URL == "" || s.BearerToken != ""):
 		return fail("OAuth is for an HTTP server (URL), instead of BearerToken")
 	case len(s.Command) > 0 && (s.BearerToken != "" || len(s.Headers) > 0):

@@ -9,6 +9,7 @@
 //	MCPAGENT_FLAGS    more fixture flags (stdio), space-separated
 //	MCPAGENT_TOKEN    the bearer token of the HTTP endpoint
 //	MCPAGENT_OAUTH    CLIENT_ID:SECRET, OAuth client credentials instead
+//	MCPAGENT_TOKEN_SECRET  a Secrets Manager secret holding the token instead
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel"
+	"github.com/keelrun/keel/awssecret"
 )
 
 const script = `{"turns": [
@@ -35,6 +37,9 @@ func main() {
 		srv := keel.MCPServer{Name: "fx", URL: os.Getenv("MCPAGENT_URL"), BearerToken: os.Getenv("MCPAGENT_TOKEN"),
 			Tools: map[string]keel.MCPTool{"set_flag": {Promises: keel.IdempotentByKey}},
 			Count: func(_ context.Context, tool, opID string) (int, error) { return count(log, tool, opID) }}
+		if id := os.Getenv("MCPAGENT_TOKEN_SECRET"); id != "" {
+			srv.BearerToken, srv.BearerTokenFrom = "", awssecret.From(id)
+		}
 		if id, secret, ok := strings.Cut(os.Getenv("MCPAGENT_OAUTH"), ":"); ok {
 			srv.OAuth = &keel.MCPOAuth{ClientID: id, ClientSecret: secret}
 		}
