@@ -64,12 +64,14 @@ type MCPServer struct {
 	Dir string
 	// Unsandboxed runs a stdio server as a plain child of the worker even
 	// when the agent runs commands in a sandbox: it then sees the worker's
-	// files and environment, credentials included. Without it, a stdio
-	// server of such an agent runs in the sandbox: a read-only system,
-	// its own /tmp, no file of the worker's but its program's directory,
-	// no environment but Env (and PATH, HOME, LANG), and no network
-	// unless Network. An agent without a sandbox runs its stdio servers
-	// as plain children, with the worker's environment and Env added.
+	// files and environment, credentials included, and serves all the
+	// worker's runs. Without it, a stdio server of such an agent runs in
+	// the sandbox, one server per run: the run's workspace at /workspace,
+	// a read-only system, its own /tmp, no file of the worker's but its
+	// program's directory, no environment but Env (and PATH, HOME, LANG),
+	// and no network unless Network. An agent without a sandbox runs its
+	// stdio servers as plain children, with the worker's environment and
+	// Env added.
 	Unsandboxed bool
 	// Network gives a stdio server in the agent's sandbox the worker's
 	// network (not filtered by CommandPolicy.AllowHosts: that proxy holds

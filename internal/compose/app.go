@@ -25,8 +25,9 @@ type ToolEnv struct {
 	Artifacts artifact.Store
 	// ServerSandbox, set when the agent runs commands in a sandbox on
 	// this worker, builds the command of a server the agent's tools talk
-	// to over stdio in that sandbox (sandbox.Sandbox.ServerCommand).
-	ServerSandbox func(argv, env []string, network bool) (*exec.Cmd, error)
+	// to over stdio in that sandbox, with a run's workspace when given
+	// (sandbox.Sandbox.ServerCommand).
+	ServerSandbox func(argv, env []string, network bool, workspace string) (*exec.Cmd, error)
 }
 
 // AgentDef is one agent before the runtime's parts exist.

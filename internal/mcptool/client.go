@@ -24,6 +24,12 @@ import (
 // that call's outcome unknown; the next call starts a new session).
 type client struct {
 	srv Server
+	// workspace is the run's tree a sandboxed server of one run works in
+	// ("" for the server that lists the tools).
+	workspace string
+
+	runsMu sync.Mutex
+	runs   map[string]*runServer // a sandboxed server's, by run (runs.go)
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -52,7 +58,7 @@ func (c *client) accessTokens() []string {
 }
 
 func newClient(s Server) *client {
-	return &client{srv: s, progress: map[string]func(int64, int64, string){}}
+	return &client{srv: s, progress: map[string]func(int64, int64, string){}, runs: map[string]*runServer{}}
 }
 
 // headerTransport adds the operator's credentials to every request: they
@@ -114,7 +120,7 @@ func (c *client) transport(ctx context.Context) (mcp.Transport, error) {
 		return nil, fmt.Errorf("mcp server %q: it runs in the agent's sandbox, and this worker has none (commands go to KEEL_COMMAND_RUNNER): use an HTTP server, or declare it Unsandboxed", s.Name)
 	case s.Sandboxed:
 		var err error
-		if cmd, err = s.Isolate(s.Command, s.Env, s.Network); err != nil {
+		if cmd, err = s.Isolate(s.Command, s.Env, s.Network, c.workspace); err != nil {
 			return nil, fmt.Errorf("mcp server %q: %w", s.Name, err)
 		}
 	default:

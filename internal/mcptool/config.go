@@ -26,10 +26,12 @@ type Server struct {
 	// Sandboxed: a stdio server runs in the agent's sandbox, through
 	// Isolate (sandbox.Sandbox.ServerCommand, set when the worker builds
 	// the agent): only Env of the environment, no file of the worker's,
-	// and network only with Network.
+	// and network only with Network. One server lists the tools when the
+	// worker builds the agent; each run's calls then go to a server of
+	// the run's own, started with the run's workspace (see runs.go).
 	Sandboxed bool
 	Network   bool
-	Isolate   func(argv, env []string, network bool) (*exec.Cmd, error)
+	Isolate   func(argv, env []string, network bool, workspace string) (*exec.Cmd, error)
 
 	BearerToken string
 	// BearerTokenFrom, instead of BearerToken, gives the token each time

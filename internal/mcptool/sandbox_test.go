@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/kernel/runspace"
 	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/mcptool"
@@ -91,6 +92,61 @@ func TestStdioServerInTheSandbox(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a server per run, in its workspace", func(t *testing.T) {
+		arts, err := fs.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := os.MkdirTemp("", "keel-mcp-runs-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
+		if err := os.Chmod(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		m, err := runspace.New(runspace.Config{Root: root, Artifacts: arts, Sandbox: sb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, err := mcptool.Open(context.Background(), mcptool.Server{Name: "fx", Trusted: true, Sandboxed: true, Isolate: sb.ServerCommand,
+			Command: []string{fx, "-log", "/tmp/applied.jsonl", "-hostile", "probe"}}, arts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var probe tool.Tool
+		for _, x := range ts {
+			if x.Info().Name == "fx_probe" {
+				probe = x
+			}
+		}
+		trees := map[string]*runspace.Tree{}
+		for _, run := range []string{"run_a", "run_b"} {
+			tr, err := m.Open(context.Background(), run, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tr.Dir(), "mine"), []byte("of "+run), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			trees[run] = tr
+		}
+		for run, tr := range trees {
+			other := trees["run_a"]
+			if run == "run_a" {
+				other = trees["run_b"]
+			}
+			for path, want := range map[string]string{"/workspace/mine": "file:of " + run + " ", filepath.Join(other.Dir(), "mine"): "file:ERR "} {
+				res, err := probe.Run(tr.Bind(context.Background()), call(run, `{"path":"`+path+`","env":"HOME","dial":"127.0.0.1:1"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Content + string(res.Data); !strings.Contains(got, want) {
+					t.Errorf("%s reading %s: %s, want %q", run, path, got, want)
+				}
+			}
+		}
+	})
 	t.Run("no sandbox on this worker", func(t *testing.T) {
 		_, err := mcptool.Open(context.Background(), mcptool.Server{Name: "fx", Sandboxed: true,
 			Command: []string{fx, "-log", "/tmp/applied.jsonl"}}, nil)

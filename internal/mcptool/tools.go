@@ -122,8 +122,8 @@ type answer struct {
 	size    int
 }
 
-func (b base) invoke(ctx context.Context, args json.RawMessage, meta map[string]any, progress func(int64, int64, string)) (answer, error) {
-	res, err := b.c.call(ctx, b.mcpName, args, meta, progress)
+func (b base) invoke(ctx context.Context, runID string, args json.RawMessage, meta map[string]any, progress func(int64, int64, string)) (answer, error) {
+	res, err := b.c.forRun(ctx, runID).call(ctx, b.mcpName, args, meta, progress)
 	if err != nil {
 		return answer{}, err
 	}
@@ -170,10 +170,10 @@ var (
 )
 
 func (r readTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
-	if err := r.c.holdTerms(ctx, r.arts, c.RunID, r.mcpName); err != nil {
+	if err := r.c.forRun(ctx, c.RunID).holdTerms(ctx, r.arts, c.RunID, r.mcpName); err != nil {
 		return tool.Result{}, err
 	}
-	a, err := r.invoke(ctx, c.Args, callMeta(c.RunID, c.PlanItemID), c.Progress)
+	a, err := r.invoke(ctx, c.RunID, c.Args, callMeta(c.RunID, c.PlanItemID), c.Progress)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -203,14 +203,14 @@ func (e effectTool) Contract() ops.Contract { return e.terms.Contract }
 // Intent refuses, before anything is recorded, a tool whose terms
 // changed since the run first listed the server.
 func (e effectTool) Intent(ctx context.Context, c tool.Call) (tool.Intent, error) {
-	return tool.Intent{}, e.c.holdTerms(ctx, e.arts, c.RunID, e.mcpName)
+	return tool.Intent{}, e.c.forRun(ctx, c.RunID).holdTerms(ctx, e.arts, c.RunID, e.mcpName)
 }
 
 // Dispatch sends the call with the operation id in _meta. A server that
 // answers isError or a JSON-RPC error refused the call (Rejected); a
 // transport error, a timeout or a disconnect leaves the outcome unknown.
 func (e effectTool) Dispatch(ctx context.Context, op run.Operation) (ops.Outcome, error) {
-	if err := e.c.holdTerms(ctx, e.arts, op.RunID, e.mcpName); err != nil {
+	if err := e.c.forRun(ctx, op.RunID).holdTerms(ctx, e.arts, op.RunID, e.mcpName); err != nil {
 		if errors.Is(err, ErrTermsChanged) {
 			return ops.Outcome{}, &ops.Rejected{Reason: err.Error()}
 		}
@@ -218,7 +218,7 @@ func (e effectTool) Dispatch(ctx context.Context, op run.Operation) (ops.Outcome
 	}
 	meta := callMeta(op.RunID, op.PlanItemID)
 	meta[MetaOperationID] = op.IdempotencyKey
-	a, err := e.invoke(ctx, op.Args, meta, nil)
+	a, err := e.invoke(ctx, op.RunID, op.Args, meta, nil)
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpcErr):
