@@ -24,19 +24,8 @@ import (
 // is in no file of keel dev's data directory, though the server echoes it
 // into lookup's answers.
 func TestMCPTokenFromSecretsManagerOnMoto(t *testing.T) {
-	if os.Getenv("KEEL_AWSLOCAL") == "" {
-		t.Skip("aws-local-e2e: SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e sets it)")
-	}
-	python := envOr("KEEL_AWSLOCAL_PYTHON", "python3")
-	if why := MotoAvailable(python); why != "" {
-		t.Skip("aws-local-e2e: SKIPPED: " + why)
-	}
 	ctx := context.Background()
-	m, err := StartMoto(ctx, python, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m := motoOnly(t)
 	const token = "sm-mcp-token-4e1d90c7a2b35f68"
 	sm := secretsmanager.New(secretsmanager.Options{Region: Region, BaseEndpoint: aws.String(m.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})

@@ -19,6 +19,26 @@ import (
 	"github.com/keelrun/keel/internal/kernel/store/storetest"
 )
 
+// motoOnly starts moto alone (no Lambda emulator, no template) for a
+// test of the AWS APIs the backends use; it skips as the other
+// aws-local-e2e tests do.
+func motoOnly(t *testing.T) *Moto {
+	t.Helper()
+	if os.Getenv("KEEL_AWSLOCAL") == "" {
+		t.Skip("aws-local-e2e: SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e sets it)")
+	}
+	python := envOr("KEEL_AWSLOCAL_PYTHON", "python3")
+	if why := MotoAvailable(python); why != "" {
+		t.Skip("aws-local-e2e: SKIPPED: " + why)
+	}
+	m, err := StartMoto(context.Background(), python, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
 // TestStoreConformanceOnMoto runs the store conformance suite on the
 // DynamoDB store against moto, beside the in-process server
 // internal/kernel/store/dynamo's own tests use. moto keeps what that
@@ -28,19 +48,8 @@ import (
 // serializes requests, as moto's DynamoDB needs (no per-item atomicity
 // under concurrent writes).
 func TestStoreConformanceOnMoto(t *testing.T) {
-	if os.Getenv("KEEL_AWSLOCAL") == "" {
-		t.Skip("aws-local-e2e: SKIPPED: set KEEL_AWSLOCAL=1 (make aws-local-e2e sets it)")
-	}
-	python := envOr("KEEL_AWSLOCAL_PYTHON", "python3")
-	if why := MotoAvailable(python); why != "" {
-		t.Skip("aws-local-e2e: SKIPPED: " + why)
-	}
 	ctx := context.Background()
-	m, err := StartMoto(ctx, python, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m := motoOnly(t)
 	creds := credentials.NewStaticCredentialsProvider("test", "test", "")
 	ddb := dynamodb.New(dynamodb.Options{Region: Region, BaseEndpoint: aws.String(m.URL), Credentials: creds})
 	s3c := awss3.New(awss3.Options{Region: Region, BaseEndpoint: aws.String(m.URL), UsePathStyle: true, Credentials: creds})
