@@ -1,6 +1,7 @@
 package mcptool_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -72,6 +73,8 @@ func TestServerCheck(t *testing.T) {
 		{mcptool.Server{Name: "s", Command: []string{"x"}, OAuthClientID: "c", OAuthClientSecret: "s"}, "OAuth is for an HTTP server (URL)"},
 		{mcptool.Server{Name: "s", URL: "http://x", BearerToken: "t", OAuthClientID: "c", OAuthClientSecret: "s"}, "OAuth is for an HTTP server (URL), instead of BearerToken"},
 		{mcptool.Server{Name: "s", Command: []string{"x"}, Sandboxed: true, Dir: "/srv"}, "Dir: a stdio server in the agent's sandbox"},
+		{mcptool.Server{Name: "s", URL: "http://x", BearerToken: "t", BearerTokenFrom: func(context.Context) (string, error) { return "t", nil }}, "set at most one of BearerToken and BearerTokenFrom"},
+		{mcptool.Server{Name: "s", Command: []string{"x"}, BearerTokenFrom: func(context.Context) (string, error) { return "t", nil }}, "BearerTokenFrom is for an HTTP server (URL)"},
 		{mcptool.Server{Name: "s", Command: []string{"x"}, Network: true}, "Network is for a stdio server in the agent's sandbox"},
 	}
 	for _, c := range cases {

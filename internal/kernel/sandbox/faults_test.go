@@ -42,10 +42,10 @@ func TestFaultsStopped(t *testing.T) {
 			if !ok {
 				t.Fatalf("reason %q (%v), want one of %v", got, err, tc.reasons)
 			}
-			if wall := tc.policy.withDefaults().WallTime; time.Since(start) > wall+5*time.Second {
+			if wall := tc.policy.WithDefaults().WallTime; time.Since(start) > wall+5*time.Second {
 				t.Errorf("took %s, wall time %s", time.Since(start), wall)
 			}
-			if int64(len(res.Stdout)+len(res.Stderr)) > tc.policy.withDefaults().MaxOutputBytes {
+			if int64(len(res.Stdout)+len(res.Stderr)) > tc.policy.WithDefaults().MaxOutputBytes {
 				t.Errorf("kept %d bytes of output", len(res.Stdout)+len(res.Stderr))
 			}
 			t.Logf("%v; exit %d, %s, killed=%v truncated=%v", err, res.ExitCode, res.Duration.Round(time.Millisecond), res.Killed, res.Truncated)

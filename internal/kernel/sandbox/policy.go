@@ -30,7 +30,9 @@ var DefaultPolicy = Policy{
 	MaxOutputBytes: 1 << 20,
 }
 
-func (p Policy) withDefaults() Policy {
+// WithDefaults is p with every zero bound taken from DefaultPolicy, as a
+// command runs under it (here, or in the AWS command runner).
+func (p Policy) WithDefaults() Policy {
 	d := DefaultPolicy
 	if p.CPUTime <= 0 {
 		p.CPUTime = d.CPUTime

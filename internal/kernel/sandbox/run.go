@@ -38,7 +38,7 @@ func (s *Sandbox) Run(ctx context.Context, dir string, argv []string, p Policy) 
 // process started: the crash suite's fault point for a worker killed while
 // a command runs.
 func (s *Sandbox) RunNotify(ctx context.Context, dir string, argv []string, p Policy, started func()) (Result, error) {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	if len(argv) == 0 {
 		return Result{}, fmt.Errorf("%w: empty command", ErrSetup)
 	}

@@ -56,7 +56,7 @@ func (c *Client) Exec(ctx context.Context, cmd runspace.RemoteCommand) (runspace
 	if cmd.Policy.Network() {
 		return runspace.RemoteResult{}, fmt.Errorf("%w: %w", sandbox.ErrSetup, ErrNetworkOnAWS)
 	}
-	p := withDefaults(cmd.Policy)
+	p := cmd.Policy.WithDefaults()
 	ttl := p.WallTime + 5*time.Minute
 	grant, err := newGrant()
 	if err != nil {
@@ -133,29 +133,6 @@ func result(r cmdrunner.Response) sandbox.Result {
 	return sandbox.Result{ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, Truncated: r.Truncated, Killed: r.Killed, Reason: r.Reason,
 		Duration: time.Duration(r.DurationMs) * time.Millisecond, FirstOutput: time.Duration(r.FirstOutMs) * time.Millisecond,
 		CPUTime: time.Duration(r.CPUTimeMs) * time.Millisecond}
-}
-
-func withDefaults(p sandbox.Policy) sandbox.Policy {
-	d := sandbox.DefaultPolicy
-	if p.CPUTime <= 0 {
-		p.CPUTime = d.CPUTime
-	}
-	if p.MemoryBytes <= 0 {
-		p.MemoryBytes = d.MemoryBytes
-	}
-	if p.MaxProcs <= 0 {
-		p.MaxProcs = d.MaxProcs
-	}
-	if p.MaxFileBytes <= 0 {
-		p.MaxFileBytes = d.MaxFileBytes
-	}
-	if p.WallTime <= 0 {
-		p.WallTime = d.WallTime
-	}
-	if p.MaxOutputBytes <= 0 {
-		p.MaxOutputBytes = d.MaxOutputBytes
-	}
-	return p
 }
 
 func maxFile(l workspace.Limits) int64 {
