@@ -66,6 +66,11 @@ func (c *cli) role(ctx context.Context, cfg config.Config) error {
 			return err
 		}
 	}
+	if roles.Serves(config.RoleSweep) && cfg.Role == config.RoleSweep && cfg.StepFunction != "" {
+		if d.Versions, err = awsbackend.NewStepVersions(awsCfg, cfg.StepFunction); err != nil {
+			return err
+		}
+	}
 	return compose.ServeLambda(ctx, d)
 }
 

@@ -36,6 +36,9 @@ type Deps struct {
 	App      App
 	Backends Backends
 	SFN      StepFunctions
+	// Versions are the step function's published versions (the sweep
+	// role, when KEEL_STEP_FUNCTION is set); nil: none are retired.
+	Versions sweeper.Versions
 	Logger   *slog.Logger
 }
 
@@ -148,7 +151,15 @@ func NewStep(ctx context.Context, d Deps) (*Step, error) {
 	// Child runs are not started from here: the step role neither links
 	// nor is granted states:StartExecution (bench/lambda's link check);
 	// the sweeper starts a created child's execution.
-	return &Step{Step: roles.Step{Harness: h, Budget: roles.LambdaBudget(rt.Config.StepMargin)}, closer: closer{rt}}, nil
+	step := roles.Step{Harness: h, Budget: roles.LambdaBudget(rt.Config.StepMargin)}
+	if self := rt.Config.LambdaVersion; self != "" {
+		if err := rt.recordHomes(ctx, self, d.logger()); err != nil {
+			rt.Close()
+			return nil, err
+		}
+		step.Self, step.Place = self, placement{rt: rt}
+	}
+	return &Step{Step: step, closer: closer{rt}}, nil
 }
 
 // Approval is the approval role: it stores the AwaitApproval task token
@@ -276,7 +287,11 @@ func NewSweep(ctx context.Context, d Deps) (*Sweep, error) {
 		return nil, err
 	}
 	x := awsbackend.SweepExecutions{Client: d.SFN, StateMachineARN: rt.Config.StateMachineARN}
-	return &Sweep{Sweeper: rt.Sweeper(x, h), closer: closer{rt}}, nil
+	sw := rt.Sweeper(x, h)
+	if d.Versions != nil {
+		sw.Retirement = rt.retirement(d.Versions)
+	}
+	return &Sweep{Sweeper: sw, closer: closer{rt}}, nil
 }
 
 // Handle implements the schedule's target: one sweep; the event itself is

@@ -90,6 +90,10 @@ type Config struct {
 	// outlives that budget.
 	StepBudget, LeaseTTL time.Duration
 
+	// StepFunction is KEEL_STEP_FUNCTION (sweep role): the step
+	// function's live alias ARN, whose published versions the sweeper
+	// retires once no live run uses them. Empty: nothing is retired.
+	StepFunction string
 	// StateMachineARN is KEEL_STATE_MACHINE_ARN (api and schedule roles).
 	StateMachineARN string
 	// StepMargin is KEEL_STEP_MARGIN (default 30s): time a Lambda step
@@ -119,6 +123,11 @@ type Config struct {
 	// S3PathStyle is set when AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 is:
 	// S3-compatible servers want ENDPOINT/BUCKET addressing.
 	S3PathStyle bool
+	// LambdaVersion is NAME:N when this process serves a published
+	// version of a Lambda function (AWS_LAMBDA_FUNCTION_NAME and
+	// AWS_LAMBDA_FUNCTION_VERSION, which Lambda sets); empty elsewhere and
+	// under $LATEST.
+	LambdaVersion string
 	// AWSEndpoint is AWS_ENDPOINT_URL, for messages.
 	AWSEndpoint string
 	// Notify is how notifications reach people (KEEL_NOTIFY_*).
@@ -169,6 +178,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		DataDir:         get("KEEL_DATA_DIR"),
 		Addr:            get("KEEL_ADDR"),
 		StateMachineARN: get("KEEL_STATE_MACHINE_ARN"),
+		StepFunction:    get("KEEL_STEP_FUNCTION"),
 		ScheduleOwner:   get("KEEL_SCHEDULE_OWNER"),
 		RunID:           get("KEEL_RUN_ID"),
 		TaskToken:       get("KEEL_TASK_TOKEN"),
@@ -185,6 +195,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.S3PathStyle = c.AWSEndpoint != "" || get("AWS_ENDPOINT_URL_S3") != ""
+	if v := get("AWS_LAMBDA_FUNCTION_VERSION"); v != "" && v != "$LATEST" {
+		c.LambdaVersion = get("AWS_LAMBDA_FUNCTION_NAME") + ":" + v
+	}
 	c.awsSecrets = []string{get("AWS_SECRET_ACCESS_KEY"), get("AWS_SESSION_TOKEN")}
 	var err error
 	if c.Models, err = provider.ParseSettings(getenv); err != nil {

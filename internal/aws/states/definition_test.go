@@ -42,7 +42,7 @@ func TestLoadRunASL(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"AwaitApproval", "BadDecision", "Count", "Done", "Finalize", "FinalizeFailed", "Init",
-		"Outcome", "RolledOver", "Rollover", "Route", "RunErrored", "RunFailed", "RunOnFargate", "Step", "Superseded", "Wait"}
+		"Outcome", "Repoint", "RolledOver", "Rollover", "Route", "RunErrored", "RunFailed", "RunOnFargate", "Step", "Superseded", "Wait"}
 	if got := sortedStateNames(m.States); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("states %v", got)
 	}

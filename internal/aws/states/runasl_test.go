@@ -24,6 +24,9 @@ type decision struct {
 	WaitSeconds            int    `json:"wait_seconds"`
 	ApprovalTimeoutSeconds int    `json:"approval_timeout_seconds"`
 	Error                  string `json:"error"`
+	// Code is the function the next Step invokes: the Step echoes the
+	// code it was invoked as.
+	Code string `json:"code,omitempty"`
 }
 
 // The harness's named errors, as Step Functions sees them by type name.
@@ -74,6 +77,9 @@ func (f *fakeKeel) lambdas() map[string]LambdaFunc {
 			f.mu.Unlock()
 			if r.err != nil {
 				return nil, r.err
+			}
+			if r.d.Code == "" {
+				r.d.Code, _ = p["code"].(string)
 			}
 			return json.Marshal(r.d)
 		},
@@ -161,8 +167,8 @@ func TestRunContinueLoop(t *testing.T) {
 	}
 	wantPath(t, r.history(ex), "Init", "Step", "Count", "Route", "Step", "Count", "Route", "Step", "Count", "Route", "Finalize", "Outcome", "Done")
 	for _, c := range r.keel.stepCalls {
-		// The payload is ids only.
-		if len(c) != 2 || c["run_id"] != "run-1" || c["execution_id"] != ex {
+		// The payload is ids only, and the function invoked.
+		if len(c) != 3 || c["run_id"] != "run-1" || c["execution_id"] != ex || c["code"] != "keel-step" {
 			t.Fatalf("step payload %v", c)
 		}
 	}

@@ -70,6 +70,9 @@ type Sweeper struct {
 	// MaxResumes bounds the resumes of one run before it is finalized
 	// instead (default DefaultMaxResumes).
 	MaxResumes int
+	// Retirement, when set, retires the step function versions no live
+	// run uses after each sweep (Report.Versions).
+	Retirement *Retirement
 	// Clock is the time source (default time.Now).
 	Clock  func() time.Time
 	Logger *slog.Logger
@@ -104,6 +107,9 @@ type Report struct {
 	Checked int      `json:"checked"`
 	Repairs []Repair `json:"repairs"`
 	Errors  int      `json:"errors"`
+	// Versions: what became of each published step function version
+	// (only with a Retirement).
+	Versions []VersionReport `json:"versions,omitempty"`
 }
 
 // unfinished are the statuses a run moves out of only while an execution
@@ -143,6 +149,15 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 				break
 			}
 			q.PageToken = page.NextPageToken
+		}
+	}
+	if s.Retirement != nil {
+		vs, err := s.retire(ctx)
+		rep.Versions = vs
+		if err != nil {
+			// Retiring can wait for the next sweep; the repairs stand.
+			rep.Errors++
+			s.log().WarnContext(ctx, "sweep: retiring versions failed", "err", err)
 		}
 	}
 	return rep, nil

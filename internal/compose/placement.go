@@ -1,0 +1,73 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/keelrun/keel/internal/aws/roles"
+	"github.com/keelrun/keel/internal/aws/sweeper"
+	"github.com/keelrun/keel/internal/kernel/agentver"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
+)
+
+// placement says where a run's Steps run when the step function is
+// deployed in published versions (roles.Placement): a run of a pinned
+// agent goes back to the function version that runs its agent version,
+// found among the homes the versions recorded (agentver.Homes).
+type placement struct {
+	rt *Runtime
+}
+
+var _ roles.Placement = placement{}
+
+// Home implements roles.Placement.
+func (p placement) Home(ctx context.Context, runID string) (string, bool, error) {
+	r, err := p.rt.Store.GetRun(ctx, runID)
+	if err != nil {
+		return "", false, err
+	}
+	a, ok := p.rt.Agents[r.Agent]
+	if !ok || a.Policy != agentver.Pin {
+		return "", false, nil
+	}
+	if r.AgentVersion == "" || r.AgentVersion == a.Version {
+		return "", true, nil
+	}
+	homes, err := agentver.Homes(ctx, p.rt.Artifacts)
+	if err != nil {
+		return "", true, err
+	}
+	// No home: the version's code is gone; the harness's check stops
+	// the run for a person, naming the versions.
+	return agentver.HomeOf(homes, r.Agent, r.AgentVersion), true, nil
+}
+
+// recordHomes records that this function version (NAME:N) runs each of
+// the program's agent versions, so a later version can send their pinned
+// runs back here and the sweeper knows which versions are still used.
+func (rt *Runtime) recordHomes(ctx context.Context, self string, log *slog.Logger) error {
+	for name, a := range rt.Agents {
+		if a.Version == "" {
+			continue
+		}
+		if err := agentver.SaveHome(ctx, rt.Artifacts, name, a.Version, self); err != nil {
+			return fmt.Errorf("agent %s: %w", name, err)
+		}
+		log.Info("agent version deployed", "agent", name, "version", agentver.Short(a.Version), "function", self)
+	}
+	return nil
+}
+
+// retirement retires the step function versions vs no live run of this
+// runtime's store uses (sweeper.Retirement).
+func (rt *Runtime) retirement(vs sweeper.Versions) *sweeper.Retirement {
+	return &sweeper.Retirement{
+		Versions: vs,
+		Homes:    func(ctx context.Context) ([]agentver.Home, error) { return agentver.Homes(ctx, rt.Artifacts) },
+		RecordsVersion: func(ctx context.Context, r run.Run) (string, error) {
+			return harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r)
+		},
+	}
+}
