@@ -160,7 +160,8 @@ type Deps struct {
 	MaxStreamDuration time.Duration
 
 	// Records, when set, serve a run's story and debug bundle
-	// (GET /v1/runs/{id}/explain and /bundle); nil: those answer 404.
+	// (GET /v1/runs/{id}/explain and /bundle) and its version check
+	// (/version); nil: those answer 404.
 	Records RunRecords
 	// BundleEnv is what env.txt of a bundle served on demand says.
 	BundleEnv telemetry.Env
@@ -272,6 +273,7 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/workspace/files", s.workspaceFiles)
 	authed("GET /v1/runs/{id}/explain", s.explainRun)
 	authed("GET /v1/runs/{id}/bundle", s.bundle)
+	authed("GET /v1/runs/{id}/version", s.runVersion)
 	authed("GET /v1/deployment", s.deployment)
 	return s.recoverer(s.logRequests(s.jsonFallbacks(mux)))
 }

@@ -11,12 +11,14 @@ import (
 	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 
-// RunRecords is what a run's story and its bundle read beyond [Store]:
-// a subset of store.Store.
+// RunRecords is what a run's story, its bundle and its version check
+// (GET /v1/runs/{id}/version) read beyond [Store]: a subset of
+// store.Store.
 type RunRecords interface {
 	ListPlanItems(ctx context.Context, runID string) ([]run.PlanItem, error)
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
 	ListInputs(ctx context.Context, runID string, pendingOnly bool) ([]run.Input, error)
+	HasGrant(ctx context.Context, sessionID, tool string) (bool, error)
 }
 
 // Deployment reports the running deployment's composition (keel doctor).

@@ -78,7 +78,7 @@ func TestExplainWithoutRecordsIsNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/v1/runs/" + r.ID + "/explain", "/v1/runs/" + r.ID + "/bundle", "/v1/deployment"} {
+	for _, p := range []string{"/v1/runs/" + r.ID + "/explain", "/v1/runs/" + r.ID + "/bundle", "/v1/runs/" + r.ID + "/version", "/v1/deployment"} {
 		req, _ := http.NewRequest("GET", p, nil)
 		req.Header.Set("Authorization", "Bearer "+aliceToken)
 		w := httptest.NewRecorder()

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"text/tabwriter"
 
@@ -11,12 +12,13 @@ import (
 )
 
 // upgradeCheckCommand previews a deploy: the program it runs in is the
-// new one, the store is the one the runs in flight are in. It changes
-// nothing (compose.PreviewUpgrade).
+// new one; the runs in flight are read from a store (--data-dir, or the
+// configured table) or from a deployed API (--api). It changes nothing
+// (compose.PreviewUpgrade, compose.PreviewUpgradeAPI).
 func upgradeCheckCommand() command {
 	return command{
-		usage:   "[--data-dir DIR] [--json]",
-		summary: "before a deploy: say, run by run, whether this program would continue, move or stop each run in flight, and why (changes nothing)",
+		usage:   "[--data-dir DIR | --api] [--json]",
+		summary: "before a deploy: say, run by run, whether this program would continue, move or stop each run in flight (in a store, or behind the API with --api), and why (changes nothing)",
 		run: func(ctx context.Context, c *cli, args []string) error {
 			fs := c.flags("upgrade-check")
 			cfg, err := c.config()
@@ -24,6 +26,7 @@ func upgradeCheckCommand() command {
 				return err
 			}
 			dataDir := fs.String("data-dir", cfg.Defaults().DataDir, "data directory of the store to read (keel dev's)")
+			fromAPI := fs.Bool("api", false, "read the runs in flight from the API the client commands use (--url, --token)")
 			asJSON := fs.Bool("json", false, "print the verdicts as JSON, one object per run")
 			rest, err := parse(fs, args)
 			if err != nil {
@@ -32,13 +35,25 @@ func upgradeCheckCommand() command {
 			if len(rest) != 0 {
 				return usagef("upgrade-check takes no arguments")
 			}
+			if *fromAPI && flagSet(fs, "data-dir") {
+				return usagef("upgrade-check: --api and --data-dir exclude each other: --api reads the runs from a deployed API, --data-dir from a store")
+			}
 			cfg.DataDir = *dataDir
 			b, err := compose.LoadBackends(ctx, cfg, cfg.Logger(c.stderr))
 			if err != nil {
 				return err
 			}
-			rows, err := compose.PreviewUpgrade(ctx, cfg, c.app, b)
-			if err != nil {
+			var rows []compose.UpgradeRow
+			if *fromAPI {
+				cl, err := c.client()
+				if err != nil {
+					return err
+				}
+				rows, err = compose.PreviewUpgradeAPI(ctx, cfg, c.app, b, cl)
+				if err != nil {
+					return fmt.Errorf("the API at %s: %w", cl.BaseURL(), err)
+				}
+			} else if rows, err = compose.PreviewUpgrade(ctx, cfg, c.app, b); err != nil {
 				return err
 			}
 			if *asJSON {
@@ -54,6 +69,14 @@ func upgradeCheckCommand() command {
 			return nil
 		},
 	}
+}
+
+// flagSet reports whether the command line gave the flag, so that a
+// default is not taken for a choice.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func printUpgrade(c *cli, rows []compose.UpgradeRow) {

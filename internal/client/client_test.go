@@ -43,7 +43,7 @@ func newAPI(t *testing.T, maxStream time.Duration) (http.Handler, *sqlite.Store,
 		t.Fatal(err)
 	}
 	h, err := api.New(api.Deps{Store: st, Artifacts: arts, Starter: nopStarter{}, Resumer: nopResumer{},
-		Auth: api.Tokens{"tok": "me"}, Agents: api.AgentSet{"research": {}},
+		Auth: api.Tokens{"tok": "me"}, Agents: api.AgentSet{"research": {}}, Records: st,
 		PollInterval: time.Millisecond, MaxStreamDuration: maxStream})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,15 @@ func (c *Client) Explain(ctx context.Context, id string) (explain.Story, error) 
 	return out, err
 }
 
+// RunVersion reads what the version check compares a run against: its
+// records version, that version's stored definition and its open records
+// (GET /v1/runs/{id}/version). upgrade-check --api decides on it.
+func (c *Client) RunVersion(ctx context.Context, id string) (api.RunVersion, error) {
+	var out api.RunVersion
+	_, err := c.call(ctx, http.MethodGet, runPath(id, "version"), nil, nil, nil, &out)
+	return out, err
+}
+
 // Deployment reads the deployment's facts and the ten answers of keel
 // doctor (GET /v1/deployment).
 func (c *Client) Deployment(ctx context.Context) (api.DeploymentReport, error) {

@@ -73,18 +73,8 @@ func PreviewUpgrade(ctx context.Context, cfg config.Config, app App, b Backends)
 }
 
 func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error) {
-	row := UpgradeRow{RunID: r.ID, Agent: r.Agent, Status: r.Status}
-	a, ok := rt.Agents[r.Agent]
-	if !ok {
-		row.Verdict = agentver.Verdict{Action: agentver.Stop, From: r.AgentVersion,
-			Problems: []string{"the new program has no agent " + r.Agent}}
-		return row, nil
-	}
-	from, err := harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r)
-	if err != nil {
-		return row, err
-	}
-	row.Verdict, _, err = harness.VersionVerdict(ctx, rt.Artifacts, a, from, func(old agentver.Definition) (agentver.Open, error) {
+	from := func() (string, error) { return harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r) }
+	return previewVerdict(rt.Agents, r, from, harness.StoredDefinition(ctx, rt.Artifacts), func(old agentver.Definition) (agentver.Open, error) {
 		items, err := rt.Store.ListPlanItems(ctx, r.ID)
 		if err != nil {
 			return agentver.Open{}, err
@@ -95,7 +85,27 @@ func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error
 		}
 		return harness.OpenRecords(ctx, rt.Store, r, old, byCall, nil)
 	})
+}
+
+// previewVerdict is the preview's verdict on r, whether its records are
+// read from a store or from a deployed API: a run of an agent the new
+// program lacks stops; otherwise the harness decides as a Step would
+// (harness.DecideVersion) on the records version from gives (read only
+// when the agent exists), def and open; a run already waiting for a
+// person stops whatever the versions say.
+func previewVerdict(agents harness.AgentMap, r run.Run, from func() (string, error), def harness.DefinitionSource, open func(agentver.Definition) (agentver.Open, error)) (UpgradeRow, error) {
+	row := UpgradeRow{RunID: r.ID, Agent: r.Agent, Status: r.Status}
+	a, ok := agents[r.Agent]
+	if !ok {
+		row.Verdict = agentver.Verdict{Action: agentver.Stop, From: r.AgentVersion,
+			Problems: []string{"the new program has no agent " + r.Agent}}
+		return row, nil
+	}
+	v, err := from()
 	if err != nil {
+		return row, err
+	}
+	if row.Verdict, _, err = harness.DecideVersion(a, v, def, open); err != nil {
 		return row, err
 	}
 	if r.Status == run.StatusNeedsHuman {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/artifact/fs"
@@ -155,5 +157,46 @@ func TestSaveLoad(t *testing.T) {
 	}
 	if _, err := agentver.Load(ctx, arts, "a", strings.Repeat("0", 64)); !errors.Is(err, agentver.ErrUnknown) {
 		t.Fatalf("Load of an unknown version: %v, want ErrUnknown", err)
+	}
+}
+
+// TestJSONRoundTrip: GET /v1/runs/{id}/version serves a Definition and an
+// Open as JSON, and upgrade-check --api decides on what it decodes, so
+// every field the check reads must come back as it went.
+func TestJSONRoundTrip(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	open := agentver.Open{
+		Operations: []run.Operation{{ID: "op_1", RunID: "run_1", PlanItemID: "pi_1", Tool: "publish", Destination: "dest",
+			Args: json.RawMessage(`{"title":"t"}`), ArgsHash: "h", IdempotencyKey: "k", Status: run.OpPending, Attempts: 2, CreatedAt: at, UpdatedAt: at}},
+		Approvals: []run.Approval{{ID: "apr_1", RunID: "run_1", SessionID: "ses_1", PlanItemID: "pi_2", Tool: "publish", Mode: run.ModeMutating,
+			Args: json.RawMessage(`{"title":"u"}`), ArgsHash: "h2", Status: run.ApprovalApproved, DecidedBy: "alice", CreatedAt: at, DecidedAt: at}},
+		Calls:  []agentver.Call{{Tool: "search", Args: json.RawMessage(`{"q":"x"}`)}},
+		Grants: []string{"post"},
+		Inputs: 3,
+	}
+	var gotOpen agentver.Open
+	roundTrip(t, open, &gotOpen)
+	if !reflect.DeepEqual(gotOpen, open) {
+		t.Fatalf("Open after JSON:\n%+v\nwant\n%+v", gotOpen, open)
+	}
+	d := def(t, "i", search())
+	d.Limits, d.Timeout, d.InputPolicy, d.MaxOutputTokens, d.ContextTokens = run.Limits{MaxSteps: 3, Deadline: at}, "1h0m0s", "queue", 9, 10
+	var gotDef agentver.Definition
+	roundTrip(t, d, &gotDef)
+	if !reflect.DeepEqual(gotDef, d) {
+		t.Fatalf("Definition after JSON:\n%+v\nwant\n%+v", gotDef, d)
+	}
+}
+
+func roundTrip(t *testing.T, v, out any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
 	}
 }

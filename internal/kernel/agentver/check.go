@@ -11,28 +11,32 @@ import (
 )
 
 // Open is what a run has open when a Step is about to run it under
-// another version: what the check compares against.
+// another version: what the check compares against. Its JSON is what
+// GET /v1/runs/{id}/version serves (upgrade-check --api); it is never
+// stored.
 type Open struct {
 	// Operations are its pending operations (an intent recorded, the
 	// outcome not yet): they are reconciled under the contract recorded
 	// by the version that wrote them.
-	Operations []run.Operation
+	Operations []run.Operation `json:"operations"`
 	// Approvals are its approvals still pending, or approved for a call
 	// that has not run yet: a person decided on those exact arguments.
-	Approvals []run.Approval
+	// Their JSON leaves out the task token (run.Approval), which the check
+	// never reads.
+	Approvals []run.Approval `json:"approvals"`
 	// Calls are the tool calls the model made that have no result yet.
-	Calls []Call
+	Calls []Call `json:"calls"`
 	// Grants are the confirm_once tools the run's session holds a grant
 	// for: a person allowed the tool as the old version defined it.
-	Grants []string
+	Grants []string `json:"grants"`
 	// Inputs is how many queued inputs wait for the run's next turn.
-	Inputs int
+	Inputs int `json:"inputs"`
 }
 
 // Call is an open tool call of the transcript.
 type Call struct {
-	Tool string
-	Args json.RawMessage
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
 }
 
 // Action is what a check decides for a run.

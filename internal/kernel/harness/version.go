@@ -68,6 +68,36 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 // Stop. open is called only when the records must be compared. old is
 // from's definition when it was read. The preview command asks it too.
 func VersionVerdict(ctx context.Context, arts artifact.Store, a Agent, from string, open func(from agentver.Definition) (agentver.Open, error)) (v agentver.Verdict, old *agentver.Definition, err error) {
+	return DecideVersion(a, from, StoredDefinition(ctx, arts), open)
+}
+
+// DefinitionSource gives the definition of agent's version: missing, when
+// not empty, says why there is none to check a run's records against (the
+// run then stops for a person); err is a failure to read, not an answer.
+type DefinitionSource func(agent, version string) (d agentver.Definition, missing string, err error)
+
+// StoredDefinition is the [DefinitionSource] of a Step: the artifact
+// store (agentver.Load); arts may be nil. The API serves what it gives
+// (GET /v1/runs/{id}/version), so that upgrade-check --api decides on the
+// same definition, or the same reason for its absence.
+func StoredDefinition(ctx context.Context, arts artifact.Store) DefinitionSource {
+	return func(agent, version string) (agentver.Definition, string, error) {
+		if arts == nil {
+			return agentver.Definition{}, "no artifact store to read the definition of " + agentver.Short(version) + " from", nil
+		}
+		d, err := agentver.Load(ctx, arts, agent, version)
+		if errors.Is(err, agentver.ErrUnknown) {
+			return agentver.Definition{}, "the definition of version " + agentver.Short(version) + " is not stored: nothing to check the run's records against", nil
+		}
+		return d, "", err
+	}
+}
+
+// DecideVersion is [VersionVerdict] with from's definition read by def
+// (called only when the versions must be compared): the one decision,
+// whether the definition and the open records come from this process's
+// stores or from a deployed API (upgrade-check --api).
+func DecideVersion(a Agent, from string, def DefinitionSource, open func(from agentver.Definition) (agentver.Open, error)) (v agentver.Verdict, old *agentver.Definition, err error) {
 	to := a.Version
 	v = agentver.Verdict{Action: agentver.Continue, From: from, To: to}
 	if to == "" || from == "" || from == to || a.Definition == nil {
@@ -76,17 +106,13 @@ func VersionVerdict(ctx context.Context, arts artifact.Store, a Agent, from stri
 		return v, nil, nil
 	}
 	v.Action = agentver.Stop
-	if arts == nil {
-		v.Problems = []string{"no artifact store to read the definition of " + agentver.Short(from) + " from"}
-		return v, nil, nil
-	}
-	d, err := agentver.Load(ctx, arts, a.Name, from)
+	d, missing, err := def(a.Name, from)
 	switch {
-	case errors.Is(err, agentver.ErrUnknown):
-		v.Problems = []string{"the definition of version " + agentver.Short(from) + " is not stored: nothing to check the run's records against"}
-		return v, nil, nil
 	case err != nil:
 		return v, nil, err
+	case missing != "":
+		v.Problems = []string{missing}
+		return v, nil, nil
 	}
 	if a.Policy == agentver.Pin {
 		v.Changes = agentver.Diff(d, *a.Definition)

@@ -9,7 +9,8 @@
 // agent_upgraded, and an operation left pending under v1 is reconciled
 // under v1's contract. Before the second process starts, its
 // upgrade-check command previews each run; the tests hold it to what
-// then happens.
+// then happens. While the first still serves, the second's upgrade-check
+// --api asks its API, and must print the very same preview.
 //
 // The package has no code of its own beyond tests.
 package upgrade

@@ -134,10 +134,17 @@ func TestApprovalAcrossVersions(t *testing.T) {
 			defer cancel()
 			v1 := w.start(ctx, "v1")
 			r, ap := awaitingApproval(ctx, t, v1)
+			// The same preview through v1's API while it serves, as before
+			// a deploy behind an API (upgrade-check --api): it must say
+			// exactly what the store's preview says.
+			viaAPI := w.cli(t, tc.v2, v1, "upgrade-check", "--api")
 			v1.kill()
 
 			out := w.preview(tc.v2)
 			logPreview(t, tc.v2, out)
+			if viaAPI != out {
+				t.Fatalf("upgrade-check --api differs from --data-dir:\n%s\n---\n%s", viaAPI, out)
+			}
 			for _, want := range append([]string{r.RunID}, tc.preview...) {
 				if !strings.Contains(out, want) {
 					t.Fatalf("preview lacks %q:\n%s", want, out)
