@@ -105,7 +105,15 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 		logs := awslogs.NewLogGroup(c, jsii.String(s.ID+"Logs"), &awslogs.LogGroupProps{
 			Retention: awslogs.RetentionDays_ONE_MONTH,
 		})
+		var versions *awslambda.VersionOptions
+		if s.Name == "step" {
+			// Each deploy that changes the step publishes a version, and
+			// the deploy after it keeps the old one: runs pinned to it
+			// still run there, until the sweeper retires it.
+			versions = &awslambda.VersionOptions{RemovalPolicy: awscdk.RemovalPolicy_RETAIN}
+		}
 		fn := awslambda.NewFunction(c, jsii.String(s.ID), &awslambda.FunctionProps{
+			CurrentVersionOptions: versions,
 			Description:   jsii.String(s.Description),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  awslambda.Architecture_ARM_64(),

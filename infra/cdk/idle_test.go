@@ -30,7 +30,7 @@ var byUse = []string{
 	"AWS::EC2::VPCEndpoint", // gateway endpoints: TestIdleCost checks the type
 	"AWS::EC2::VPCGatewayAttachment",
 	"AWS::ECS::Cluster", "AWS::ECS::TaskDefinition", "AWS::Events::Rule",
-	"AWS::IAM::Policy", "AWS::IAM::Role", "AWS::Lambda::Function", "AWS::Lambda::Permission",
+	"AWS::IAM::Policy", "AWS::IAM::Role", "AWS::Lambda::Function", "AWS::Lambda::Permission", "AWS::Lambda::Version", "AWS::Lambda::Alias",
 	"AWS::Logs::LogGroup", "AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::Scheduler::Schedule",
 	"AWS::StepFunctions::StateMachine",
 }

@@ -164,6 +164,7 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	run := NewRunStateMachine(stack, "Run", RunStateMachineProps{
 		DefinitionFile: props.DefinitionFile(),
 		Step:           fns.Step,
+		StepLive:       publishStep(stack, fns),
 		Approval:       fns.Approval,
 		Finalize:       fns.Finalize,
 		Spill:          spill,

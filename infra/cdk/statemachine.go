@@ -14,6 +14,10 @@ type RunStateMachineProps struct {
 	// DefinitionFile is stepfunctions/run.asl.json.
 	DefinitionFile           string
 	Step, Approval, Finalize awslambda.IFunction
+	// StepLive is the step function's live alias: a run's first Step
+	// invokes it, and a pinned run's later Steps the version its step
+	// names. The grant on Step covers every qualifier.
+	StepLive awslambda.IFunction
 	Spill                    *SpillTask
 }
 
@@ -52,7 +56,9 @@ const (
 // deploy (an approval can wait for days) still spills onto the current
 // task, just as its Lambda invocations reach the current code through
 // unqualified function ARNs. A pinned revision would be deregistered by the
-// deploy and could no longer run.
+// deploy and could no longer run. (The step function is the exception:
+// its versions are retained, see publishStep, and a pinned run's Steps
+// invoke its own.)
 func NewRunStateMachine(scope constructs.Construct, id string, props RunStateMachineProps) *RunStateMachine {
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	spill := props.Spill
@@ -65,7 +71,7 @@ func NewRunStateMachine(scope constructs.Construct, id string, props RunStateMac
 		StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
 		DefinitionBody:   awsstepfunctions.DefinitionBody_FromFile(jsii.String(props.DefinitionFile), nil),
 		DefinitionSubstitutions: &map[string]*string{
-			SubstStepFunctionArn:     props.Step.FunctionArn(),
+			SubstStepFunctionArn:     props.StepLive.FunctionArn(),
 			SubstApprovalFunctionArn: props.Approval.FunctionArn(),
 			SubstFinalizeFunctionArn: props.Finalize.FunctionArn(),
 			SubstClusterArn:          spill.Cluster.ClusterArn(),

@@ -67,7 +67,7 @@ func TestRunStateMachine(t *testing.T) {
 		spill := s.Stack.Spill
 		getAttArn := func(id string) string { return jsonOf(map[string]any{"Fn::GetAtt": []any{id, "Arn"}}) }
 		want := map[string]string{
-			SubstStepFunctionArn:     getAttArn(logicalID(stack, fns.Step)),
+			SubstStepFunctionArn:     jsonOf(map[string]any{"Ref": s.only(t, "AWS::Lambda::Alias").ID}),
 			SubstApprovalFunctionArn: getAttArn(logicalID(stack, fns.Approval)),
 			SubstFinalizeFunctionArn: getAttArn(logicalID(stack, fns.Finalize)),
 			SubstClusterArn:          getAttArn(logicalID(stack, spill.Cluster)),
