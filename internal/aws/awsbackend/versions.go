@@ -29,14 +29,14 @@ func NewStepVersions(cfg aws.Config, aliasARN string) (StepVersions, error) {
 	return StepVersions{Client: lambda.NewFromConfig(cfg), AliasARN: aliasARN}, nil
 }
 
-// splitAlias splits arn:…:function:NAME:ALIAS into the function ARN and
-// the alias.
-func splitAlias(arn string) (fn, alias string, err error) {
-	i := strings.LastIndexByte(arn, ':')
-	if !strings.HasPrefix(arn, "arn:") || strings.Count(arn, ":") != 7 || i < 0 {
+// splitAlias splits arn:…:function:NAME:ALIAS into the function's name
+// (which every Lambda API takes, as it takes the ARN) and the alias.
+func splitAlias(arn string) (name, alias string, err error) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 8 || parts[0] != "arn" || parts[5] != "function" || parts[6] == "" || parts[7] == "" {
 		return "", "", fmt.Errorf("KEEL_STEP_FUNCTION %q: want the step function's alias ARN (arn:…:function:NAME:ALIAS)", arn)
 	}
-	return arn[:i], arn[i+1:], nil
+	return parts[6], parts[7], nil
 }
 
 // Published implements sweeper.Versions. Versions are named NAME:N, as
@@ -50,7 +50,7 @@ func (v StepVersions) Published(ctx context.Context) ([]string, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("get alias %s: %w", alias, err)
 	}
-	name := fn[strings.LastIndexByte(fn, ':')+1:]
+	name := fn
 	var out []string
 	p := lambda.NewListVersionsByFunctionPaginator(v.Client, &lambda.ListVersionsByFunctionInput{FunctionName: aws.String(fn)})
 	for p.HasMorePages() {

@@ -26,6 +26,9 @@ type Config struct {
 	Store *Store
 	// Lambdas maps a FunctionName (after substitution) to its handler.
 	Lambdas map[string]LambdaFunc
+	// LambdaNamed, when set, is asked for a FunctionName Lambdas does
+	// not hold: a qualified name (NAME:N, an alias ARN) a state computed.
+	LambdaNamed func(name string) (LambdaFunc, bool)
 	// Tasks runs ecs:runTask; nil makes such tasks fail.
 	Tasks TaskRunner
 	// Clock defaults to the wall clock.
@@ -49,6 +52,7 @@ type Config struct {
 type Executor struct {
 	store   *Store
 	lambdas map[string]LambdaFunc
+	named   func(name string) (LambdaFunc, bool)
 	tasks   TaskRunner
 	clock   Clock
 	rand    func() float64
@@ -74,7 +78,7 @@ func New(cfg Config) (*Executor, error) {
 		return nil, errors.New("states: Config.Store is required")
 	}
 	e := &Executor{
-		store: cfg.Store, lambdas: cfg.Lambdas, tasks: cfg.Tasks, clock: cfg.Clock, rand: cfg.Rand,
+		store: cfg.Store, lambdas: cfg.Lambdas, named: cfg.LambdaNamed, tasks: cfg.Tasks, clock: cfg.Clock, rand: cfg.Rand,
 		log: cfg.Logger, region: cfg.Region, account: cfg.Account,
 		runs: map[string]*execRun{}, machines: map[string]*Machine{},
 	}

@@ -59,6 +59,9 @@ func (e *Executor) invokeLambda(ctx context.Context, params json.RawMessage) (an
 		return nil, &StateError{Name: "Lambda.InvalidParameterValueException", Cause: err.Error()}
 	}
 	fn, ok := e.lambdas[p.FunctionName]
+	if !ok && e.named != nil {
+		fn, ok = e.named(p.FunctionName)
+	}
 	if !ok {
 		return nil, &StateError{Name: ErrLambdaNotFound, Cause: "Function not found: " + p.FunctionName}
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var scenarios = []scenario{approveScenario, denyScenario, cancelScenario, killScenario, crashScenario, rolloverScenario, scheduleScenario, subagentsScenario}
+var scenarios = []scenario{approveScenario, denyScenario, cancelScenario, killScenario, crashScenario, rolloverScenario, scheduleScenario, subagentsScenario, versionsScenario}
 
 // TestAWSLocal plays every scenario on moto's interpreter and on Keel's
 // executor, each on a stack of its own, prints the states each execution

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
@@ -67,7 +68,18 @@ func (k *keelSFN) register(ctx context.Context, name string, def []byte, subs ma
 	// store takes the map.
 	k.exec.Close()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if k.exec, err = states.New(states.Config{Store: k.store, Region: Region, Account: Account, Logger: log, Lambdas: lambdas}); err != nil {
+	// A qualified name (the live alias's ARN, NAME:N a step returned)
+	// goes to the target's Lambda as it is, which resolves it, as AWS
+	// Step Functions passes it to Lambda.
+	named := func(name string) (states.LambdaFunc, bool) {
+		for _, f := range s.Functions {
+			if qualifiedName(name) == f.Name {
+				return invokeThrough(s.world.Lambda, name), true
+			}
+		}
+		return nil, false
+	}
+	if k.exec, err = states.New(states.Config{Store: k.store, Region: Region, Account: Account, Logger: log, Lambdas: lambdas, LambdaNamed: named}); err != nil {
 		return err
 	}
 	k.srv.Handler = states.NewHandler(k.exec, log)
@@ -118,4 +130,16 @@ func (k *keelSFN) close() {
 	if k.store != nil {
 		_ = k.store.Close()
 	}
+}
+
+// qualifiedName is the function name of a qualified FunctionName
+// (arn:…:function:NAME:Q or NAME:Q); "" for an unqualified one.
+func qualifiedName(fn string) string {
+	if parts := strings.Split(fn, ":"); strings.HasPrefix(fn, "arn:") && len(parts) == 8 {
+		return parts[6]
+	}
+	if name, _, ok := strings.Cut(fn, ":"); ok && !strings.HasPrefix(fn, "arn:") {
+		return name
+	}
+	return ""
 }

@@ -13,6 +13,8 @@ const (
 	CreateBucket       Action = "s3:CreateBucket"
 	CreateRole         Action = "iam:CreateRole"
 	CreateFunction     Action = "lambda:CreateFunction"
+	PublishVersion     Action = "lambda:PublishVersion"
+	CreateAlias        Action = "lambda:CreateAlias"
 	CreateStateMachine Action = "states:CreateStateMachine"
 	// NotCreated: the resource's Ref resolves to a CloudFormation-shaped
 	// physical id, and Why says why nothing is made.
@@ -61,14 +63,17 @@ var planAction = map[string]Action{
 	"AWS::S3::Bucket":                  CreateBucket,
 	"AWS::IAM::Role":                   CreateRole,
 	"AWS::Lambda::Function":            CreateFunction,
+	"AWS::Lambda::Version":             PublishVersion,
+	"AWS::Lambda::Alias":               CreateAlias,
 	"AWS::StepFunctions::StateMachine": CreateStateMachine,
 }
 
 // Plan is what Deploy does with each resource of the template, in the
-// order it does it (table, bucket, roles, functions, state machine; by
+// order it does it (table, bucket, roles, functions, their versions and
+// aliases, state machine; by
 // logical id within a type), then the resources it leaves out.
 func Plan(t *Template) []PlannedResource {
-	order := []Action{CreateTable, CreateBucket, CreateRole, CreateFunction, CreateStateMachine}
+	order := []Action{CreateTable, CreateBucket, CreateRole, CreateFunction, PublishVersion, CreateAlias, CreateStateMachine}
 	rank := map[Action]int{}
 	for i, a := range order {
 		rank[a] = i

@@ -51,9 +51,16 @@ func createRun(t *testing.T, s *Stack, key string) string {
 	return created.RunID
 }
 
-// awaitApproval waits until the run's approval is pending with its task
-// token stored (the approval function has run under AwaitApproval).
+// awaitApproval waits until the run's approval of publish_report is
+// pending with its task token stored (the approval function has run
+// under AwaitApproval).
 func awaitApproval(t *testing.T, s *Stack, runID string) api.Approval {
+	t.Helper()
+	return awaitToolApproval(t, s, runID, "publish_report")
+}
+
+// awaitToolApproval is awaitApproval for an approval of tool.
+func awaitToolApproval(t *testing.T, s *Stack, runID, tool string) api.Approval {
 	t.Helper()
 	st := s.store(t)
 	var ap api.Approval
@@ -66,8 +73,8 @@ func awaitApproval(t *testing.T, s *Stack, runID string) api.Approval {
 		rec, err := st.GetApproval(context.Background(), runID, ap.ApprovalID)
 		return rec.TaskToken != "", err
 	})
-	if ap.Tool != "publish_report" || ap.Status != run.ApprovalPending {
-		t.Fatalf("approval %+v, want publish_report pending", ap)
+	if ap.Tool != tool || ap.Status != run.ApprovalPending {
+		t.Fatalf("approval %+v, want %s pending", ap, tool)
 	}
 	return ap
 }

@@ -81,6 +81,19 @@ type StackOptions struct {
 type Function struct {
 	Logical, Name, ARN, Role string
 	Sandbox                  *Sandbox
+	// Version is the published version this sandbox serves ("":
+	// $LATEST); spec is how it was started, for a redeploy.
+	Version string
+	spec    FunctionSpec
+}
+
+// route is the key invocations of fn are routed by: NAME, or NAME:N for
+// a published version.
+func (fn *Function) route() string {
+	if fn.Version == "" {
+		return fn.Name
+	}
+	return fn.Name + ":" + fn.Version
 }
 
 // Stack is one deployment of the template.
@@ -88,7 +101,10 @@ type Stack struct {
 	Opts            StackOptions
 	Table, Bucket   string
 	StateMachineARN string
-	Functions       map[string]*Function // by KEEL_ROLE
+	Functions       map[string]*Function // by KEEL_ROLE; a published role by its live version
+	// Serving are the sandboxes of versions no longer live (a pinned
+	// run's Steps still run there) and the $LATEST of published roles.
+	Serving []*Function
 	// SFN is the Step Functions API the functions use: moto's, or the
 	// Keel executor's endpoint.
 	SFN    *sfn.Client
@@ -135,6 +151,9 @@ func (w *World) Deploy(ctx context.Context, opts StackOptions) (_ *Stack, err er
 	}
 	s.SFN = sfn.NewFromConfig(w.AWS, func(o *sfn.Options) { o.BaseEndpoint = aws.String(s.SFNURL) })
 	s.physical = physicalIDs(t, opts.Name, suffix)
+	if err := versionIDs(t, s.physical); err != nil {
+		return nil, err
+	}
 	if s.keel != nil {
 		s.physical.Refs[smID] = s.keel.exec.StateMachineARN(smName)
 		s.physical.Attrs[smID]["Arn"] = s.physical.Refs[smID]
@@ -156,6 +175,10 @@ func (w *World) Deploy(ctx context.Context, opts StackOptions) (_ *Stack, err er
 			err = s.createRole(ctx, r.Logical)
 		case CreateFunction:
 			err = s.createFunction(ctx, r.Logical)
+		case PublishVersion:
+			err = s.publishVersion(ctx, r.Logical)
+		case CreateAlias:
+			err = s.createAlias(ctx, r.Logical)
 		case CreateStateMachine:
 			err = s.createStateMachine(ctx, r.Logical, smName)
 		}
@@ -295,9 +318,10 @@ func (s *Stack) createFunction(ctx context.Context, id string) error {
 	if err := s.world.Lambda.CreateFunction(ctx, createFunctionRequest(name, p, env, code, arch)); err != nil {
 		return err
 	}
-	fn := &Function{Logical: id, Name: name, ARN: s.physical.Attrs[id]["Arn"], Role: role}
+	fn := &Function{Logical: id, Name: name, ARN: s.physical.Attrs[id]["Arn"], Role: role,
+		spec: FunctionSpec{Name: name, Timeout: p["Timeout"], Memory: p["MemorySize"], Variables: env, SFNURL: s.SFNURL, Program: s.Opts.Program}}
 	s.Functions[role] = fn
-	return s.world.Target.Started(ctx, fn, FunctionSpec{Name: name, Timeout: p["Timeout"], Memory: p["MemorySize"], Variables: env, SFNURL: s.SFNURL, Program: s.Opts.Program})
+	return s.world.Target.Started(ctx, fn, fn.spec)
 }
 
 func (s *Stack) createStateMachine(ctx context.Context, id, name string) error {
@@ -366,6 +390,9 @@ func lowerLoopBound(def []byte, bound int) ([]byte, error) {
 // Close stops the stack's sandboxes and its Keel executor.
 func (s *Stack) Close() {
 	for _, f := range s.Functions {
+		s.world.Target.Stop(f)
+	}
+	for _, f := range s.Serving {
 		s.world.Target.Stop(f)
 	}
 	if s.keel != nil {

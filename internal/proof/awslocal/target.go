@@ -79,6 +79,9 @@ type FunctionSpec struct {
 	// Program is StackOptions.Program: the package the function runs,
 	// "" for ./cmd/keel.
 	Program string
+	// Version is the published version the sandbox serves ("":
+	// $LATEST); a target whose Lambda runs versions itself ignores it.
+	Version string
 }
 
 // subagentsScenarioName is the scenario that deploys a program of its own

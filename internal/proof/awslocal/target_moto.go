@@ -102,6 +102,9 @@ func (m *MotoTarget) Started(ctx context.Context, fn *Function, spec FunctionSpe
 		"AWS_LAMBDA_FUNCTION_NAME="+spec.Name, fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%v", spec.Timeout),
 		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%v", spec.Memory),
 		"AWS_ENDPOINT_URL="+m.Moto.URL, "AWS_ENDPOINT_URL_SFN="+spec.SFNURL)
+	if spec.Version != "" {
+		penv = append(penv, "AWS_LAMBDA_FUNCTION_VERSION="+spec.Version)
+	}
 	keys := make([]string, 0, len(spec.Variables))
 	for k := range spec.Variables {
 		keys = append(keys, k)
@@ -114,12 +117,12 @@ func (m *MotoTarget) Started(ctx context.Context, fn *Function, spec FunctionSpe
 	if err != nil {
 		return err
 	}
-	sb, err := StartSandbox(ctx, m.RIE, bootstrap, spec.Name, penv, m.Dir)
+	sb, err := StartSandbox(ctx, m.RIE, bootstrap, strings.ReplaceAll(fn.route(), ":", "-v"), penv, m.Dir)
 	if err != nil {
 		return err
 	}
 	fn.Sandbox = sb
-	return m.Moto.Route(spec.Name, sb.URL)
+	return m.Moto.Route(fn.route(), sb.URL)
 }
 
 // Kill implements Target. A sandbox kill SIGKILLs the emulator's process
@@ -136,7 +139,7 @@ func (m *MotoTarget) Kill(ctx context.Context, fn *Function, kind KillKind) (str
 		if err := fn.Sandbox.Restart(ctx); err != nil {
 			return "", fmt.Errorf("restart the %s sandbox: %w", fn.Role, err)
 		}
-		if err := m.Moto.Route(fn.Name, fn.Sandbox.URL); err != nil {
+		if err := m.Moto.Route(fn.route(), fn.Sandbox.URL); err != nil {
 			return "", err
 		}
 	case KillRuntime:
@@ -164,7 +167,7 @@ func (m *MotoTarget) KillErrors(kind KillKind) []string {
 func (m *MotoTarget) Stop(fn *Function) {
 	if fn.Sandbox != nil {
 		fn.Sandbox.Kill()
-		_ = m.Moto.Route(fn.Name, "")
+		_ = m.Moto.Route(fn.route(), "")
 	}
 }
 

@@ -33,7 +33,9 @@ Two more settings, not patches:
 Environment:
   AWSLOCAL_FUNCTIONS  path of a JSON file {function name: RIE base URL},
                       read at every invocation (the driver restarts
-                      function processes on new ports).
+                      function processes on new ports). A published
+                      version has its own sandbox, under NAME:N; an
+                      alias resolves to its version before this runs.
 Usage: python3 moto_rie.py PORT
 """
 
@@ -91,18 +93,28 @@ def function_lock(name):
         return _function_locks.setdefault(name, threading.Lock())
 
 
+def route_key(fn):
+    """NAME for $LATEST, NAME:N for a published version (moto's version
+    objects are copies of the function with set_version(N))."""
+    version = str(getattr(fn, "version", "$LATEST"))
+    if version in ("", "$LATEST"):
+        return fn.function_name
+    return fn.function_name + ":" + version
+
+
 def invoke_rie(self, event=None):
     """Replaces LambdaFunction._invoke_lambda (the Docker container start):
     returns (response, errored, logs) as that method does."""
-    with function_lock(self.function_name):
+    with function_lock(route_key(self)):
         return _invoke_rie(self, event)
 
 
 def _invoke_rie(self, event=None):
-    url = rie_url(self.function_name)
+    key = route_key(self)
+    url = rie_url(key)
     if not url:
         return json.dumps({"errorType": "ResourceNotFoundException",
-                           "errorMessage": "no function process for " + self.function_name}), True, ""
+                           "errorMessage": "no function process for " + key}), True, ""
     body = event if isinstance(event, str) else json.dumps(event if event is not None else {})
     req = urllib.request.Request(url + "/2015-03-31/functions/function/invocations",
                                  data=body.encode("utf-8"), method="POST",
