@@ -114,17 +114,17 @@ func NewFunctions(scope constructs.Construct, id string, props FunctionsProps) *
 		}
 		fn := awslambda.NewFunction(c, jsii.String(s.ID), &awslambda.FunctionProps{
 			CurrentVersionOptions: versions,
-			Description:   jsii.String(s.Description),
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  awslambda.Architecture_ARM_64(),
-			Handler:       jsii.String(Bootstrap),
-			Code:          code,
-			Timeout:       awscdk.Duration_Seconds(jsii.Number(s.TimeoutSec)),
-			MemorySize:    jsii.Number(s.MemoryMiB),
-			Environment:   &env,
-			LogGroup:      logs,
-			LoggingFormat: awslambda.LoggingFormat_JSON,
-			Tracing:       awslambda.Tracing_ACTIVE,
+			Description:           jsii.String(s.Description),
+			Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:          awslambda.Architecture_ARM_64(),
+			Handler:               jsii.String(Bootstrap),
+			Code:                  code,
+			Timeout:               awscdk.Duration_Seconds(jsii.Number(s.TimeoutSec)),
+			MemorySize:            jsii.Number(s.MemoryMiB),
+			Environment:           &env,
+			LogGroup:              logs,
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			Tracing:               awslambda.Tracing_ACTIVE,
 		})
 		props.Table.GrantReadWriteData(fn)
 		props.Bucket.GrantRead(fn, nil)

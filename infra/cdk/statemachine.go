@@ -18,7 +18,7 @@ type RunStateMachineProps struct {
 	// invokes it, and a pinned run's later Steps the version its step
 	// names. The grant on Step covers every qualifier.
 	StepLive awslambda.IFunction
-	Spill                    *SpillTask
+	Spill    *SpillTask
 }
 
 // RunStateMachine is the one Standard state machine a run executes: one

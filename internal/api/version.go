@@ -26,6 +26,10 @@ type RunVersion struct {
 	// RecordsVersion is the version that wrote the run's records
 	// (harness.RecordsVersion); empty for a run from before versions.
 	RecordsVersion string `json:"records_version,omitempty"`
+	// Home is where the deployment still runs RecordsVersion's code (on
+	// AWS, the retained step function version NAME:N a pinned run's Steps
+	// are sent to); empty where it keeps no versions (keel dev).
+	Home string `json:"home,omitempty"`
 	// Definition is RecordsVersion's stored definition. When it is
 	// absent, DefinitionMissing says why (the reason a Step would stop
 	// the run with).
@@ -70,6 +74,13 @@ func (s *server) readRunVersion(ctx context.Context, rr run.Run) (RunVersion, er
 	if out.RecordsVersion == "" {
 		out.DefinitionMissing = "the run is from before agent versions: nothing to compare"
 		return out, nil
+	}
+	if arts != nil {
+		homes, err := agentver.Homes(ctx, arts)
+		if err != nil {
+			return out, err
+		}
+		out.Home = agentver.HomeOf(homes, rr.Agent, out.RecordsVersion)
 	}
 	d, missing, err := harness.StoredDefinition(ctx, arts)(rr.Agent, out.RecordsVersion)
 	if err != nil || missing != "" {

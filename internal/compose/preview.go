@@ -74,7 +74,11 @@ func PreviewUpgrade(ctx context.Context, cfg config.Config, app App, b Backends)
 
 func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error) {
 	from := func() (string, error) { return harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r) }
-	return previewVerdict(rt.Agents, r, from, harness.StoredDefinition(ctx, rt.Artifacts), func(old agentver.Definition) (agentver.Open, error) {
+	home := func(version string) (string, error) {
+		homes, err := agentver.Homes(ctx, rt.Artifacts)
+		return agentver.HomeOf(homes, r.Agent, version), err
+	}
+	return previewVerdict(rt.Agents, r, from, home, harness.StoredDefinition(ctx, rt.Artifacts), func(old agentver.Definition) (agentver.Open, error) {
 		items, err := rt.Store.ListPlanItems(ctx, r.ID)
 		if err != nil {
 			return agentver.Open{}, err
@@ -92,8 +96,12 @@ func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error
 // program lacks stops; otherwise the harness decides as a Step would
 // (harness.DecideVersion) on the records version from gives (read only
 // when the agent exists), def and open; a run already waiting for a
-// person stops whatever the versions say.
-func previewVerdict(agents harness.AgentMap, r run.Run, from func() (string, error), def harness.DefinitionSource, open func(agentver.Definition) (agentver.Open, error)) (UpgradeRow, error) {
+// person stops whatever the versions say. A pinned run whose version the
+// deployment still runs elsewhere (home: on AWS, the retained step
+// function version its Steps are sent to) continues there, untouched by
+// the new program.
+func previewVerdict(agents harness.AgentMap, r run.Run, from func() (string, error), home func(version string) (string, error),
+	def harness.DefinitionSource, open func(agentver.Definition) (agentver.Open, error)) (UpgradeRow, error) {
 	row := UpgradeRow{RunID: r.ID, Agent: r.Agent, Status: r.Status}
 	a, ok := agents[r.Agent]
 	if !ok {
@@ -107,6 +115,16 @@ func previewVerdict(agents harness.AgentMap, r run.Run, from func() (string, err
 	}
 	if row.Verdict, _, err = harness.DecideVersion(a, v, def, open); err != nil {
 		return row, err
+	}
+	if a.Policy == agentver.Pin && row.Verdict.Action == agentver.Stop && v != "" && v != a.Version {
+		h, err := home(v)
+		if err != nil {
+			return row, err
+		}
+		if h != "" {
+			row.Verdict = agentver.Verdict{Action: agentver.Continue, From: v, To: v,
+				Notes: []string{fmt.Sprintf("pinned: its Steps keep running version %s's code, on %s", agentver.Short(v), h)}}
+		}
 	}
 	if r.Status == run.StatusNeedsHuman {
 		// Nothing moves it but a person, whatever the versions say.

@@ -91,7 +91,13 @@ func previewDeployed(agents harness.AgentMap, rv api.RunVersion) (UpgradeRow, er
 		}
 		return *rv.Open, nil
 	}
-	return previewVerdict(agents, r, from, def, open)
+	home := func(version string) (string, error) {
+		if version != rv.RecordsVersion {
+			return "", nil
+		}
+		return rv.Home, nil
+	}
+	return previewVerdict(agents, r, from, home, def, open)
 }
 
 // previewAgents builds app's agents as a worker under cfg would, on a

@@ -94,3 +94,34 @@ func TestPreviewUpgradeAPI(t *testing.T) {
 		t.Fatalf("no open records: %v", err)
 	}
 }
+
+// TestPreviewPinnedHome: a pinned run whose version the deployment still
+// runs (its home, a retained step function version on AWS) continues
+// there; with no home the new program would stop it for a person.
+func TestPreviewPinnedHome(t *testing.T) {
+	app := compose.App{Agents: []compose.AgentDef{{Name: "p", System: "new", Model: compose.ModelChoice{Spec: "anthropic:claude-sonnet-4-5"},
+		Policy: agentver.Pin, Tools: func(compose.ToolEnv) ([]tool.Tool, error) { return nil, nil }}}}
+	cfg := config.Config{DataDir: t.TempDir()}
+	old := agentver.Definition{Agent: "p", InstructionsSHA256: "old", Model: "anthropic:claude-sonnet-4-5", Build: "b0", Version: strings.Repeat("0", 64)}
+	for _, tc := range []struct {
+		home    string
+		action  agentver.Action
+		mention string
+	}{
+		{home: "Keel-Step:3", action: agentver.Continue, mention: "pinned: its Steps keep running version 000000000000's code, on Keel-Step:3"},
+		{action: agentver.Stop, mention: "the agent is pinned"},
+	} {
+		d := &deployed{
+			runs: []api.Run{{RunID: "run_p", Agent: "p", Status: run.StatusAwaitingApproval}},
+			versions: map[string]api.RunVersion{"run_p": {RunID: "run_p", Agent: "p", Status: run.StatusAwaitingApproval,
+				RecordsVersion: old.Version, Home: tc.home, Definition: &old, Open: &agentver.Open{}}},
+		}
+		rows, err := compose.PreviewUpgradeAPI(context.Background(), cfg, app, compose.Backends{}, d)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("rows %+v, %v", rows, err)
+		}
+		if v := rows[0].Verdict; v.Action != tc.action || !strings.Contains(v.Reason(), tc.mention) {
+			t.Errorf("home %q: %s %q, want %s mentioning %q", tc.home, v.Action, v.Reason(), tc.action, tc.mention)
+		}
+	}
+}

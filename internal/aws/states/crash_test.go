@@ -139,7 +139,7 @@ func TestCrashResume(t *testing.T) {
 			lambdas := map[string]LambdaFunc{
 				"keel-step": func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
 					appendLine(t, filepath.Join(dir, "steps.log"), "parent")
-					return json.Marshal(decision{Next: "done"})
+					return json.Marshal(decision{Next: "done", Code: "keel-step"})
 				},
 				"keel-approval": func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
 					mu.Lock()
@@ -208,17 +208,17 @@ func TestCrashChild(t *testing.T) {
 			n := appendLine(t, filepath.Join(dir, "steps.log"), "child")
 			switch {
 			case mode == "step" && n == 1:
-				return json.Marshal(decision{Next: "continue"})
+				return json.Marshal(decision{Next: "continue", Code: "keel-step"})
 			case mode == "step":
 				ready()
 				<-ctx.Done() // in flight until killed
 				return nil, ctx.Err()
 			case mode == "approval":
-				return json.Marshal(decision{Next: "approval", ApprovalID: "ap-1", ApprovalTimeoutSeconds: 86400})
+				return json.Marshal(decision{Next: "approval", ApprovalID: "ap-1", ApprovalTimeoutSeconds: 86400, Code: "keel-step"})
 			case mode == "spill":
-				return json.Marshal(decision{Next: "spill"})
+				return json.Marshal(decision{Next: "spill", Code: "keel-step"})
 			default:
-				return json.Marshal(decision{Next: "wait", WaitSeconds: 3600})
+				return json.Marshal(decision{Next: "wait", WaitSeconds: 3600, Code: "keel-step"})
 			}
 		},
 		"keel-approval": func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {

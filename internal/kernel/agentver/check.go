@@ -75,6 +75,8 @@ func (v Verdict) Reason() string {
 	switch {
 	case len(v.Problems) > 0:
 		return strings.Join(v.Problems, "; ")
+	case v.Action == Continue && len(v.Notes) > 0:
+		return strings.Join(v.Notes, "; ")
 	case v.Action == Continue:
 		return "same version"
 	case len(v.Changes) == 0 && len(v.Notes) == 0:

@@ -54,6 +54,16 @@ var versionsScenario = scenario{
 			}
 			ids[key], aps[key] = r, awaitToolApproval(t, s, r.RunID, "publish")
 		}
+		// Before the deploy: what v2 would do with each run in flight,
+		// asked of the deployed API.
+		out := previewThroughAPI(t, s, versionsV2)
+		t.Logf("v2 upgrade-check --api before the deploy:\n%s", out)
+		for key, want := range map[string]string{"pinned": "pinned: its Steps keep running version", "restarted": "pinned: its Steps keep running version",
+			"moving": "instructions changed"} {
+			if l := previewLine(t, out, ids[key].RunID); !strings.Contains(l, want) || strings.Contains(l, "stop for a person") {
+				t.Errorf("preview of the %s run: %q, want %q", key, l, want)
+			}
+		}
 		step := s.Functions["step"].Name
 		if err := s.Redeploy(ctx, versionsV2); err != nil {
 			t.Fatal(err)

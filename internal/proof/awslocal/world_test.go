@@ -193,13 +193,21 @@ func (d *destination) counts() (posts int, pubs map[string]int) {
 // authorizer's caller, as API Gateway hands it to the api function.
 func gateway(t *testing.T, principal, method, path, body, idemKey string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/apigw-v2-post-runs-iam.json")
+	b, err := gatewayEvent(principal, method, path, body, idemKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+func gatewayEvent(principal, method, path, body, idemKey string) ([]byte, error) {
+	raw, err := os.ReadFile("testdata/apigw-v2-post-runs-iam.json")
+	if err != nil {
+		return nil, err
+	}
 	var ev events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if principal != "" {
 		ev.RequestContext.Authorizer.IAM.UserARN = principal
@@ -213,11 +221,7 @@ func gateway(t *testing.T, principal, method, path, body, idemKey string) []byte
 	if idemKey != "" {
 		ev.Headers["idempotency-key"] = idemKey
 	}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return json.Marshal(ev)
 }
 
 // api invokes the stack's api function through Lambda Invoke and decodes
