@@ -44,12 +44,14 @@ func (p placement) Home(ctx context.Context, runID string) (string, bool, error)
 	return agentver.HomeOf(homes, r.Agent, r.AgentVersion), true, nil
 }
 
-// recordHomes records that this function version (NAME:N) runs each of
-// the program's agent versions, so a later version can send their pinned
-// runs back here and the sweeper knows which versions are still used.
+// recordHomes records that this function version (NAME:N) runs the
+// versions of the program's pinned agents, so a later version can send
+// their runs back here and the sweeper keeps it while they live. Runs of
+// other agents are never sent back to older code: they need no home, and
+// a program without pinned agents writes nothing at a cold start.
 func (rt *Runtime) recordHomes(ctx context.Context, self string, log *slog.Logger) error {
 	for name, a := range rt.Agents {
-		if a.Version == "" {
+		if a.Version == "" || a.Policy != agentver.Pin {
 			continue
 		}
 		if err := agentver.SaveHome(ctx, rt.Artifacts, name, a.Version, self); err != nil {
