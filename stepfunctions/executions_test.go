@@ -17,7 +17,7 @@ func TestRolloverNamesAsExecutionName(t *testing.T) {
 		States map[string]struct {
 			Parameters struct {
 				Name  string `json:"Name.$"`
-				Input map[string]string
+				Input map[string]any
 			}
 		}
 	}
@@ -49,5 +49,35 @@ func TestRolloverNamesAsExecutionName(t *testing.T) {
 		if _, ok := in[k]; !ok {
 			t.Fatalf("Rollover's input has %q, ExecutionInput does not", k)
 		}
+	}
+}
+
+// TestStartChildNamesAsExecutionName: StartChild names and feeds a child
+// run's first execution as every other starter does (the API, the
+// sweeper: ExecutionName(id, 0), ExecutionInput(id, 0)), so a child one
+// of them started already is the same execution.
+func TestStartChildNamesAsExecutionName(t *testing.T) {
+	var def struct {
+		States map[string]struct {
+			Parameters struct {
+				Name  string `json:"Name.$"`
+				Input map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(stepfunctions.Definition, &def); err != nil {
+		t.Fatal(err)
+	}
+	const child = "States.ArrayGetItem($.step.children, $.c.i)"
+	p := def.States["StartChild"].Parameters
+	if p.Name != child || len(p.Input) != 2 || p.Input["run_id.$"] != child || p.Input["generation"] != float64(0) {
+		t.Fatalf("StartChild starts %q with %v; want the child's id as name and {run_id, generation 0}", p.Name, p.Input)
+	}
+	var in map[string]any
+	if err := json.Unmarshal([]byte(stepfunctions.ExecutionInput("run_c", 0)), &in); err != nil {
+		t.Fatal(err)
+	}
+	if stepfunctions.ExecutionName("run_c", 0) != "run_c" || len(in) != 2 || in["run_id"] != "run_c" || in["generation"] != float64(0) {
+		t.Fatalf("ExecutionName/ExecutionInput of generation 0: %s %v", stepfunctions.ExecutionName("run_c", 0), in)
 	}
 }

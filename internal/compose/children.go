@@ -56,6 +56,14 @@ func (c *ChildRuns) StartRun(ctx context.Context, runID string) error {
 	return nil
 }
 
+// StartsDeferred says StartRun leaves runs unstarted (no starter bound:
+// the step role on AWS), so a parent's Step names them for the state
+// machine to start.
+func (c *ChildRuns) StartsDeferred() bool {
+	s, _ := c.bound()
+	return s == nil
+}
+
 // CancelRun implements harness.Children: a finished run is left as it is.
 func (c *ChildRuns) CancelRun(ctx context.Context, runID, by string) error {
 	_, withdrawn, err := c.Store.RequestCancel(ctx, runID, by)

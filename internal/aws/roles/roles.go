@@ -98,7 +98,7 @@ func (s Step) Handle(ctx context.Context, in StepInput) (StepOutput, error) {
 			return StepOutput{}, &harness.RetryableError{Err: fmt.Errorf("step: where run %s runs: %w", in.RunID, err)}
 		}
 		if home != "" && home != s.Self {
-			return StepOutput{Decision: harness.Decision{Next: harness.NextContinue}, Code: home}, nil
+			return StepOutput{Decision: harness.Decision{Next: harness.NextContinue, Children: []string{}}, Code: home}, nil
 		}
 		pinned = pin
 	}
@@ -109,6 +109,9 @@ func (s Step) Handle(ctx context.Context, in StepInput) (StepOutput, error) {
 	d, err := s.Harness.Step(ctx, in.RunID, budget)
 	if pinned {
 		code = s.Self
+	}
+	if d.Children == nil {
+		d.Children = []string{}
 	}
 	return StepOutput{Decision: d, Code: code}, err
 }

@@ -41,8 +41,8 @@ func TestLoadRunASL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"AwaitApproval", "BadDecision", "Count", "Done", "Finalize", "FinalizeFailed", "Init",
-		"Outcome", "Repoint", "RolledOver", "Rollover", "Route", "RunErrored", "RunFailed", "RunOnFargate", "Step", "Superseded", "Wait"}
+	want := []string{"AwaitApproval", "BadDecision", "Count", "Done", "Finalize", "FinalizeFailed", "Init", "MoreChildren", "NextChild",
+		"Outcome", "Repoint", "RolledOver", "Rollover", "Route", "RunErrored", "RunFailed", "RunOnFargate", "StartChild", "StartChildren", "Step", "Superseded", "Wait"}
 	if got := sortedStateNames(m.States); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("states %v", got)
 	}

@@ -27,6 +27,18 @@ type decision struct {
 	// Code is the function the next Step invokes: the Step echoes the
 	// code it was invoked as.
 	Code string `json:"code,omitempty"`
+	// Children are child runs for the state machine to start.
+	Children []string `json:"children"`
+}
+
+// MarshalJSON writes Children as [] when there are none, as the step
+// role does.
+func (d decision) MarshalJSON() ([]byte, error) {
+	type plain decision
+	if d.Children == nil {
+		d.Children = []string{}
+	}
+	return json.Marshal(plain(d))
 }
 
 // The harness's named errors, as Step Functions sees them by type name.

@@ -42,6 +42,13 @@ type Children interface {
 	CancelRun(ctx context.Context, runID, by string) error
 }
 
+// deferredStarts is implemented by Children whose StartRun may leave a
+// child stored but not started (no execution service here): a Step
+// waiting for children then names those still created in its decision.
+type deferredStarts interface {
+	StartsDeferred() bool
+}
+
 // childSpec is a child's whole definition, recorded as its operation's
 // arguments before the child exists: a start after a crash creates the
 // same child, with the same share of the budget.
@@ -242,7 +249,7 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 		return Decision{}, false, nil
 	}
 	kids := make([]run.Run, len(items))
-	var waiting []string
+	var waiting, unstarted []string
 	oldest := s.h.opt.Clock()
 	for i, it := range items {
 		c, err := s.h.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, childOpID(it)))
@@ -254,13 +261,17 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 			waiting = append(waiting, c.ID)
 			oldest = minTime(oldest, c.CreatedAt)
 		}
+		if d, ok := s.h.opt.Children.(deferredStarts); ok && d.StartsDeferred() && c.Status == run.StatusCreated {
+			unstarted = append(unstarted, c.ID)
+		}
 	}
 	if len(waiting) > 0 {
 		s.pend.patch.ReleaseLease = true
 		if err := s.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, true, err
 		}
-		return Decision{Next: NextWait, WaitSeconds: s.childPoll(oldest), Error: "waiting for child runs " + strings.Join(waiting, ", ")}, true, nil
+		return Decision{Next: NextWait, WaitSeconds: s.childPoll(oldest), Error: "waiting for child runs " + strings.Join(waiting, ", "),
+			Children: unstarted}, true, nil
 	}
 	s.h.opt.Faults.Hit(FaultParentResume)
 	for i, it := range items {

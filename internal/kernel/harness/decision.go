@@ -30,6 +30,13 @@ type Decision struct {
 	// Error is why the run failed or needs a person; on a wait, what it
 	// waits for.
 	Error string `json:"error"`
+	// Children, on a wait for child runs, are those of the run's children
+	// that no execution drives yet, when this worker cannot start one
+	// (the step role on AWS): the state machine starts them (StartChild)
+	// before it waits. Empty otherwise; the sweeper starts whatever it
+	// misses. The step role writes [] for none (a path the state
+	// machine reads must exist).
+	Children []string `json:"children"`
 	// Busy: the Step found another worker's lease and did nothing; Next
 	// is wait, for about as long as that lease has left. Omitted when
 	// false: the state machine never reads it.

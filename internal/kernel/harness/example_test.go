@@ -46,6 +46,6 @@ func ExampleHarness_Step() {
 	fmt.Println(string(out))
 	fmt.Println(r.Status, r.Output, r.StepCount)
 	// Output:
-	// {"next":"done","approval_id":"","wait_seconds":0,"approval_timeout_seconds":0,"error":""}
+	// {"next":"done","approval_id":"","wait_seconds":0,"approval_timeout_seconds":0,"error":"","children":null}
 	// completed said hello 2
 }

@@ -3,7 +3,6 @@ package awslocal
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
@@ -16,11 +15,12 @@ import (
 
 // subagentsScenario deploys examples/subagents: the coordinator's run
 // creates two child runs; each becomes an execution of its own, named by
-// its run id, which the sweep function starts (the step role neither
-// holds nor links states:StartExecution); the parent's execution waits in
-// its Wait state, with no Lambda running, and looks again; the
-// publisher's effect waits for an approval given through the API. A
-// second sweep starts nothing: an execution named by the run id exists.
+// its run id, which the parent's execution starts (StartChild: the step
+// role neither holds nor links states:StartExecution, so its decision
+// names them); the parent's execution waits in its Wait state, with no
+// Lambda running, and looks again; the publisher's effect waits for an
+// approval given through the API. No sweep is played until the end, and
+// then it starts nothing: an execution named by the run id exists.
 //
 // The differential compares the children's executions, whose states do
 // not depend on timing; the parent's enters Wait as many times as its
@@ -51,9 +51,8 @@ var subagentsScenario = scenario{
 		if kids[0].Agent != "researcher" || kids[1].Agent != "publisher" {
 			t.Fatalf("children %s and %s, want researcher and publisher", kids[0].Agent, kids[1].Agent)
 		}
-		// EventBridge's rule, played: sweep until both children run.
+		// The parent's execution starts them: no sweep is played.
 		waitFor(t, "the children's executions", func() (bool, error) {
-			s.sweep(t)
 			for _, k := range kids {
 				if _, err := s.describe(t, stepfunctions.ExecutionName(k.RunID, 0)); err != nil {
 					return false, nil
@@ -81,7 +80,11 @@ var subagentsScenario = scenario{
 			traces[k.RunID] = finish(t, s, k.RunID)
 			wantClose(t, traces[k.RunID], "ExecutionSucceeded")
 		}
-		wantClose(t, finish(t, s, parent.RunID), "ExecutionSucceeded")
+		pt := finish(t, s, parent.RunID)
+		wantClose(t, pt, "ExecutionSucceeded")
+		if n := countState(pt, "StartChild"); n < 2 {
+			t.Errorf("the parent's execution entered StartChild %d times, want once per child at least: %s", n, pt)
+		}
 		if v := runStatus(t, s, parent.RunID); v.Status != run.StatusCompleted {
 			t.Errorf("parent %s (%s), want completed", v.Status, v.Error)
 		}
@@ -91,7 +94,9 @@ var subagentsScenario = scenario{
 		if n := eventCounts(t, s, parent.RunID); n[run.EventChildStarted] != 2 || n[run.EventChildEnded] != 2 {
 			t.Errorf("parent's events %v: want two child_started and two child_ended", n)
 		}
-		s.sweep(t)
+		if rep := s.sweepReport(t); len(rep.Repairs) != 0 {
+			t.Errorf("the sweep repaired %+v: every run had its execution", rep.Repairs)
+		}
 		page, err := s.store(t).ListRuns(context.Background(), store.ListRunsQuery{})
 		if err != nil || len(page.Runs) != 3 {
 			t.Errorf("runs in the table: %d (%v), want the parent and two children", len(page.Runs), err)
@@ -112,15 +117,13 @@ var subagentsScenario = scenario{
 	},
 }
 
-// sweep invokes the sweep function as the EventBridge rule does.
-func (s *Stack) sweep(t *testing.T) {
-	t.Helper()
-	inv, err := s.world.Lambda.Invoke(context.Background(), s.Functions["sweep"].Name, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`))
-	if err != nil || inv.FunctionError != "" {
-		t.Fatalf("sweep: %v %s %s", err, inv.FunctionError, inv.Payload)
+// countState is how many times a trace entered state.
+func countState(tr Trace, state string) int {
+	n := 0
+	for _, st := range tr.States {
+		if st == state {
+			n++
+		}
 	}
-	var rep struct{ Errors int }
-	if err := json.Unmarshal(inv.Payload, &rep); err != nil || rep.Errors != 0 {
-		t.Fatalf("sweep answered %s (%v)", inv.Payload, err)
-	}
+	return n
 }

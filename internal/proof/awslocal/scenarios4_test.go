@@ -156,7 +156,8 @@ func restart(t *testing.T, s *Stack, runID string) string {
 	return next
 }
 
-// sweepReport invokes the sweep function and returns its report.
+// sweepReport invokes the sweep function as the EventBridge rule does
+// and returns its report.
 func (s *Stack) sweepReport(t *testing.T) sweeper.Report {
 	t.Helper()
 	inv, err := s.world.Lambda.Invoke(context.Background(), s.Functions["sweep"].Name, []byte(`{"source":"aws.events"}`))
