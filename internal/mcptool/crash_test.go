@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/proof/crash"
@@ -43,7 +45,13 @@ func TestCrashtestMCP(t *testing.T) {
 				t.Fatalf("crashtest --json: %v (%v)\n%s\n%s", jerr, err, out.String(), errb.String())
 			}
 			if err != nil {
-				t.Fatalf("crashtest failed (%v): %d failed runs\n%s", err, rep.Failed(), errb.String())
+				var why []string
+				for _, r := range append([]crash.Result{rep.Baseline}, rep.Rows...) {
+					if !r.Pass() {
+						why = append(why, fmt.Sprintf("%s (%s): %s", r.Name, r.Status, strings.Join(r.Violations, "; ")))
+					}
+				}
+				t.Fatalf("crashtest failed (%v): %d failed runs:\n%s\n%s", err, rep.Failed(), strings.Join(why, "\n"), errb.String())
 			}
 			if rep.Kills == 0 || len(rep.Rows) == 0 {
 				t.Fatalf("no kills: hits %v", rep.Hits)
