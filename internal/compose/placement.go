@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // placement says where a run's Steps run when the step function is
@@ -25,6 +27,9 @@ var _ roles.Placement = placement{}
 // Home implements roles.Placement.
 func (p placement) Home(ctx context.Context, runID string) (string, bool, error) {
 	r, err := p.rt.Store.GetRun(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil // the harness answers for a run that is not there
+	}
 	if err != nil {
 		return "", false, err
 	}

@@ -92,7 +92,11 @@ func (s Step) Handle(ctx context.Context, in StepInput) (StepOutput, error) {
 		return StepOutput{}, errors.New("step: run_id is empty")
 	}
 	code, pinned := in.Code, false
-	if s.Self != "" && s.Place != nil {
+	switch {
+	case s.Self != "" && in.Code == s.Self:
+		// Only a pinned run is sent to a version by name: it is home.
+		pinned = true
+	case s.Self != "" && s.Place != nil:
 		home, pin, err := s.Place.Home(ctx, in.RunID)
 		if err != nil {
 			return StepOutput{}, &harness.RetryableError{Err: fmt.Errorf("step: where run %s runs: %w", in.RunID, err)}

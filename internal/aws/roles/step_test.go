@@ -35,6 +35,7 @@ func TestStepPlacement(t *testing.T) {
 	cases := []struct {
 		name      string
 		self      string
+		code      string // the code the Step was invoked as; "": live
 		place     Placement
 		wantSteps int
 		wantNext  harness.Next
@@ -47,12 +48,17 @@ func TestStepPlacement(t *testing.T) {
 		{name: "pinned elsewhere: sent there untouched", self: "step:2", place: placeAt{home: "step:1", pinned: true}, wantNext: harness.NextContinue, wantCode: "step:1"},
 		{name: "home is this version", self: "step:1", place: placeAt{home: "step:1", pinned: true}, wantSteps: 1, wantNext: harness.NextWait, wantCode: "step:1"},
 		{name: "placement unreadable: retried", self: "step:2", place: placeAt{err: errors.New("s3 down")}, wantErr: true},
+		{name: "invoked as this version: home, nothing read", self: "step:1", code: "step:1", place: placeAt{err: errors.New("not asked")}, wantSteps: 1, wantNext: harness.NextWait, wantCode: "step:1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &countingStepper{}
 			s := Step{Harness: h, Self: tc.self, Place: tc.place}
-			out, err := s.Handle(context.Background(), StepInput{RunID: "run_1", Code: "live"})
+			code := tc.code
+			if code == "" {
+				code = "live"
+			}
+			out, err := s.Handle(context.Background(), StepInput{RunID: "run_1", Code: code})
 			var retry *harness.RetryableError
 			if tc.wantErr {
 				if !errors.As(err, &retry) || h.steps != 0 {
