@@ -99,6 +99,14 @@ func ProgramMatrix(ctx context.Context, cfg Config, opt ProgramOptions) ProgramR
 		for nth := 1; nth <= last; nth++ {
 			sc := FaultScenario(p, nth, "")
 			sc.Expect = Expect{Statuses: statuses, Kills: 1, OpsPerEffect: perEffect}
+			if nth > 1 {
+				// How often a point is hit past the first time varies
+				// with timing (tool results that land together share a
+				// commit): a later hit this run did not reach is not a
+				// failure, as in the stock matrix; the row still keeps
+				// every invariant, and says it was not reached.
+				sc.Expect.Kills = 0
+			}
 			scs = append(scs, sc)
 		}
 	}
@@ -130,6 +138,9 @@ func ProgramMatrix(ctx context.Context, cfg Config, opt ProgramOptions) ProgramR
 			sem <- struct{}{}
 			r := Play(ctx, cfg, sc)
 			<-sem
+			if r.Kills == 0 && len(sc.Incarnations) > 0 && sc.Incarnations[0].Fault != "" {
+				r.Name += " (not reached)"
+			}
 			rows[i] = r
 			if cfg.Progress != nil {
 				mu.Lock()
