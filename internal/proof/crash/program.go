@@ -90,26 +90,7 @@ func ProgramMatrix(ctx context.Context, cfg Config, opt ProgramOptions) ProgramR
 		perEffect[e.Effect] = e.Operations
 	}
 
-	var scs []*Scenario
-	for _, p := range slices.Concat(Points, WorkspacePoints) {
-		last := rep.Hits[p] // 0 for a point this agent never reaches
-		if !opt.AllHits {
-			last = min(last, 1)
-		}
-		for nth := 1; nth <= last; nth++ {
-			sc := FaultScenario(p, nth, "")
-			sc.Expect = Expect{Statuses: statuses, Kills: 1, OpsPerEffect: perEffect}
-			if nth > 1 {
-				// How often a point is hit past the first time varies
-				// with timing (tool results that land together share a
-				// commit): a later hit this run did not reach is not a
-				// failure, as in the stock matrix; the row still keeps
-				// every invariant, and says it was not reached.
-				sc.Expect.Kills = 0
-			}
-			scs = append(scs, sc)
-		}
-	}
+	scs := faultScenarios(rep.Hits, opt.AllHits, statuses, perEffect)
 	// Kills land from the program serving to a little after the run's
 	// own duration: before, during and after its approvals and effects
 	// (the driver creates the run at its first tick, 25ms).
@@ -270,4 +251,31 @@ func rows(rs []Result) int {
 		n += max(len(r.Effects), 1)
 	}
 	return n
+}
+
+// faultScenarios are the program matrix's rows of fault points: each
+// point's first hit, or with allHits every hit the unkilled run made
+// (hits).
+func faultScenarios(hits map[string]int, allHits bool, statuses []run.Status, perEffect map[string]int) []*Scenario {
+	var scs []*Scenario
+	for _, p := range slices.Concat(Points, WorkspacePoints) {
+		last := hits[p] // 0 for a point this agent never reaches
+		if !allHits {
+			last = min(last, 1)
+		}
+		for nth := 1; nth <= last; nth++ {
+			sc := FaultScenario(p, nth, "")
+			sc.Expect = Expect{Statuses: statuses, Kills: 1, OpsPerEffect: perEffect}
+			if nth > 1 {
+				// How often a point is hit past the first time varies
+				// with timing (tool results that land together share a
+				// commit): a later hit this run did not reach is not a
+				// failure, as in the stock matrix; the row still keeps
+				// every invariant, and says it was not reached.
+				sc.Expect.Kills = 0
+			}
+			scs = append(scs, sc)
+		}
+	}
+	return scs
 }
