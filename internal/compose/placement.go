@@ -9,8 +9,6 @@ import (
 	"github.com/keelrun/keel/internal/aws/roles"
 	"github.com/keelrun/keel/internal/aws/sweeper"
 	"github.com/keelrun/keel/internal/kernel/agentver"
-	"github.com/keelrun/keel/internal/kernel/harness"
-	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
@@ -73,8 +71,5 @@ func (rt *Runtime) retirement(vs sweeper.Versions) *sweeper.Retirement {
 	return &sweeper.Retirement{
 		Versions: vs,
 		Homes:    func(ctx context.Context) ([]agentver.Home, error) { return agentver.Homes(ctx, rt.Artifacts) },
-		RecordsVersion: func(ctx context.Context, r run.Run) (string, error) {
-			return harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r)
-		},
 	}
 }

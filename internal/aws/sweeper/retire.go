@@ -25,17 +25,14 @@ type Versions interface {
 // Retirement finds the step function versions no live run uses and
 // deletes them. A version is kept while it is the live one, newer than
 // the live one (a deploy between publishing and moving the alias), or a
-// home (agentver.Home) of an agent version a live run's records were
-// written by: that run's Steps may still be sent to it. Live runs are
+// home (agentver.Home) of the agent version a live run was created
+// under: that run's Steps may still be sent to it. Live runs are
 // every run not finished, including those waiting for a person, who may
 // settle them back into running.
 type Retirement struct {
 	Versions Versions
 	// Homes lists the recorded homes (agentver.Homes on the artifacts).
 	Homes func(ctx context.Context) ([]agentver.Home, error)
-	// RecordsVersion is the agent version a run's records were written by
-	// (harness.RecordsVersion).
-	RecordsVersion func(ctx context.Context, r run.Run) (string, error)
 }
 
 // Version actions a report names.
@@ -81,7 +78,7 @@ func (s *Sweeper) retire(ctx context.Context) ([]VersionReport, error) {
 		case n > liveN:
 			rep.Why = "newer than the live version (a deploy in progress)"
 		case len(users[n]) > 0:
-			rep.Why = fmt.Sprintf("%d live run(s) were written by an agent version it runs", len(users[n]))
+			rep.Why = fmt.Sprintf("%d live run(s) were created under an agent version it runs", len(users[n]))
 			rep.Runs = users[n][:min(len(users[n]), 10)]
 		default:
 			rep.Action, rep.Why = VersionRetired, "no live run uses it"
@@ -107,12 +104,11 @@ func (s *Sweeper) versionUsers(ctx context.Context, homes []agentver.Home) (map[
 				return nil, fmt.Errorf("sweeper: list %s runs: %w", st, err)
 			}
 			for _, r := range page.Runs {
-				v, err := s.Retirement.RecordsVersion(ctx, r)
-				if err != nil {
-					return nil, fmt.Errorf("sweeper: run %s: %w", r.ID, err)
-				}
+				// Homes are recorded for pinned agents only, and a pinned
+				// run's records are all its creation version's: no
+				// checkpoint needs reading.
 				for _, h := range homes {
-					if h.Agent == r.Agent && h.Version == v {
+					if h.Agent == r.Agent && h.Version == r.AgentVersion {
 						users[h.Number()] = append(users[h.Number()], r.ID)
 					}
 				}

@@ -64,9 +64,8 @@ func TestRetireVersions(t *testing.T) {
 	vs := &versions{published: []string{"Step:1", "Step:2", "Step:3", "Step:4", "Step:5"}, live: "Step:4"}
 	sw := &sweeper.Sweeper{Store: st, Executions: &executions{status: map[string]string{}}, Finalizer: &finalizer{},
 		Retirement: &sweeper.Retirement{
-			Versions:       vs,
-			Homes:          func(context.Context) ([]agentver.Home, error) { return homes, nil },
-			RecordsVersion: func(_ context.Context, r run.Run) (string, error) { return r.AgentVersion, nil },
+			Versions: vs,
+			Homes:    func(context.Context) ([]agentver.Home, error) { return homes, nil },
 		}}
 	rep, err := sw.Sweep(ctx)
 	if err != nil {
