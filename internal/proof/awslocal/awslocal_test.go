@@ -3,6 +3,7 @@ package awslocal
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,7 @@ func play(t *testing.T, w *World, sc scenario, in Interpreter) outcome {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	defer reportSandboxes(t, s)
 	out := sc.play(t, s, dest)
 	for i, e := range out.Executions {
 		fmt.Printf("%-14s %-4s g%d %s\n", sc.name, w.Label(in), i, out.Traces[e])
@@ -104,4 +106,23 @@ func compare(sc scenario, m, k outcome, target string) string {
 		names = []string{"run"}
 	}
 	return Diff(a, b, names, target, "keel")
+}
+
+// reportSandboxes prints, for a failed scenario, the end of each function
+// sandbox's log: a CI run keeps only the test's output, and a timeout or
+// a crash inside a function is told there and nowhere else.
+func reportSandboxes(t *testing.T, s *Stack) {
+	if !t.Failed() {
+		return
+	}
+	roles := make([]string, 0, len(s.Functions))
+	for role := range s.Functions {
+		roles = append(roles, role)
+	}
+	sort.Strings(roles)
+	for _, role := range roles {
+		if fn := s.Functions[role]; fn.Sandbox != nil {
+			t.Logf("%s sandbox (%s), last lines:\n%s", role, fn.route(), fn.Sandbox.LogTail(15))
+		}
+	}
 }
