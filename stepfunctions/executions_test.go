@@ -13,18 +13,7 @@ import (
 // sweeper's restart of a generation and Rollover's start of it are one
 // execution.
 func TestRolloverNamesAsExecutionName(t *testing.T) {
-	var def struct {
-		States map[string]struct {
-			Parameters struct {
-				Name  string `json:"Name.$"`
-				Input map[string]any
-			}
-		}
-	}
-	if err := json.Unmarshal(stepfunctions.Definition, &def); err != nil {
-		t.Fatal(err)
-	}
-	p := def.States["Rollover"].Parameters
+	p := startParameters(t, "Rollover")
 	if want := "States.Format('{}-g{}', $.run_id, States.MathAdd($.generation, 1))"; p.Name != want {
 		t.Fatalf("Rollover names executions %q; ExecutionName assumes %q", p.Name, want)
 	}
@@ -57,19 +46,8 @@ func TestRolloverNamesAsExecutionName(t *testing.T) {
 // sweeper: ExecutionName(id, 0), ExecutionInput(id, 0)), so a child one
 // of them started already is the same execution.
 func TestStartChildNamesAsExecutionName(t *testing.T) {
-	var def struct {
-		States map[string]struct {
-			Parameters struct {
-				Name  string `json:"Name.$"`
-				Input map[string]any
-			}
-		}
-	}
-	if err := json.Unmarshal(stepfunctions.Definition, &def); err != nil {
-		t.Fatal(err)
-	}
 	const child = "States.ArrayGetItem($.step.children, $.c.i)"
-	p := def.States["StartChild"].Parameters
+	p := startParameters(t, "StartChild")
 	if p.Name != child || len(p.Input) != 2 || p.Input["run_id.$"] != child || p.Input["generation"] != float64(0) {
 		t.Fatalf("StartChild starts %q with %v; want the child's id as name and {run_id, generation 0}", p.Name, p.Input)
 	}
@@ -80,4 +58,23 @@ func TestStartChildNamesAsExecutionName(t *testing.T) {
 	if stepfunctions.ExecutionName("run_c", 0) != "run_c" || len(in) != 2 || in["run_id"] != "run_c" || in["generation"] != float64(0) {
 		t.Fatalf("ExecutionName/ExecutionInput of generation 0: %s %v", stepfunctions.ExecutionName("run_c", 0), in)
 	}
+}
+
+// executionStart is what a states:startExecution task of the definition
+// names and feeds the execution it starts.
+type executionStart struct {
+	Name  string `json:"Name.$"`
+	Input map[string]any
+}
+
+// startParameters is the Parameters of the definition's state.
+func startParameters(t *testing.T, state string) executionStart {
+	t.Helper()
+	var def struct {
+		States map[string]struct{ Parameters executionStart }
+	}
+	if err := json.Unmarshal(stepfunctions.Definition, &def); err != nil {
+		t.Fatal(err)
+	}
+	return def.States[state].Parameters
 }
