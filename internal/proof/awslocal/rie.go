@@ -80,20 +80,13 @@ func (s *Sandbox) startOnce(ctx context.Context) (exited bool, err error) {
 	if err := cmd.Start(); err != nil {
 		return false, fmt.Errorf("awslocal: start %s: %w", s.rie, err)
 	}
-	done := make(chan struct{})
-	s.cmd, s.done = cmd, done
-	go func() { _ = cmd.Wait(); close(done) }()
 	// The emulator answers GETs on its invoke port with 404 once it
 	// listens; waiting ends early when it exits instead.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-done:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
+	done := make(chan struct{})
+	s.cmd, s.done = cmd, done
+	go func() { _ = cmd.Wait(); close(done); cancel() }()
 	werr := waitHTTP(wctx, s.URL+"/", 30*time.Second)
 	select {
 	case <-done:
