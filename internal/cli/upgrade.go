@@ -36,7 +36,7 @@ func upgradeCheckCommand() command {
 				return usagef("upgrade-check takes no arguments")
 			}
 			if *fromAPI && flagSet(fs, "data-dir") {
-				return usagef("upgrade-check: --api and --data-dir exclude each other: --api reads the runs from a deployed API, --data-dir from a store")
+				return usagef("--api and --data-dir exclude each other: --api reads the runs from a deployed API, --data-dir from a store")
 			}
 			cfg.DataDir = *dataDir
 			b, err := compose.LoadBackends(ctx, cfg, cfg.Logger(c.stderr))
