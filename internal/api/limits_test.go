@@ -61,9 +61,20 @@ func TestDecideLimit(t *testing.T) {
 	if calls := e.resumer.Calls(); len(calls) != 1 || calls[0].ID != ap.ID {
 		t.Fatalf("resumed %+v", calls)
 	}
-	// Answered: the run waits on no raise any more.
+	// Answered, but the run still waits (its wake may have been lost):
+	// another answer is refused, the same answer wakes it again.
 	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"stop"}`, nil); code != http.StatusConflict ||
+		!strings.Contains(string(body), api.CodeApprovalNotPending) || !strings.Contains(string(body), "already approved by alice") {
+		t.Fatalf("another answer: %d %s", code, body)
+	}
+	e.doJSON("POST", path, aliceToken, `{"decision":"raise"}`, nil, http.StatusOK, &got)
+	if calls := e.resumer.Calls(); got.Status != run.ApprovalApproved || len(calls) != 2 || calls[1].ID != ap.ID {
+		t.Fatalf("repeated raise: %+v, resumed %+v", got, calls)
+	}
+	// Once the run moved on, it waits on no raise any more.
+	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusRunning}})
+	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"raise"}`, nil); code != http.StatusConflict ||
 		!strings.Contains(string(body), api.CodeNotPaused) {
-		t.Fatalf("second answer: %d %s", code, body)
+		t.Fatalf("answer after the run moved on: %d %s", code, body)
 	}
 }
