@@ -76,4 +76,3 @@ func ValidateNotificationUpdate(n run.Notification, prevAttempts int64) error {
 	}
 	return checkOptional("link hash", n.LinkHash)
 }
-
