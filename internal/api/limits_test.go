@@ -13,11 +13,11 @@ import (
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
-// pauseAtLimit parks a run of alice's on a raise request, as the harness
-// does when its agent's policy pauses at max_spend.
-func (e *env) pauseAtLimit() (run.Run, run.Approval) {
+// pauseAtLimit parks a run of alice's, under policy, on a raise request,
+// as the harness does when its agent's policy pauses at max_spend.
+func (e *env) pauseAtLimit(policy run.InputPolicy) (run.Run, run.Approval) {
 	e.t.Helper()
-	r := e.newRun("alice", run.InputQueue)
+	r := e.newRun("alice", policy)
 	args, _ := json.Marshal(harness.RaiseArgs{Limit: "max_spend", Now: 1000, RaiseBy: 500, After: 1500})
 	ap := run.Approval{ID: "apr_limit_max_spend_1000", Tool: harness.RaiseLimitTool, Mode: run.ModeMutating, Args: args}
 	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusAwaitingApproval}, NewApprovals: []run.Approval{ap}})
@@ -30,7 +30,7 @@ func (e *env) pauseAtLimit() (run.Run, run.Approval) {
 
 func TestDecideLimit(t *testing.T) {
 	e := newEnv(t, nil)
-	r, ap := e.pauseAtLimit()
+	r, ap := e.pauseAtLimit(run.InputQueue)
 	path := "/v1/runs/" + r.ID + "/limits"
 	bad := []struct{ name, body, field string }{
 		{"no decision", `{}`, "decision"},
