@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
@@ -112,11 +113,25 @@ func checkPublications(ev Evidence, x Expect, v *Verdict) {
 		v.fail("run completed but the destination holds %d publications, want 1", len(ev.Pubs))
 	}
 
-	// Approval.
-	granted := countType(ev.Events, run.EventApprovalGranted)
+	// Approval of the action; a raise of a limit (keel.raise_limit) is a
+	// decision of its own, not an approval of the publication.
+	raises := map[string]bool{}
+	for _, a := range ev.Approvals {
+		if a.Tool == harness.RaiseLimitTool {
+			raises[a.ApprovalID] = true
+		}
+	}
+	granted := 0
+	for _, e := range ev.Events {
+		if e.Type == run.EventApprovalGranted {
+			if id, _ := eventData(e.Data)["approval_id"].(string); !raises[id] {
+				granted++
+			}
+		}
+	}
 	approved := 0
 	for _, a := range ev.Approvals {
-		if a.Status == run.ApprovalApproved {
+		if a.Status == run.ApprovalApproved && !raises[a.ApprovalID] {
 			approved++
 		}
 	}
