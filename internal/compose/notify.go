@@ -43,7 +43,7 @@ func (rt *Runtime) NotifyWorker(baseURL string) (*notify.Worker, error) {
 		baseURL = n.BaseURL
 	}
 	return notify.NewWorker(rt.Store, notify.Options{Channels: chans, LinkKey: key, BaseURL: baseURL,
-		LinkTTL: n.LinkTTL, MaxAttempts: n.MaxAttempts, Backoff: n.Backoff, Logger: rt.Logger}), nil
+		LinkTTL: n.LinkTTL, MaxAttempts: n.MaxAttempts, Backoff: n.Backoff, Logger: rt.Logger, Secrets: rt.Secrets}), nil
 }
 
 // devLinkKey reads the key at path, or makes it.

@@ -3,6 +3,9 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 
 // TestNotifySecretsMasked: the notification channels' secrets are among the
@@ -21,5 +24,21 @@ func TestNotifySecretsMasked(t *testing.T) {
 	text := "w=canary-webhook-secret s=https://hooks.slack.example/canary-slack-path p=canary-smtp-password l=canary-link-key-0123456789abcdef"
 	if got := c.Secrets().String(text); strings.Contains(got, "canary") {
 		t.Fatalf("masked: %q", got)
+	}
+}
+
+// TestWebhookQueryTokenMasked: a token in the webhook URL's query (a
+// receiver that takes its credential there) is masked by value, so the
+// bundle's env.txt, which prints the URL, shows it as ****.
+func TestWebhookQueryTokenMasked(t *testing.T) {
+	env := map[string]string{"KEEL_NOTIFY_WEBHOOK_URL": "https://hook.example/x?team=ops&token=canary%2Bquery-token",
+		"KEEL_NOTIFY_WEBHOOK_SECRET": "hmac-secret-0123"}
+	c, err := FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	envTxt := telemetry.Env{Config: telemetry.MaskedConfig(c), Secrets: c.Secrets()}.Text(time.Now())
+	if got := c.Secrets().String(envTxt); strings.Contains(got, "canary") || !strings.Contains(got, "Notify.WebhookURL=https://hook.example/x?team=ops&token=****") {
+		t.Fatalf("env.txt, masked:\n%s", got)
 	}
 }
