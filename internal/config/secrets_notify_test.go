@@ -42,3 +42,36 @@ func TestWebhookQueryTokenMasked(t *testing.T) {
 		t.Fatalf("env.txt, masked:\n%s", got)
 	}
 }
+
+// TestNotifyBoundsRefused: a link key short enough to guess and a worker
+// period short enough to spin are refused, naming the variable and never
+// repeating the key; the smallest accepted values pass.
+func TestNotifyBoundsRefused(t *testing.T) {
+	cases := []struct {
+		name, key, val, want string
+	}{
+		{"short link key", "KEEL_NOTIFY_LINK_KEY", "abc", "KEEL_NOTIFY_LINK_KEY: 3 bytes, want at least 32"},
+		{"1ns interval", "KEEL_NOTIFY_INTERVAL", "1ns", `KEEL_NOTIFY_INTERVAL "1ns": want at least 100ms`},
+		{"1ms backoff", "KEEL_NOTIFY_BACKOFF", "1ms", `KEEL_NOTIFY_BACKOFF "1ms": want at least 100ms`},
+		{"shortest key", "KEEL_NOTIFY_LINK_KEY", strings.Repeat("k", 32), ""},
+		{"shortest interval", "KEEL_NOTIFY_INTERVAL", "100ms", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FromEnv(func(k string) string {
+				if k == tc.key {
+					return tc.val
+				}
+				return ""
+			})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			case tc.key == "KEEL_NOTIFY_LINK_KEY" && err != nil && strings.Contains(err.Error(), tc.val):
+				t.Fatalf("the error repeats the key: %v", err)
+			}
+		})
+	}
+}
