@@ -174,7 +174,10 @@ type Deps struct {
 	Links LinkChecker
 	// Secrets are masked in every text response (JSON and SSE): the
 	// deployment's facts, and run data that echoes a credential. Stored
-	// records are not changed; artifacts are served as stored.
+	// records are not changed; artifacts are served as stored. A request
+	// body that holds one of them (MinRefusedSecret bytes or longer) is
+	// refused (refuseSecret): masking a caller's own text in the answer
+	// would tell it which of its guesses is a secret.
 	Secrets scrub.Secrets
 }
 
@@ -207,6 +210,8 @@ type server struct {
 	bundleEnv telemetry.Env
 	deploy    Deployment
 	links     LinkChecker
+	// guard are the secrets a request body may not hold (refuseSecret).
+	guard scrub.Secrets
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -222,6 +227,7 @@ func New(d Deps) (http.Handler, error) {
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
 		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
 		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment, links: d.Links,
+		guard: d.Secrets.AtLeast(MinRefusedSecret),
 	}
 	if s.streams.max <= 0 {
 		s.streams.max = 32
