@@ -156,6 +156,42 @@ func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, *Error) {
 // body that holds a four-letter word would refuse ordinary input.
 const MinRefusedSecret = 8
 
+// refuseSecretInURL is refuseSecret for the URL: an error that echoes a
+// query value (an unknown status) or a path segment would show a secret
+// among the guesses masked. field names the query parameter, or "path".
+func (s *server) refuseSecretInURL(r *http.Request) *Error {
+	if s.guard.Len() == 0 {
+		return nil
+	}
+	field := ""
+	if s.guard.Contains(r.URL.Path) || s.guard.Contains(r.URL.EscapedPath()) {
+		field = "path"
+	}
+	if field == "" && s.guard.Contains(r.URL.RawQuery) {
+		field = "query"
+	}
+	q := r.URL.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if field != "" && field != "query" {
+			break
+		}
+		if s.guard.Contains(k) || slices.ContainsFunc(q[k], s.guard.Contains) {
+			field = k
+		}
+	}
+	if field == "" {
+		return nil
+	}
+	s.log.WarnContext(r.Context(), "request refused: its URL holds a configured secret's value", "method", r.Method, "field", field)
+	return &Error{Status: http.StatusBadRequest, Code: CodeSecretInRequest, Field: field,
+		Message: "the URL holds the value of a secret configured on this deployment; it is neither stored nor echoed"}
+}
+
 // refuseSecret refuses a request body that holds the value of a secret
 // configured on the deployment (s.guard), in any form the answers mask.
 //
@@ -187,7 +223,7 @@ func (s *server) refuseSecret(r *http.Request, body []byte) *Error {
 	}
 	s.log.WarnContext(r.Context(), "request refused: its body holds a configured secret's value", "method", r.Method,
 		"path", r.URL.Path, "field", field)
-	return &Error{Status: http.StatusBadRequest, Code: CodeSecretInBody, Field: field,
+	return &Error{Status: http.StatusBadRequest, Code: CodeSecretInRequest, Field: field,
 		Message: "the body holds the value of a secret configured on this deployment; it is neither stored nor echoed. " +
 			"Give a tool its credentials in its configuration, not in a run's input or arguments"}
 }

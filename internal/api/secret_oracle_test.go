@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -17,9 +18,10 @@ import (
 // TestSecretGuessesRefused: a run input of 12,000 guesses (as many as the
 // input bound holds at this length), one of them a
 // configured secret (as it is, or spelled with \u escapes), is refused
-// with 400 secret_in_body naming the field, and the answer does not say
+// with 400 secret_in_request naming the field, and the answer does not say
 // which guess matched; nothing is stored. Masking it in the echo answered
-// every guess at once. An input without a secret is echoed as sent.
+// every guess at once. Guesses in a query value that an error echoes are
+// refused too. An input without a secret is echoed as sent.
 func TestSecretGuessesRefused(t *testing.T) {
 	const secret = "sk-canary-9d41be77"
 	e := newEnv(t, nil)
@@ -30,8 +32,8 @@ func TestSecretGuessesRefused(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	post := func(body string) (int, string) {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/runs", strings.NewReader(body))
+	send := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+aliceToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -41,6 +43,7 @@ func TestSecretGuessesRefused(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	post := func(body string) (int, string) { return send("POST", "/v1/runs", body) }
 	guesses := make([]string, 12_000)
 	for i := range guesses {
 		guesses[i] = fmt.Sprintf("sk-canary-%08x", i)
@@ -52,12 +55,19 @@ func TestSecretGuessesRefused(t *testing.T) {
 		code, body := post(`{"agent":"echo","input":` + in + `}`)
 		var eb api.ErrorBody
 		if err := json.Unmarshal([]byte(body), &eb); err != nil || code != http.StatusBadRequest || eb.Error == nil ||
-			eb.Error.Code != api.CodeSecretInBody || eb.Error.Field != "input" {
+			eb.Error.Code != api.CodeSecretInRequest || eb.Error.Field != "input" {
 			t.Fatalf("%s: %d %.300s", name, code, body)
 		}
 		if strings.Contains(body, scrub.Mask) || strings.Contains(body, "sk-canary") {
 			t.Fatalf("%s: the refusal tells which guess matched: %.300s", name, body)
 		}
+	}
+	// A query value an error would echo ("unknown status ...") is refused
+	// the same way.
+	code, body := send("GET", "/v1/runs?limit=5&status="+url.QueryEscape(strings.Join(guesses[7_000:7_400], " ")), "")
+	if code != http.StatusBadRequest || !strings.Contains(body, `"secret_in_request"`) || !strings.Contains(body, `"field":"status"`) ||
+		strings.Contains(body, scrub.Mask) || strings.Contains(body, "sk-canary") {
+		t.Fatalf("guesses in a query: %d %.300s", code, body)
 	}
 	page, err := e.store.ListRuns(t.Context(), store.ListRunsQuery{})
 	if err != nil || len(page.Runs) != 0 {

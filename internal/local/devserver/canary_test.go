@@ -50,7 +50,7 @@ func (l *lockedBuffer) String() string {
 // viewer reads (run, events, explain), the logs and the exported spans.
 // Each canary is also put into a run's input and logged with the whole
 // configuration, so each output had the chance to leak it. The API
-// refuses that input (secret_in_body: masking a caller's own text is an
+// refuses that input (secret_in_request: masking a caller's own text is an
 // oracle), so the run is stored before keel dev starts, as a run created
 // before that refusal, or by a schedule, would be; the sweep at start
 // starts it.
@@ -129,7 +129,7 @@ func TestSecretCanaries(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+srv.Token)
 	req.Header.Set("Content-Type", "application/json")
 	code, body := do(t, req)
-	if code != http.StatusBadRequest || !strings.Contains(body, `"secret_in_body"`) || strings.Contains(body, scrub.Mask) {
+	if code != http.StatusBadRequest || !strings.Contains(body, `"secret_in_request"`) || strings.Contains(body, scrub.Mask) {
 		t.Fatalf("create with the canaries in its input: %d %s", code, body)
 	}
 	runID := stored.ID
