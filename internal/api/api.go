@@ -166,10 +166,23 @@ type Deps struct {
 	BundleEnv telemetry.Env
 	// Deployment, when set, serves GET /v1/deployment (keel doctor).
 	Deployment Deployment
+	// Links, when set, says whether a one-time link's token was derived
+	// from the current link key (notify.Worker): a link whose hash matches
+	// but whose key was rotated away is refused as revoked. nil: a token
+	// is checked against its stored hash only.
+	Links LinkChecker
 	// Secrets are masked in every text response (JSON and SSE): the
 	// deployment's facts, and run data that echoes a credential. Stored
-	// records are not changed; artifacts are served as stored.
+	// records are not changed; artifacts are served as stored. A request
+	// body that holds one of them (MinRefusedSecret bytes or longer) is
+	// refused (refuseSecret): masking a caller's own text in the answer
+	// would tell it which of its guesses is a secret.
 	Secrets scrub.Secrets
+}
+
+// LinkChecker checks a link token against the current link key.
+type LinkChecker interface {
+	LinkCurrent(n run.Notification, token string) bool
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a full-size input
@@ -195,6 +208,9 @@ type server struct {
 	records   RunRecords
 	bundleEnv telemetry.Env
 	deploy    Deployment
+	links     LinkChecker
+	// guard are the secrets a request body may not hold (refuseSecret).
+	guard scrub.Secrets
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -209,7 +225,8 @@ func New(d Deps) (http.Handler, error) {
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
 		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
-		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment,
+		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment, links: d.Links,
+		guard: d.Secrets.AtLeast(MinRefusedSecret),
 	}
 	if s.streams.max <= 0 {
 		s.streams.max = 32

@@ -262,6 +262,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	starter := roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}}
 	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
 	auth := api.Tokens{s.Token: cfg.Principal}
+	// The notification worker is built before the API: the link page
+	// checks each link against the worker's current key (a rotated key
+	// revokes the links sent under the old one).
+	outbox, err := rt.NotifyWorker(s.URL)
+	if err != nil {
+		closeLns()
+		return fail(err)
+	}
 	apiHandler, err := api.New(api.Deps{
 		Store: rt.Store, Artifacts: rt.Artifacts,
 		Starter:  starter,
@@ -273,6 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Records:  rt.Store, BundleEnv: rt.BundleEnv(),
 		Deployment: compose.Reporter{Runtime: rt, Executor: "local"},
 		Secrets:    rt.Secrets,
+		Links:      outbox,
 	})
 	if err != nil {
 		closeLns()
@@ -330,9 +339,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			}
 		}
 	}()
-	if s.stopNotify, err = startNotify(rt, s.URL); err != nil {
-		return fail(err)
-	}
+	s.stopNotify = startNotify(outbox, rt.Config.Notify.Interval)
 	if err := writeFile(filepath.Join(cfg.DataDir, "url"), s.URL); err != nil {
 		return fail(err)
 	}

@@ -54,7 +54,7 @@ func WakeScenario(channel string, retry bool) *Scenario {
 		Expect:       Expect{Statuses: allowed(run.StatusCompleted), Approval: true, Kills: 1}}
 	switch channel {
 	case ChannelLink:
-		sc.Env = []string{"KEEL_NOTIFY_LINK_KEY=" + wakeLinkKey, "KEEL_NOTIFY_INTERVAL=50ms"}
+		sc.Env = []string{"KEEL_NOTIFY_LINK_KEY=" + wakeLinkKey, "KEEL_NOTIFY_INTERVAL=100ms"}
 	case ChannelRaise:
 		sc.Env = []string{"RESEARCH_ON_LIMIT=pause"}
 	}
