@@ -23,21 +23,26 @@ import (
 // the operator may not trust: unless Trusted, they can only make a tool
 // safer. Tools overrides both.
 //
-//	annotations                   untrusted (default)           Trusted
-//	readOnlyHint                  ConfirmOnce (a read)          ReadOnly
-//	idempotentHint, not read-only Effect, PromisesNothing       Effect, IdempotentByKey
-//	anything else, or none        Effect, PromisesNothing       Effect, PromisesNothing
+//	annotations                   untrusted (default)                 Trusted
+//	readOnlyHint                  Effect allowed once per session      ReadOnly
+//	idempotentHint, not read-only Effect, PromisesNothing             Effect, IdempotentByKey
+//	anything else, or none        Effect, PromisesNothing             Effect, PromisesNothing
 //
-// An untrusted readOnlyHint gives ConfirmOnce, not ReadOnly: a server
-// that lies about it (a "read" that writes) would otherwise act without
-// any person having allowed it, and again after a crash. An effect runs
-// under the operation protocol, as [Effect] does: a person approves the
-// exact arguments, and an unknown outcome (a crash, a timeout, a
-// disconnect mid-call) ends the run needs_human — unless the server is
-// declared to deduplicate (Promises or MCPTool.Promises IdempotentByKey),
-// in which case Keel sends the call again. Keel sends the operation id in
-// the request's _meta as "keel/operation_id" on every call and re-send of
-// an effect (and "keel/run_id", "keel/call_id" on every call).
+// An untrusted readOnlyHint is not believed: a server that lies about it
+// (a "read" that writes) would otherwise act without any person having
+// allowed it, and again after a crash. Such a tool is an effect a person
+// allows once per session (MCPEffectConfirmOnce): asked once, then run
+// under the operation protocol like every effect. An effect runs under
+// the operation protocol, as [Effect] does: the intent is recorded before
+// the call, and an unknown outcome (a crash, a timeout, a disconnect
+// mid-call) ends the run needs_human, never sent again — unless the
+// server is declared to deduplicate (Promises or MCPTool.Promises
+// IdempotentByKey), in which case Keel sends the call again. Only the
+// operator's trust makes a call a read that may repeat after a crash:
+// Trusted, or a tool's Mode MCPReadOnly or MCPConfirmOnce. Keel sends the
+// operation id in the request's _meta as "keel/operation_id" on every
+// call and re-send of an effect (and "keel/run_id", "keel/call_id" on
+// every call).
 //
 // At a run's first call of the server, its tool list (each tool's schema
 // and annotations, hashed) is recorded with the run; a tool whose schema
