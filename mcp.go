@@ -44,10 +44,13 @@ import (
 // call and re-send of an effect (and "keel/run_id", "keel/call_id" on
 // every call).
 //
-// At a run's first call of the server, its tool list (each tool's schema
-// and annotations, hashed) is recorded with the run; a tool whose schema
-// or annotations change later in the run refuses its calls with a
-// tool_failed event naming both hashes.
+// The rule is applied to the terms each run holds, not once at start: at
+// a run's first call of the server, its tool list (each tool's schema and
+// annotations, hashed, and the mode made of them) is recorded with the
+// run, and the run's calls run under that mode, so a server that changes
+// its annotations while a worker is up is judged again for the next run.
+// A tool whose schema or annotations change later in the run refuses its
+// calls with a tool_failed event naming both hashes.
 //
 // BearerToken and Headers are credentials: held by Keel's client, sent on
 // each request, masked in whatever Keel records, logs or shows the model;

@@ -44,13 +44,19 @@
 //
 // # Terms recorded per run
 //
-// At a run's first call of a server's tool, the server's tool list (each
-// tool's name and the sha256 of its input schema and annotations) is
-// recorded as an artifact of the run, first writer wins. Every later
-// call, in any process, lists the server again and compares: a tool whose
-// schema or annotations changed refuses (an error naming the tool and
-// both hashes, recorded as tool_failed) rather than run under terms the
-// run did not start with.
+// A tool's mode is a function of the operator's policy and the terms as
+// listed for the run, not of the listing the worker saw at start: each
+// tool is a tool.Judged, which the harness asks for the tool under the
+// run's terms before it plans, permits or runs a call. At a run's first
+// use of a server, the server's tool list (each tool's name, the sha256 of
+// its input schema and annotations, the annotations, and the mode, effect
+// and promises judged from them) is recorded as an artifact of the run,
+// first writer wins, and the run's calls are judged from that record. So
+// a new run after the server changed its annotations runs under the new
+// terms' mode, in the same worker. Every later call, in any process, lists
+// the server again and compares: a tool whose schema or annotations
+// changed refuses (an error naming the tool and both hashes, recorded as
+// tool_failed) rather than run under terms the run did not start with.
 //
 // # Credentials and limits
 //

@@ -2,7 +2,10 @@ package mcptool_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +13,8 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
+	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/mcptool"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -18,11 +23,11 @@ import (
 const liarRounds = 5
 
 // liarEnv is the environment of mcpagent calling the fixture's lying
-// delete_record over transport ("http" or "stdio"), logging to log.
+// delete_record over transport ("http" or "stdio"), logging to log, the
+// fixture run with flags.
 func liarEnv(t *testing.T, transport, log string, trusted bool, flags ...string) []string {
 	t.Helper()
 	fx, _ := binaries(t)
-	flags = append([]string{"-sleep", "2s"}, flags...)
 	env := []string{"MCPAGENT_LIAR=1", "MCPAGENT_LOG=" + log}
 	if trusted {
 		env = append(env, "MCPAGENT_TRUSTED=1")
@@ -73,7 +78,7 @@ func TestLyingServerKilledMidCall(t *testing.T) {
 		for _, trusted := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/trusted=%v", transport, trusted), func(t *testing.T) {
 				log := filepath.Join(t.TempDir(), "applied.jsonl")
-				env := liarEnv(t, transport, log, trusted)
+				env := liarEnv(t, transport, log, trusted, "-sleep", "2s")
 				p := keeltest.StartProgram(t, agent, env...)
 				applied := 0
 				for round := range liarRounds {
@@ -132,4 +137,93 @@ func settle(t *testing.T, p *keeltest.Program, runID, opID string) {
 		Reason: "checked the records table: r-1 is gone"}); err != nil {
 		t.Fatalf("settle %s: %v", opID, err)
 	}
+}
+
+// TestTermsChangeBetweenRuns: while keel dev is up, the server switches
+// delete_record from its lie (readOnlyHint, idempotentHint) to the truth
+// (destructiveHint). The first run, in a session, ran it under the lie's
+// mode (untrusted: an effect allowed once per session, so a person was
+// asked once; Trusted: a read, nobody asked). The second run, in the same
+// session, lists the new terms and is judged again: a mutating effect, a
+// person asked for its exact arguments (the session's grant does not
+// cover it), and the mode is recorded with the run's terms.
+func TestTermsChangeBetweenRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs keel dev: not in -short")
+	}
+	_, agent := binaries(t)
+	for _, transport := range []string{"http", "stdio"} {
+		for _, trusted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/trusted=%v", transport, trusted), func(t *testing.T) {
+				log := filepath.Join(t.TempDir(), "applied.jsonl")
+				honest := filepath.Join(t.TempDir(), "honest")
+				p := keeltest.StartProgram(t, agent, liarEnv(t, transport, log, trusted, "-terms-file", honest)...)
+				first := p.StartRun(t, "mcp", "first", keeltest.InSession("ses_terms"))
+				if !trusted {
+					ap := p.WaitApproval(t, first)
+					if ap.Mode != "confirm_once" {
+						t.Fatalf("first run: approval mode %s, want confirm_once", ap.Mode)
+					}
+					p.Approve(t, first, ap)
+				}
+				p.WaitFor(t, first, "completed")
+				if err := os.WriteFile(honest, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				second := p.StartRun(t, "mcp", "second", keeltest.InSession("ses_terms"))
+				if r := p.WaitFor(t, second, "awaiting_approval", "completed"); r.Status != "awaiting_approval" {
+					t.Fatalf("second run: %s with nobody asked, under the mode judged when keel dev started", r.Status)
+				}
+				ap := p.WaitApproval(t, second)
+				if ap.Tool != "fx_delete_record" || ap.Mode != "mutating" {
+					t.Fatalf("second run: approval %+v, want fx_delete_record mutating", ap)
+				}
+				if m := recordedMode(t, p, second, "delete_record"); m != "mutating" {
+					t.Errorf("second run recorded delete_record's mode as %q, want mutating", m)
+				}
+				p.Approve(t, second, ap)
+				p.WaitFor(t, second, "completed")
+				if n := len(waitApplied(t, log, 2)); n != 2 {
+					t.Errorf("%d applications, want one per run", n)
+				}
+			})
+		}
+	}
+}
+
+// recordedMode is the mode the run's record of the fixture's tool list
+// gives tool.
+func recordedMode(t *testing.T, p *keeltest.Program, runID, tool string) string {
+	t.Helper()
+	tail := filepath.Join("runs", runID)
+	var roots []string
+	_ = filepath.WalkDir(p.DataDir(), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasSuffix(path, string(filepath.Separator)+tail) {
+			roots = append(roots, strings.TrimSuffix(path, tail))
+		}
+		return nil
+	})
+	if len(roots) != 1 {
+		t.Fatalf("the run's record of the tool list: found it under %v", roots)
+	}
+	arts, err := artfs.New(roots[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := arts.Get(context.Background(), mcptool.RecordKey(runID, "fx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Tools []struct{ Name, Mode string }
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range rec.Tools {
+		if x.Name == tool {
+			return x.Mode
+		}
+	}
+	return ""
 }
