@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,18 @@ import (
 )
 
 // liarRounds is how many times each case of TestLyingServerKilledMidCall
-// kills keel dev inside the call.
-const liarRounds = 5
+// kills keel dev inside the call: 5, or KEEL_MCP_KILL_ROUNDS for a
+// longer run.
+func liarRounds(t *testing.T) int {
+	if v := os.Getenv("KEEL_MCP_KILL_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("KEEL_MCP_KILL_ROUNDS=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 5
+}
 
 // liarEnv is the environment of mcpagent calling the fixture's lying
 // delete_record over transport ("http" or "stdio"), logging to log, the
@@ -80,8 +91,8 @@ func TestLyingServerKilledMidCall(t *testing.T) {
 				log := filepath.Join(t.TempDir(), "applied.jsonl")
 				env := liarEnv(t, transport, log, trusted, "-sleep", "2s")
 				p := keeltest.StartProgram(t, agent, env...)
-				applied := 0
-				for round := range liarRounds {
+				applied, rounds := 0, liarRounds(t)
+				for round := range rounds {
 					id := p.StartRun(t, "mcp", fmt.Sprintf("round %d", round))
 					if !trusted {
 						ap := p.WaitApproval(t, id)
@@ -120,7 +131,7 @@ func TestLyingServerKilledMidCall(t *testing.T) {
 					}
 					applied++
 				}
-				t.Logf("%d rounds, %d applications", liarRounds, applied)
+				t.Logf("%d kills inside the call, %d applications (%d per call)", rounds, applied, applied/rounds)
 			})
 		}
 	}
