@@ -205,6 +205,11 @@ func (s *step) pendingOf(ctx context.Context, op run.Operation) (run.PlanItem, t
 		}
 	}
 	t, _ := s.toolFor(ctx, op.Tool)
+	if _, refused := t.(refusedTool); refused {
+		// A judgement that failed (a store error): the operation was
+		// recorded by an effect, whose contract it carries (recordedContract).
+		t, _ = s.agent.Tools.Get(op.Tool)
+	}
 	eff, ok := t.(tool.Effectful)
 	return it, eff, ok && it.ID != ""
 }
