@@ -20,13 +20,13 @@ import (
 )
 
 // liarRounds is how many times each case of TestLyingServerKilledMidCall
-// kills keel dev inside the call: 5, or KEEL_MCP_KILL_ROUNDS for a
+// kills keel dev inside the call: 5, or MCPTEST_KILL_ROUNDS for a
 // longer run.
 func liarRounds(t *testing.T) int {
-	if v := os.Getenv("KEEL_MCP_KILL_ROUNDS"); v != "" {
+	if v := os.Getenv("MCPTEST_KILL_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			t.Fatalf("KEEL_MCP_KILL_ROUNDS=%q: want a positive number", v)
+			t.Fatalf("MCPTEST_KILL_ROUNDS=%q: want a positive number", v)
 		}
 		return n
 	}
