@@ -156,7 +156,9 @@ const (
 	// MCPReadOnly runs as [ReadOnly]: no person, may repeat after a crash.
 	MCPReadOnly
 	// MCPConfirmOnce runs as [ConfirmOnce]: a read a person allows once
-	// per session.
+	// per session, which, being the operator's word that it is a read,
+	// may repeat after a crash (an untrusted readOnlyHint alone gives
+	// MCPEffectConfirmOnce instead).
 	MCPConfirmOnce
 	// MCPEffect runs as an [Effect]: approved per call, under the
 	// operation protocol.
