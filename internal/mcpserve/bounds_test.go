@@ -19,9 +19,12 @@ type bigLog struct {
 	mcpserve.Keel
 	n, size int
 	settled int
+	// most is the most events one Events call was asked for.
+	most int
 }
 
 func (b *bigLog) Events(_ context.Context, _ string, after int64, limit int) (api.EventPage, error) {
+	b.most = max(b.most, limit)
 	p := api.EventPage{NextAfter: after, Status: run.StatusCompleted}
 	data, _ := json.Marshal(map[string]string{"note": strings.Repeat("x", b.size)})
 	for seq := after + 1; seq <= int64(b.n) && len(p.Events) < limit; seq++ {
@@ -64,9 +67,11 @@ func TestRunEventsBounded(t *testing.T) {
 	}{
 		{"200 events of 40 KB", 200, 40 << 10},
 		{"one event of 3 MB", 3, 3 << 20},
+		{"500 small events", 500, 10},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cs := inMemory(t, &bigLog{n: c.n, size: c.size})
+			k := &bigLog{n: c.n, size: c.size}
+			cs := inMemory(t, k)
 			var after int64
 			seen, answers := 0, 0
 			for {
@@ -100,7 +105,10 @@ func TestRunEventsBounded(t *testing.T) {
 			if seen != c.n {
 				t.Errorf("read %d events, want %d", seen, c.n)
 			}
-			t.Logf("%d events of %d bytes in %d answers", c.n, c.size, answers)
+			if k.most >= mcpserve.MaxEvents {
+				t.Errorf("run_events read %d events from the API at once: a page of large events is read whole before it is cut", k.most)
+			}
+			t.Logf("%d events of %d bytes in %d answers, at most %d read at once", c.n, c.size, answers, k.most)
 		})
 	}
 }

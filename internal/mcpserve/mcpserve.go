@@ -144,11 +144,11 @@ type EventsArgs struct {
 }
 
 func (h handlers) events(ctx context.Context, _ *mcp.CallToolRequest, a EventsArgs) (*mcp.CallToolResult, any, error) {
-	p, err := h.k.Events(ctx, a.RunID, a.After, MaxEvents)
+	p, err := eventPage(ctx, h.k, a.RunID, a.After)
 	if err != nil {
 		return nil, nil, err
 	}
-	return nil, boundPage(p, MaxEventsBytes), nil
+	return nil, p, nil
 }
 
 // Story is explain_run's answer.
