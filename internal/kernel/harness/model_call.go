@@ -50,7 +50,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		return s.endTurn(ctx, resp.Text)
 	}
 	s.setStatus(run.StatusRunning)
-	s.planCalls(resp.ToolCalls)
+	s.planCalls(ctx, resp.ToolCalls)
 	return Decision{}, false, nil
 }
 
@@ -123,11 +123,14 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 
 // planCalls turns the answer's tool calls into pending plan items; a call
 // with invalid arguments is answered at once and never dispatched.
-func (s *step) planCalls(calls []model.ToolCall) {
+func (s *step) planCalls(ctx context.Context, calls []model.ToolCall) {
 	for _, tc := range calls {
 		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 		s.nextOrder++
 		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
+		if verr == nil {
+			t, verr = s.judgeCall(ctx, t)
+		}
 		hash, herr := run.ArgsHash(tc.Args)
 		if verr == nil && herr != nil {
 			// Arguments the hash cannot bind exactly (a number beyond a
