@@ -20,7 +20,8 @@ import (
 // build the stock keel, init a module with --replace, build it, start its
 // dev, start a run with --watch in a fresh environment (no KEEL_URL, no
 // KEEL_TOKEN: the commands find .keel/), approve it from another command,
-// and see it complete. Two things differ, and only where the README leaves
+// and see it complete, then prove the effect with crashtest on the
+// scaffold as generated. Two things differ, and only where the README leaves
 // a choice: the module goes to a temporary directory, not ../shop beside
 // the clone, and dev listens on a free port (KEEL_ADDR, which the README
 // names) so that it cannot collide with anything on 8080.
@@ -76,10 +77,9 @@ func TestNewcomerPath(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(shop, ".gitignore")); err != nil || !strings.Contains(string(b), ".keel/") {
 		t.Fatalf(".gitignore %q %v", b, err)
 	}
-	// go test ./... of the generated module is TestInitBuildsAndPasses's
-	// (internal/cli): here the path goes on to the running program.
 	said("go mod tidy && go test ./...")
 	step(shop, "", "go", "mod", "tidy")
+	step(shop, "", "go", "test", "./...")
 	said("go build -o bin/shop .")
 	step(shop, "", "go", "build", "-o", "bin/shop", ".")
 
@@ -127,6 +127,18 @@ func TestNewcomerPath(t *testing.T) {
 	said("bin/shop events RUN_ID")
 	if out := step(shop, "", filepath.Join(shop, "bin", "shop"), "events", runID); !strings.Contains(out, "op_succeeded") {
 		t.Errorf("events:\n%s", out)
+	}
+	if sent, _ := filepath.Glob(filepath.Join(shop, ".keel", "outbox", "*.json")); len(sent) != 1 {
+		t.Errorf("the outbox holds %v, want the one email", sent)
+	}
+
+	// Step 6, with dev still serving: crashtest plays its own programs
+	// and passes on the scaffold as generated.
+	said("bin/shop crashtest")
+	out := step(shop, "", filepath.Join(shop, "bin", "shop"), "crashtest")
+	if !regexp.MustCompile(`\d+ runs, \d+ rows, [1-9]\d* kills: \d+ passed, 0 failed, 0 unverified`).MatchString(out) ||
+		!strings.Contains(out, "send_email") {
+		t.Errorf("crashtest:\n%s", out)
 	}
 }
 
