@@ -33,6 +33,9 @@ type data struct {
 	Agent       string          `json:"agent"`
 	Status      string          `json:"status"`
 	How         string          `json:"how"`
+	Outcome     string          `json:"outcome"`
+	Attempt     int64           `json:"attempt"`
+	Contract    string          `json:"contract"`
 	Answer      struct {
 		Text  string `json:"text"`
 		Calls []struct {
@@ -100,6 +103,14 @@ func decisionOf(e run.Event) string {
 		return "effect found at its destination after a restart"
 	case run.EventOpNeedsHuman:
 		return "effect needs a person: " + clip(d.Reason, 160)
+	case run.EventOpSettled:
+		return fmt.Sprintf("%s settled operation %s as %s: %s", orSomeone(d.By), e.OperationID, settledAs(d.Outcome), clip(d.Reason, 160))
+	case run.EventOpIntent:
+		if d.Attempt > 1 {
+			// Only a settlement as not happened records an intent again.
+			return fmt.Sprintf("dispatched operation %s again (attempt %d, same operation id)", e.OperationID, d.Attempt)
+		}
+		return ""
 	case run.EventCancelRequested:
 		return "cancel requested by " + d.By
 	case run.EventRunSpilled:
@@ -272,6 +283,37 @@ func open(b telemetry.Bundle, tl telemetry.Timeline) []Open {
 	return out
 }
 
+// contractOf is what the destination of operation id promised, as its
+// last op_intent recorded it ("none", "idempotency_key", "lookup",
+// "idempotency_key+lookup"), or "" when no intent says.
+func contractOf(b telemetry.Bundle, id string) string {
+	c := ""
+	for _, e := range b.Events {
+		if e.Type == run.EventOpIntent && e.OperationID == id {
+			c = read(e).Contract
+		}
+	}
+	return c
+}
+
+// settledAs names a settlement's outcome (store.SettleOutcome).
+func settledAs(outcome string) string {
+	switch outcome {
+	case "not_happened":
+		return "not happened"
+	case "give_up":
+		return "unknowable (gave up)"
+	}
+	return outcome
+}
+
+func orSomeone(by string) string {
+	if by == "" {
+		return "a person"
+	}
+	return by
+}
+
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
@@ -297,7 +339,11 @@ func next(b telemetry.Bundle, s Story) []Action {
 				Command: fmt.Sprintf("keel approve %s %s   (or: keel deny %s %s --reason …)", r.ID, o.ID, r.ID, o.ID)})
 		case "operation":
 			if strings.HasPrefix(o.Why, "needs a person") {
-				out = append(out, Action{Why: fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key), then record what you found: the run goes on and the model is told the truth", o.ID),
+				ask := fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key)", o.ID)
+				if c := contractOf(b, o.ID); c != "" && !strings.Contains(c, "lookup") {
+					ask = fmt.Sprintf("find out at the destination whether operation %s happened: its effect promises no lookup by operation id, so look for the action itself (%s with the arguments the run recorded)", o.ID, o.Tool)
+				}
+				out = append(out, Action{Why: ask + ", then record what you found: the run goes on and the model is told the truth",
 					Command: fmt.Sprintf("keel settle %s %s --happened|--not-happened|--give-up --reason …", r.ID, o.ID)})
 			}
 		case "wait":
