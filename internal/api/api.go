@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/artifact"
@@ -71,8 +72,27 @@ type Agents interface {
 	Agent(name string) (AgentDefaults, bool)
 }
 
+// AgentNamer is an optional capability of [Agents]: the names it knows,
+// so that a request naming an unknown agent is answered with the valid
+// ones.
+type AgentNamer interface {
+	AgentNames() []string
+}
+
 // AgentSet is an [Agents] backed by a map from name to defaults.
 type AgentSet map[string]AgentDefaults
+
+var _ AgentNamer = AgentSet(nil)
+
+// AgentNames returns the set's names, sorted.
+func (s AgentSet) AgentNames() []string {
+	names := make([]string, 0, len(s))
+	for n := range s {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Agent returns the defaults of the named agent, if it is in the set.
 func (s AgentSet) Agent(name string) (AgentDefaults, bool) {

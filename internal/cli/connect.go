@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/config"
 )
 
 // devDirName is the data directory `PROG dev` uses by default; it holds
@@ -22,9 +23,17 @@ const devDirName = ".keel"
 // when set, else the nearest .keel/ holding a url file in this directory
 // or its parents: so a new shell in the project needs no exports.
 func (c *cli) client() (*client.Client, error) {
+	if c.environ != nil {
+		// A misspelt KEEL_TOKEN would otherwise be ignored, and the
+		// token file sent instead: refused as dev refuses it.
+		if err := config.CheckEnviron(c.environ()); err != nil {
+			return nil, &configError{err}
+		}
+	}
 	u, tok := c.url, c.token
+	source := "--url"
 	if u == "" {
-		u = c.getenv("KEEL_URL")
+		u, source = c.getenv("KEEL_URL"), "KEEL_URL"
 	}
 	if tok == "" {
 		tok = c.getenv("KEEL_TOKEN")
@@ -39,7 +48,7 @@ func (c *cli) client() (*client.Client, error) {
 			}
 			return nil, &configError{fmt.Errorf("%w: found no %s/url %s; start `%s dev` here, or set KEEL_URL (or pass --url)", errNoAPI, devDirName, where, c.prog)}
 		case u == "":
-			u = fileURL
+			u, source = fileURL, filepath.Join(dir, "url")
 		}
 		if tok == "" && sameURL(u, fileURL) {
 			tok = fileTok
@@ -48,7 +57,14 @@ func (c *cli) client() (*client.Client, error) {
 	c.apiURL = u
 	cl, err := client.New(u, tok, c.hc)
 	if err != nil {
-		return nil, usagef("--url: %v", err)
+		if !strings.Contains(u, "://") {
+			err = fmt.Errorf("%w (add http://: %s)", err, "http://"+u)
+		}
+		if source == "--url" {
+			return nil, usagef("--url: %v", err)
+		}
+		// The command line was right: the variable or file is not.
+		return nil, &configError{fmt.Errorf("%s: %w", source, err)}
 	}
 	return cl, nil
 }
