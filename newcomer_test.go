@@ -99,6 +99,10 @@ func TestNewcomerPath(t *testing.T) {
 	if !strings.Contains(devOut.String(), "shop dev: serving on") {
 		t.Errorf("dev's start-up does not name the program:\n%s", devOut)
 	}
+	// The client commands below check this id before they send the token.
+	if b, err := os.ReadFile(filepath.Join(shop, ".keel", "instance")); err != nil || !strings.HasPrefix(string(b), "kins_") {
+		t.Errorf(".keel/instance %q %v", b, err)
+	}
 
 	said(`bin/shop run --watch assistant "Where is my order ord_1001?"`)
 	watch := exec.CommandContext(ctx, filepath.Join(shop, "bin", "shop"), "run", "--watch", "assistant", "Where is my order ord_1001?")

@@ -145,7 +145,12 @@ func (d AgentDefaults) Apply(l run.Limits, p run.InputPolicy, now time.Time) (ru
 // Deps are the dependencies of the handler. Store, Starter, Resumer, Auth
 // and Agents are required; the rest have defaults.
 type Deps struct {
-	Store   Store
+	// Instance, when set, is answered by the unauthenticated GET /healthz
+	// as "instance": keel dev's id of its data directory, so that a client
+	// checks it talks to the dev its .keel/ names before it sends that
+	// directory's token.
+	Instance string
+	Store    Store
 	Starter Starter
 	Resumer Resumer
 	Auth    Authenticator
@@ -199,6 +204,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // server holds the handler's dependencies; each handler is a method.
 type server struct {
+	instance  string
 	store     Store
 	starter   Starter
 	resumer   Resumer
@@ -225,7 +231,8 @@ func New(d Deps) (http.Handler, error) {
 		return nil, errors.New("api.New: Store, Starter, Resumer, Auth and Agents are required")
 	}
 	s := &server{
-		store: d.Store, starter: d.Starter, resumer: d.Resumer, auth: d.Auth,
+		instance: d.Instance,
+		store:    d.Store, starter: d.Starter, resumer: d.Resumer, auth: d.Auth,
 		agents: d.Agents, artifacts: d.Artifacts, now: d.Now, log: d.Logger,
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
@@ -299,5 +306,9 @@ func (s *server) routes() http.Handler {
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	out := map[string]string{"status": "ok"}
+	if s.instance != "" {
+		out["instance"] = s.instance
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/config"
@@ -31,6 +33,7 @@ func (c *cli) client() (*client.Client, error) {
 		}
 	}
 	u, tok := c.url, c.token
+	tokDir := "" // the data directory the token was read from
 	source := "--url"
 	if u == "" {
 		u, source = c.getenv("KEEL_URL"), "KEEL_URL"
@@ -51,7 +54,7 @@ func (c *cli) client() (*client.Client, error) {
 			u, source = fileURL, filepath.Join(dir, "url")
 		}
 		if tok == "" && sameURL(u, fileURL) {
-			tok = fileTok
+			tok, tokDir = fileTok, dir
 		}
 	}
 	c.apiURL = u
@@ -66,7 +69,39 @@ func (c *cli) client() (*client.Client, error) {
 		// The command line was right: the variable or file is not.
 		return nil, &configError{fmt.Errorf("%s: %w", source, err)}
 	}
+	if tokDir != "" {
+		if err := c.checkInstance(cl, tokDir); err != nil {
+			return nil, err
+		}
+	}
 	return cl, nil
+}
+
+// checkInstance makes sure the API at cl is the dev whose data directory
+// dir the token came from, before the token is sent: dir/instance must be
+// what its GET /healthz answers (no auth). A stale url file whose port
+// another project's dev (or any program) now holds is refused naming
+// that; a directory of an older dev (no instance file) is not checked,
+// nor is a URL nothing answers (the command then says so).
+func (c *cli) checkInstance(cl *client.Client, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "instance"))
+	want := strings.TrimSpace(string(b))
+	if err != nil || want == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := cl.Instance(ctx)
+	if err != nil || got == want {
+		return nil
+	}
+	who := "a program that is not a Keel dev"
+	if got != "" {
+		who = "another Keel dev (instance " + got + ")"
+	}
+	return fmt.Errorf("%s answers at %s, not the dev of %s (instance %s): the token in %s was not sent. "+
+		"The dev that wrote %s has stopped and its port is taken: start `%s dev` here (--addr or KEEL_ADDR for another port), or set KEEL_URL and KEEL_TOKEN",
+		who, cl.BaseURL(), dir, want, dir, filepath.Join(dir, "url"), c.prog)
 }
 
 // discover reads the url and token files of the runtime's data directory

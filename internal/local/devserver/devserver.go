@@ -269,8 +269,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	starter := roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}}
 	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
 	auth := api.Tokens{s.Token: cfg.Principal}
+	inst, err := instance(cfg.DataDir)
+	if err != nil {
+		closeLns()
+		return fail(err)
+	}
 	apiHandler, err := api.New(api.Deps{
-		Store: rt.Store, Artifacts: rt.Artifacts,
+		Instance: inst,
+		Store:    rt.Store, Artifacts: rt.Artifacts,
 		Starter:  starter,
 		Resumer:  roles.Resumer{Tokens: s.exec},
 		Auth:     auth,
