@@ -31,6 +31,8 @@ type data struct {
 	Problems    []string        `json:"problems"`
 	ChildRunID  string          `json:"child_run_id"`
 	Agent       string          `json:"agent"`
+	Owner       string          `json:"owner"`
+	Token       int64           `json:"token"`
 	Status      string          `json:"status"`
 	How         string          `json:"how"`
 	Outcome     string          `json:"outcome"`
@@ -144,11 +146,15 @@ func decisionOf(e run.Event) string {
 // path is ordered by event time. A decision repeated at once, or a pair
 // repeated (asked for a tool, the tool failed), is folded.
 func path(b telemetry.Bundle) []Decision {
+	lost := lostSteps(b.Events)
 	evs := slices.Clone(b.Events)
 	slices.SortStableFunc(evs, func(x, y run.Event) int { return x.Time.Compare(y.Time) })
 	out := []Decision{}
 	for _, e := range evs {
 		what := decisionOf(e)
+		if n := lost[e.Seq]; n > 0 {
+			what = lostText(n, read(e).Owner)
+		}
 		if what == "" {
 			continue
 		}
@@ -166,6 +172,45 @@ func path(b telemetry.Bundle) []Decision {
 		}
 	}
 	return out
+}
+
+// lostSteps finds the worker invocations that took the run's lease and
+// committed nothing — killed or crashed mid-step (in the middle of a
+// model call or a command), or whose one write failed — and so left no
+// event of their own: each lease_acquired bumps the fencing token by one,
+// so a lease_acquired whose token is more than one past the previous one
+// (or than 0) comes after that many lost invocations. It maps the
+// lease_acquired's seq to their count.
+func lostSteps(evs []run.Event) map[int64]int64 {
+	lost := map[int64]int64{}
+	var prev int64
+	for _, e := range evs {
+		if e.Type != run.EventLeaseAcquired {
+			continue
+		}
+		tok := read(e).Token
+		if tok > prev+1 {
+			lost[e.Seq] = tok - prev - 1
+		}
+		if tok > prev {
+			prev = tok
+		}
+	}
+	return lost
+}
+
+// lostText tells lost invocations, and the worker that went on.
+func lostText(n int64, owner string) string {
+	who := "a worker"
+	if n > 1 {
+		who = fmt.Sprintf("%d workers", n)
+	}
+	next := "the next worker"
+	if owner != "" {
+		next = "the next worker (" + owner + ")"
+	}
+	return fmt.Sprintf("%s stopped mid-step without recording anything (killed or crashed, in the middle of a model call or a command, or its write failed); "+
+		"%s started again from the last checkpoint: what was not recorded was done again, the workspace restored first", who, next)
 }
 
 // firstError is the error that explains the run best: a panic (a tool's,
