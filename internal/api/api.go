@@ -151,10 +151,10 @@ type Deps struct {
 	// directory's token.
 	Instance string
 	Store    Store
-	Starter Starter
-	Resumer Resumer
-	Auth    Authenticator
-	Agents  Agents
+	Starter  Starter
+	Resumer  Resumer
+	Auth     Authenticator
+	Agents   Agents
 	// Artifacts may be nil: the artifact list is then empty and downloads 404.
 	Artifacts Artifacts
 	// Now is the clock; nil means time.Now.
