@@ -97,7 +97,7 @@ func (c *cli) checkInstance(cl *client.Client, dir string) error {
 	}
 	who := "a program that is not a Keel dev"
 	if got != "" {
-		who = "another Keel dev (instance " + got + ")"
+		who = "another Keel dev (instance " + termSafe(clip(got, 80)) + ")" // the other program's text
 	}
 	return fmt.Errorf("%s answers at %s, not the dev of %s (instance %s): the token in %s was not sent. "+
 		"The dev that wrote %s has stopped and its port is taken: start `%s dev` here (--addr or KEEL_ADDR for another port), or set KEEL_URL and KEEL_TOKEN",
