@@ -105,7 +105,13 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 		if by == "" {
 			by = "a person"
 		}
-		return s.exceeded(ctx, limit, value, fmt.Sprintf("; %s stopped the run instead of raising it", by))
+		why := fmt.Sprintf("; %s stopped the run instead of raising it", by)
+		if ap.Reason != "" {
+			// The person's words go with the decision into run_failed and
+			// the run's error, so events and explain tell why.
+			why += ": " + ap.Reason
+		}
+		return s.exceeded(ctx, limit, value, why)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
@@ -152,6 +153,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Another keel dev (another project's, with its own data
+			// directory) or another program on the port.
+			return fail(fmt.Errorf("listen %s: %w: another program listens there (another project's dev? its URL is in its data directory's url file); "+
+				"stop it, or pick another address with --addr or KEEL_ADDR (port 0: a free one)", cfg.Addr, err))
+		}
 		return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
 	}
 	s.URL = "http://" + ln.Addr().String()
@@ -270,8 +277,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeLns()
 		return fail(err)
 	}
+	inst, err := instance(cfg.DataDir)
+	if err != nil {
+		closeLns()
+		return fail(err)
+	}
 	apiHandler, err := api.New(api.Deps{
-		Store: rt.Store, Artifacts: rt.Artifacts,
+		Instance: inst,
+		Store:    rt.Store, Artifacts: rt.Artifacts,
 		Starter:  starter,
 		Resumer:  wakeFaults{Resumer: roles.Resumer{Tokens: s.exec}, faults: rt.Faults},
 		Auth:     auth,

@@ -25,6 +25,11 @@ type Expect struct {
 	// OpsPerEffect, when set, is how many operations each effect must
 	// have in a completed run (the unkilled run's).
 	OpsPerEffect map[string]int
+	// Unkilled: the run is played with no kill (the program matrix's
+	// first run), so a destination that holds none of its succeeded
+	// operations lost them with a process that ended normally: it lives
+	// in the program's memory, not outside it.
+	Unkilled bool
 }
 
 // Verdict is the outcome of the invariants on one run.
