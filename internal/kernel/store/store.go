@@ -309,6 +309,7 @@ type Store interface {
 	Checkpoints
 	Signals
 	Settler
+	Resolver
 	Outbox
 	Close() error
 }
