@@ -32,6 +32,7 @@ type Store interface {
 	ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error)
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
 	store.Settler
+	store.Resolver
 	ListNotifications(ctx context.Context, runID string) ([]run.Notification, error)
 	UseNotificationLink(ctx context.Context, runID, id, linkHash string, now time.Time) (run.Notification, error)
 }
@@ -167,6 +168,11 @@ type Deps struct {
 	BundleEnv telemetry.Env
 	// Deployment, when set, serves GET /v1/deployment (keel doctor).
 	Deployment Deployment
+	// Versions, when set, is this deployment's version check: GET
+	// /v1/runs/{id} warns of a Step that would stop a run awaiting
+	// approval (upgrade_blocks), and POST /v1/runs/{id}/resolve refuses
+	// a decision its Step would not honour.
+	Versions VersionChecker
 	// Secrets are masked in every text response (JSON and SSE): the
 	// deployment's facts, and run data that echoes a credential. Stored
 	// records are not changed; artifacts are served as stored.
@@ -196,6 +202,7 @@ type server struct {
 	records   RunRecords
 	bundleEnv telemetry.Env
 	deploy    Deployment
+	versions  VersionChecker
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -210,7 +217,7 @@ func New(d Deps) (http.Handler, error) {
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
 		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
-		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment,
+		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment, versions: d.Versions,
 	}
 	if s.streams.max <= 0 {
 		s.streams.max = 32
@@ -259,6 +266,7 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/operations", s.listOperations)
 	authed("GET /v1/runs/{id}/notifications", s.listNotifications)
 	authed("POST /v1/runs/{id}/operations/{op}/settle", s.settle)
+	authed("POST /v1/runs/{id}/resolve", s.resolve)
 	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
 	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)
 	authed("POST /v1/runs/{id}/limits", s.decideLimit)

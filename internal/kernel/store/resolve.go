@@ -115,7 +115,7 @@ func Resolve(res Resolution, r run.Run, items []run.PlanItem, aps []run.Approval
 			a.Status, a.DecidedBy, a.Reason, a.DecidedAt = run.ApprovalPending, "", "", time.Time{}
 		case res.Decision == ResolveDeny && from != run.ApprovalDenied:
 			a.Status, a.DecidedBy, a.Reason, a.DecidedAt = run.ApprovalDenied, res.By, res.Reason, now
-			d, err := json.Marshal(map[string]string{"approval_id": a.ID, "by": res.By, "reason": res.Reason})
+			d, err := json.Marshal(map[string]string{"approval_id": a.ID, "decided_by": res.By, "args_hash": a.ArgsHash, "reason": res.Reason})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -273,6 +273,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Records:  rt.Store, BundleEnv: rt.BundleEnv(),
 		Deployment: compose.Reporter{Runtime: rt, Executor: "local"},
 		Secrets:    rt.Secrets,
+		Versions:   rt,
 	})
 	if err != nil {
 		closeLns()

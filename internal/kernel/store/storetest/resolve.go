@@ -117,7 +117,7 @@ func testResolve(t *testing.T, e *env) {
 			case run.EventRunResolved:
 				resolvedAt = i
 			case run.EventApprovalDenied:
-				if jsonHas(ev.Data, "by", "alice") {
+				if jsonHas(ev.Data, "decided_by", "alice") {
 					denials++
 				}
 			}
