@@ -72,15 +72,7 @@ func decideCommand(decision string) command {
 		// What a person approves is what they read: the tool and args
 		// with bidi overrides and controls shown, not acted on.
 		fmt.Fprintf(c.stdout, "run %s asks to call %s (%s) with:\n%s\nargs_hash %s\n", a.RunID, termSafe(a.Tool), termSafe(string(a.Mode)), termSafeText(indentJSON(a.Args)), a.ArgsHash)
-		if decision == api.DecisionApprove {
-			// The deployment's version check, asked before a person
-			// approves what its Step would refuse to apply.
-			if r, err := cl.GetRun(ctx, a.RunID); err == nil {
-				if w := upgradeWarning(c.prog, r); w != "" {
-					fmt.Fprintf(c.stdout, "warning: %s\n", termSafeText(w))
-				}
-			}
-		}
+		warnBeforeApprove(ctx, c, cl, decision, a.RunID)
 		if !*yes {
 			fmt.Fprintf(c.stdout, "%s this exact action? [y/N] ", strings.ToUpper(verb[:1])+verb[1:])
 			ans, err := c.stdin.ReadString('\n')

@@ -13,8 +13,6 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
-	"github.com/keelrun/keel/internal/kernel/agentver"
-	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/observe/cost"
 )
@@ -130,12 +128,7 @@ func showCommand() command {
 		row("created", r.CreatedAt.Local().Format(time.RFC3339))
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
-		if w := upgradeWarning(c.prog, r); w != "" {
-			row("warning", w)
-		}
-		if r.Status == run.StatusNeedsHuman && strings.HasPrefix(r.Error, harness.UpgradeBlockedPrefix) {
-			row("next", fmt.Sprintf("%s resolve %s --old-version|--deny --reason TEXT, or %s cancel %s (%s explain %s says which)", c.prog, r.RunID, c.prog, r.RunID, c.prog, r.RunID))
-		}
+		upgradeRows(c.prog, r, row)
 		if n := len(r.Undelivered); n > 0 {
 			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
 		}
@@ -389,17 +382,4 @@ func lineage(r api.Run, row func(k, v string)) {
 	if c := r.Caller; c != nil {
 		row("child of", fmt.Sprintf("%s (operation %s, depth %d)", c.RunID, c.OperationID, c.Depth))
 	}
-}
-
-// upgradeWarning is what a person about to approve must know when the
-// deployment's Step would stop the run (GET /v1/runs/{id}'s
-// upgrade_blocks): "" when it would not.
-func upgradeWarning(prog string, r api.Run) string {
-	v := r.UpgradeBlocks
-	if v == nil {
-		return ""
-	}
-	return fmt.Sprintf("this deployment runs agent version %s, and its Step would stop this run for a person (agent version %s → %s: %s): "+
-		"an approval given now is not applied; deny instead (%s deny %s), or decide with version %s's build running again",
-		orDash(agentver.Short(v.To)), orDash(agentver.Short(v.From)), orDash(agentver.Short(v.To)), v.Reason(), prog, r.RunID, orDash(agentver.Short(v.From)))
 }

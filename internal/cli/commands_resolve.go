@@ -3,8 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/kernel/agentver"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
@@ -48,4 +53,42 @@ func resolveCommand() command {
 		return nil
 	}
 	return cmd
+}
+
+// upgradeWarning is what a person about to approve must know when the
+// deployment's Step would stop the run (GET /v1/runs/{id}'s
+// upgrade_blocks): "" when it would not.
+func upgradeWarning(prog string, r api.Run) string {
+	v := r.UpgradeBlocks
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf("this deployment runs agent version %s, and its Step would stop this run for a person (agent version %s → %s: %s): "+
+		"an approval given now is not applied; deny instead (%s deny %s), or decide with version %s's build running again",
+		orDash(agentver.Short(v.To)), orDash(agentver.Short(v.From)), orDash(agentver.Short(v.To)), v.Reason(), prog, r.RunID, orDash(agentver.Short(v.From)))
+}
+
+// upgradeRows are show's rows of the version check: the warning of a run
+// the deployment's Step would stop, the way out of one it stopped.
+func upgradeRows(prog string, r api.Run, row func(k, v string)) {
+	if w := upgradeWarning(prog, r); w != "" {
+		row("warning", w)
+	}
+	if r.Status == run.StatusNeedsHuman && strings.HasPrefix(r.Error, harness.UpgradeBlockedPrefix) {
+		row("next", fmt.Sprintf("%s resolve %s --old-version|--deny --reason TEXT, or %s cancel %s (%s explain %s says which)", prog, r.RunID, prog, r.RunID, prog, r.RunID))
+	}
+}
+
+// warnBeforeApprove prints the deployment's version check before a
+// person approves what its Step would refuse to apply; a failure to read
+// the run leaves the warning out (the decision still says what it says).
+func warnBeforeApprove(ctx context.Context, c *cli, cl *client.Client, decision, runID string) {
+	if decision != api.DecisionApprove {
+		return
+	}
+	if r, err := cl.GetRun(ctx, runID); err == nil {
+		if w := upgradeWarning(c.prog, r); w != "" {
+			fmt.Fprintf(c.stdout, "warning: %s\n", termSafeText(w))
+		}
+	}
 }
