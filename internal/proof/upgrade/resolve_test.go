@@ -32,9 +32,10 @@ func (w *world) cliFails(t *testing.T, variant string, d *dev, args ...string) s
 // way. Each way out then works: v1's build started again and asked to
 // take the run back finishes it (the approval given for v1's exact
 // arguments applied, once); or a person denies the call under v2, and the run
-// goes on under v2 with nothing published.
+// goes on under v2 with nothing published; or, warned, a person denies
+// it before approving, and the run goes on under v2.
 func TestBlockedApprovalHasAWayOut(t *testing.T) {
-	for _, way := range []string{"old build", "deny under v2"} {
+	for _, way := range []string{"old build", "deny under v2", "deny before approving"} {
 		t.Run(way, func(t *testing.T) {
 			w := newWorld(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -51,6 +52,16 @@ func TestBlockedApprovalHasAWayOut(t *testing.T) {
 			}
 			if explained := w.cli(t, "v2-rename", v2, "explain", r.RunID); !strings.Contains(explained, "Warning:") || !strings.Contains(explained, "records of "+short) {
 				t.Fatalf("explain gives no warning that v2 would stop the run:\n%s", explained)
+			}
+			if way == "deny before approving" {
+				// The warning's advice: deny, and v2 goes on (the denied
+				// call is never made, so nothing of v1's is left open).
+				w.cli(t, "v2-rename", v2, "deny", "--yes", "--reason", "title is now headline: ask again", r.RunID)
+				end := waitRun(ctx, t, v2.c, r.RunID, status(run.StatusCompleted, run.StatusFailed, run.StatusNeedsHuman))
+				if _, ok := find(events(ctx, t, v2.c, r.RunID), "agent_upgraded"); end.Status != run.StatusCompleted || !ok || w.published(t) != 0 {
+					t.Fatalf("status %s (%s), agent_upgraded %v, %d publications: want completed under v2, nothing published", end.Status, end.Error, ok, w.published(t))
+				}
+				return
 			}
 			approve(ctx, t, v2, ap)
 			end := waitRun(ctx, t, v2.c, r.RunID, status(run.StatusNeedsHuman, run.StatusCompleted, run.StatusFailed))
