@@ -80,15 +80,22 @@ func upgradeRows(prog string, r api.Run, row func(k, v string)) {
 }
 
 // warnBeforeApprove prints the deployment's version check before a
-// person approves what its Step would refuse to apply; a failure to read
-// the run leaves the warning out (the decision still says what it says).
-func warnBeforeApprove(ctx context.Context, c *cli, cl *client.Client, decision, runID string) {
+// person approves what its Step would refuse to apply, and returns what
+// the answer then adds ("" when there was nothing to warn of); a failure
+// to read the run leaves the warning out (the decision still says what
+// it says).
+func warnBeforeApprove(ctx context.Context, c *cli, cl *client.Client, decision, runID string) string {
 	if decision != api.DecisionApprove {
-		return
+		return ""
 	}
-	if r, err := cl.GetRun(ctx, runID); err == nil {
-		if w := upgradeWarning(c.prog, r); w != "" {
-			fmt.Fprintf(c.stdout, "warning: %s\n", termSafeText(w))
-		}
+	r, err := cl.GetRun(ctx, runID)
+	if err != nil {
+		return ""
 	}
+	w := upgradeWarning(c.prog, r)
+	if w == "" {
+		return ""
+	}
+	fmt.Fprintf(c.stdout, "warning: %s\n", termSafeText(w))
+	return fmt.Sprintf(", and not applied by this deployment: the run stops for a person (%s explain %s)", c.prog, runID)
 }

@@ -41,7 +41,7 @@ func TestBlockedApprovalHasAWayOut(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			v1 := w.start(ctx, "v1")
-			r, ap := awaitingApproval(ctx, t, v1)
+			r, _ := awaitingApproval(ctx, t, v1)
 			v1.kill()
 
 			v2 := w.start(ctx, "v2-rename")
@@ -63,7 +63,10 @@ func TestBlockedApprovalHasAWayOut(t *testing.T) {
 				}
 				return
 			}
-			approve(ctx, t, v2, ap)
+			// Approved anyway, through the command that warns again.
+			if out := w.cli(t, "v2-rename", v2, "approve", "--yes", r.RunID); !strings.Contains(out, "warning:") || !strings.Contains(out, "not applied") {
+				t.Fatalf("approve under v2 did not warn:\n%s", out)
+			}
 			end := waitRun(ctx, t, v2.c, r.RunID, status(run.StatusNeedsHuman, run.StatusCompleted, run.StatusFailed))
 			if end.Status != run.StatusNeedsHuman {
 				t.Fatalf("status %s (%s), want needs_human", end.Status, end.Error)
