@@ -33,6 +33,7 @@ type Store interface {
 	ListCheckpoints(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Checkpoint, error)
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
 	store.Settler
+	store.Resolver
 	ListNotifications(ctx context.Context, runID string) ([]run.Notification, error)
 }
 
@@ -196,6 +197,11 @@ type Deps struct {
 	// but whose key was rotated away is refused as revoked. nil: a token
 	// is checked against its stored hash only.
 	Links LinkChecker
+	// Versions, when set, is this deployment's version check: GET
+	// /v1/runs/{id} warns of a Step that would stop a run awaiting
+	// approval (upgrade_blocks), and POST /v1/runs/{id}/resolve refuses
+	// a decision its Step would not honour.
+	Versions VersionChecker
 	// Secrets are masked in every text response (JSON and SSE): the
 	// deployment's facts, and run data that echoes a credential. Stored
 	// records are not changed; artifacts are served as stored. A request
@@ -236,7 +242,8 @@ type server struct {
 	deploy    Deployment
 	links     LinkChecker
 	// guard are the secrets a request body may not hold (refuseSecret).
-	guard scrub.Secrets
+	guard    scrub.Secrets
+	versions VersionChecker
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -252,7 +259,7 @@ func New(d Deps) (http.Handler, error) {
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
 		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
-		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment, links: d.Links,
+		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment, links: d.Links, versions: d.Versions,
 		guard: d.Secrets.AtLeast(MinRefusedSecret),
 	}
 	if s.streams.max <= 0 {
@@ -302,6 +309,7 @@ func (s *server) routes() http.Handler {
 	authed("GET /v1/runs/{id}/operations", s.listOperations)
 	authed("GET /v1/runs/{id}/notifications", s.listNotifications)
 	authed("POST /v1/runs/{id}/operations/{op}/settle", s.settle)
+	authed("POST /v1/runs/{id}/resolve", s.resolve)
 	authed("GET /v1/runs/{id}/approvals/{approval_id}", s.getApproval)
 	authed("POST /v1/runs/{id}/approvals/{approval_id}", s.decide)
 	authed("POST /v1/runs/{id}/limits", s.decideLimit)

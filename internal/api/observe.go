@@ -82,6 +82,9 @@ func (s *server) explainRun(w http.ResponseWriter, r *http.Request, principal st
 		s.fail(w, r, "run", err)
 		return
 	}
+	if v := s.versionWarning(r.Context(), rr); v != nil {
+		warnUpgrade(&st, rr, *v)
+	}
 	if format == "text" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

@@ -298,6 +298,7 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request, principal string
 		return
 	}
 	v := runView(rr)
+	v.UpgradeBlocks = s.versionWarning(r.Context(), rr)
 	if rr.Status.Terminal() {
 		// Accepted inputs the run ended before reading: said, never
 		// silently dropped (they will not be delivered now).

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
@@ -84,10 +85,15 @@ type Run struct {
 	// Undelivered lists the inputs the run accepted (POST .../input)
 	// and ended without reading, oldest first: they will never reach
 	// the agent. Set by GET /v1/runs/{id} for a finished run only.
-	Undelivered []string  `json:"undelivered_inputs,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	Links       Links     `json:"links"`
+	Undelivered []string `json:"undelivered_inputs,omitempty"`
+	// UpgradeBlocks is set by GET /v1/runs/{id} on a run awaiting
+	// approval that this deployment's Step would stop for a person (the
+	// version check, as upgrade-check previews it): approving now would
+	// not apply the call. Its problems say why.
+	UpgradeBlocks *agentver.Verdict `json:"upgrade_blocks,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	Links         Links             `json:"links"`
 }
 
 // Counters are what a run has used so far.

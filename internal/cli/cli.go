@@ -158,6 +158,7 @@ func commands() map[string]command {
 		"cancel":      cancelCommand(),
 		"operations":  operationsCommand(),
 		"settle":      settleCommand(),
+		"resolve":     resolveCommand(),
 		"raise":       raiseCommand(),
 		"input":       inputCommand(),
 		"fork":        forkCommand(),

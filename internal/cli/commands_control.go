@@ -72,6 +72,7 @@ func decideCommand(decision string) command {
 		// What a person approves is what they read: the tool and args
 		// with bidi overrides and controls shown, not acted on.
 		fmt.Fprintf(c.stdout, "run %s asks to call %s (%s) with:\n%s\nargs_hash %s\n", a.RunID, termSafe(a.Tool), termSafe(string(a.Mode)), termSafeText(indentJSON(a.Args)), a.ArgsHash)
+		warned := warnBeforeApprove(ctx, c, cl, decision, a.RunID)
 		if !*yes {
 			fmt.Fprintf(c.stdout, "%s this exact action? [y/N] ", strings.ToUpper(verb[:1])+verb[1:])
 			ans, err := c.stdin.ReadString('\n')
@@ -86,7 +87,7 @@ func decideCommand(decision string) command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "%s: approval %s of run %s is %s\n", verb, got.ApprovalID, got.RunID, got.Status)
+		fmt.Fprintf(c.stdout, "%s: approval %s of run %s is %s%s\n", verb, got.ApprovalID, got.RunID, got.Status, warned)
 		return nil
 	}
 	return cmd

@@ -129,6 +129,7 @@ func showCommand() command {
 		row("created", r.CreatedAt.Local().Format(time.RFC3339))
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
+		upgradeRows(c.prog, r, row)
 		if n := len(r.Undelivered); n > 0 {
 			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
 		}

@@ -208,6 +208,8 @@ func (r *renderer) line(ev api.Event, d eventData) (string, bool) {
 		return "", false // bookkeeping: in `keel events`, not in the progress view
 	case run.EventCancelRequested:
 		line = "· cancel requested" + by(d)
+	case run.EventRunResolved:
+		line = "· agent upgrade stop resolved" + by(d)
 	case run.EventRateLimited:
 		line = "· rate limited, waiting"
 	case run.EventRunSpilled:

@@ -316,6 +316,14 @@ func (c *Client) Settle(ctx context.Context, runID, opID string, req api.SettleR
 	return out, err
 }
 
+// Resolve records a person's decision on a run the version check
+// stopped: old_version or deny (POST /v1/runs/{id}/resolve).
+func (c *Client) Resolve(ctx context.Context, runID string, req api.ResolveRequest) (api.Run, error) {
+	var out api.Run
+	_, err := c.call(ctx, http.MethodPost, runPath(runID, "resolve"), nil, nil, req, &out)
+	return out, err
+}
+
 // DecideLimit answers a run paused at a limit: raise it by the amount the
 // pause asked for, or stop the run (POST /v1/runs/{id}/limits).
 func (c *Client) DecideLimit(ctx context.Context, runID string, req api.LimitDecisionRequest) (api.Approval, error) {

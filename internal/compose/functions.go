@@ -115,6 +115,7 @@ func NewAPI(ctx context.Context, d Deps) (*API, error) {
 		Records:           rt.Store, BundleEnv: rt.BundleEnv(),
 		Deployment: Reporter{Runtime: rt, Executor: "aws-stepfunctions"},
 		Secrets:    rt.Secrets,
+		Versions:   rt,
 	})
 	if err != nil {
 		rt.Close()

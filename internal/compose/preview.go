@@ -73,12 +73,19 @@ func PreviewUpgrade(ctx context.Context, cfg config.Config, app App, b Backends)
 }
 
 func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error) {
+	row, err := rt.stepVerdict(ctx, r, rt.Store)
+	return waitingStops(row, r), err
+}
+
+// stepVerdict is the verdict rt's Step would give r's records, read from
+// rt's stores (the open records through rr).
+func (rt *Runtime) stepVerdict(ctx context.Context, r run.Run, rr harness.RecordReader) (UpgradeRow, error) {
 	from := func() (string, error) { return harness.RecordsVersion(ctx, rt.Store, rt.Artifacts, r) }
 	home := func(version string) (string, error) {
 		homes, err := agentver.Homes(ctx, rt.Artifacts)
 		return agentver.HomeOf(homes, r.Agent, version), err
 	}
-	return previewVerdict(rt.Agents, r, from, home, harness.StoredDefinition(ctx, rt.Artifacts), func(old agentver.Definition) (agentver.Open, error) {
+	return decideVerdict(rt.Agents, r, from, home, harness.StoredDefinition(ctx, rt.Artifacts), func(old agentver.Definition) (agentver.Open, error) {
 		items, err := rt.Store.ListPlanItems(ctx, r.ID)
 		if err != nil {
 			return agentver.Open{}, err
@@ -87,7 +94,7 @@ func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error
 		for _, it := range items {
 			byCall[it.CallID] = it
 		}
-		return harness.OpenRecords(ctx, rt.Store, r, old, byCall, nil)
+		return harness.OpenRecords(ctx, rr, r, old, byCall, nil)
 	})
 }
 
@@ -101,6 +108,14 @@ func (rt *Runtime) previewRun(ctx context.Context, r run.Run) (UpgradeRow, error
 // function version its Steps are sent to) continues there, untouched by
 // the new program.
 func previewVerdict(agents harness.AgentMap, r run.Run, from func() (string, error), home func(version string) (string, error),
+	def harness.DefinitionSource, open func(agentver.Definition) (agentver.Open, error)) (UpgradeRow, error) {
+	row, err := decideVerdict(agents, r, from, home, def, open)
+	return waitingStops(row, r), err
+}
+
+// decideVerdict is [previewVerdict] as a Step of agents would decide,
+// whatever the run's status.
+func decideVerdict(agents harness.AgentMap, r run.Run, from func() (string, error), home func(version string) (string, error),
 	def harness.DefinitionSource, open func(agentver.Definition) (agentver.Open, error)) (UpgradeRow, error) {
 	row := UpgradeRow{RunID: r.ID, Agent: r.Agent, Status: r.Status}
 	a, ok := agents[r.Agent]
@@ -126,12 +141,17 @@ func previewVerdict(agents harness.AgentMap, r run.Run, from func() (string, err
 				Notes: []string{fmt.Sprintf("pinned: its Steps keep running version %s's code, on %s", agentver.Short(v), h)}}
 		}
 	}
+	return row, nil
+}
+
+// waitingStops is the preview's word on a run already waiting for a
+// person: nothing moves it but a person, whatever the versions say.
+func waitingStops(row UpgradeRow, r run.Run) UpgradeRow {
 	if r.Status == run.StatusNeedsHuman {
-		// Nothing moves it but a person, whatever the versions say.
 		row.Verdict.Action = agentver.Stop
 		row.Verdict.Problems = append([]string{"already waits for a person: " + r.Error}, row.Verdict.Problems...)
 	}
-	return row, nil
+	return row
 }
 
 // copyDB copies a SQLite file and its write-ahead log, if any.

@@ -36,6 +36,7 @@ type Keel interface {
 	Input(ctx context.Context, id, text string) (api.InputResponse, error)
 	Decide(ctx context.Context, runID, approvalID string, d api.DecisionRequest) (api.Approval, error)
 	Settle(ctx context.Context, runID, opID string, req api.SettleRequest) (api.Run, error)
+	Resolve(ctx context.Context, runID string, req api.ResolveRequest) (api.Run, error)
 }
 
 // Options configure the server.
@@ -72,6 +73,9 @@ func New(k Keel, o Options) *mcp.Server {
 			"args_hash must be the approval's, proving the exact action was seen."}, h.decide)
 		mcp.AddTool(s, &mcp.Tool{Name: "settle_operation", Description: "Settle a run's operation whose outcome Keel " +
 			"could not know (needs_human): happened, not_happened or give_up, with the reason established."}, h.settle)
+		mcp.AddTool(s, &mcp.Tool{Name: "resolve_run", Description: "Decide for a run an agent upgrade stopped (needs_human, " +
+			"agent_upgrade_blocked): old_version (asked of the old build, running again) finishes it there; deny tells the " +
+			"model its waiting calls were not made, with the reason, and it goes on under the running version."}, h.resolve)
 	}
 	return s
 }
@@ -204,6 +208,21 @@ func (h handlers) settle(ctx context.Context, _ *mcp.CallToolRequest, a SettleAr
 		return nil, nil, errors.New("reason is required: what was established about the operation, or why nobody can establish it")
 	}
 	r, err := h.k.Settle(ctx, a.RunID, a.OperationID, api.SettleRequest{Outcome: a.Outcome, Reason: "via MCP: " + a.Reason, ExternalID: a.ExternalID})
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, view(r), nil
+}
+
+// ResolveArgs are resolve_run's arguments.
+type ResolveArgs struct {
+	RunID    string `json:"run_id"`
+	Decision string `json:"decision" jsonschema:"old_version or deny"`
+	Reason   string `json:"reason" jsonschema:"why; with deny, what the model is told"`
+}
+
+func (h handlers) resolve(ctx context.Context, _ *mcp.CallToolRequest, a ResolveArgs) (*mcp.CallToolResult, any, error) {
+	r, err := h.k.Resolve(ctx, a.RunID, api.ResolveRequest{Decision: a.Decision, Reason: "via MCP: " + a.Reason})
 	if err != nil {
 		return nil, nil, err
 	}

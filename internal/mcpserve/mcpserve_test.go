@@ -120,9 +120,12 @@ func TestMCPClientFollowsARun(t *testing.T) {
 		t.Error("decide_approval answered without --allow-decisions")
 	}
 
+	if slices.Contains(tools(t, cs), "resolve_run") {
+		t.Error("resolve_run offered without --allow-decisions")
+	}
 	admin := session(t, bin, p, "--allow-decisions")
-	if !slices.Contains(tools(t, admin), "decide_approval") {
-		t.Fatal("--allow-decisions offers no decide_approval")
+	if offered := tools(t, admin); !slices.Contains(offered, "decide_approval") || !slices.Contains(offered, "resolve_run") {
+		t.Fatalf("--allow-decisions offers %v: want decide_approval and resolve_run", offered)
 	}
 	ap := v.Approvals[0]
 	callJSON(t, admin, "decide_approval", map[string]any{"run_id": id, "approval_id": ap.ApprovalID, "decision": "approve", "args_hash": ap.ArgsHash}, nil)

@@ -131,13 +131,18 @@ func DecideVersion(a Agent, from string, def DefinitionSource, open func(from ag
 	return v, &d, nil
 }
 
+// UpgradeBlockedPrefix begins the error of a run the version check
+// stopped ("agent version FROM → TO: problems"): a person resolves it
+// (store.Resolver), there being nothing to settle.
+const UpgradeBlockedPrefix = "agent version "
+
 // versionStop puts the run in needs_human with the verdict's problems as
 // its error: its pending approvals are cancelled (an approval given for
 // the old arguments is never applied under the new code) and its pending
 // operations marked needs_human (a person reconciles them under the old
 // contract), in one commit.
 func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, bool, error) {
-	why := fmt.Sprintf("agent version %s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
+	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
 	var c store.Commit
 	s.addEvent(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
 	aps, err := s.h.opt.Store.ListApprovals(ctx, s.run.ID)
@@ -187,7 +192,8 @@ type RecordReader interface {
 // OpenRecords gathers what a run has open for the version check: its
 // pending operations, its approvals still pending or approved for a call
 // not yet run, the open tool calls (calls; nil: the plan items that have
-// not finished), the confirm_once tools of from (the old definition) its
+// not finished; neither counts a call whose approval was denied or
+// cancelled: it is answered "denied", never made), the confirm_once tools of from (the old definition) its
 // session holds a grant for, and its queued inputs. items are the run's
 // plan items by call id. The preview command (upgrade-check) reads the
 // same.
@@ -214,6 +220,15 @@ func OpenRecords(ctx context.Context, rr RecordReader, r run.Run, from agentver.
 	for _, op := range open.Operations {
 		covered[op.PlanItemID] = true
 	}
+	// A call whose approval was denied or cancelled is never made: the
+	// model is told so (permit), under whichever version reads it, so it
+	// is not open.
+	refused := map[string]bool{}
+	for _, ap := range aps {
+		if ap.Status == run.ApprovalDenied || ap.Status == run.ApprovalCancelled {
+			refused[ap.PlanItemID] = true
+		}
+	}
 	for _, ap := range aps {
 		if covered[ap.PlanItemID] {
 			continue
@@ -225,13 +240,13 @@ func OpenRecords(ctx context.Context, rr RecordReader, r run.Run, from agentver.
 		}
 	}
 	for _, c := range calls {
-		if it, ok := items[c.ID]; !ok || !covered[it.ID] {
+		if it, ok := items[c.ID]; !ok || !covered[it.ID] && !refused[it.ID] {
 			open.Calls = append(open.Calls, agentver.Call{Tool: c.Name, Args: c.Args})
 		}
 	}
 	if calls == nil {
 		for _, it := range items {
-			if covered[it.ID] {
+			if covered[it.ID] || refused[it.ID] {
 				continue
 			}
 			if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval || it.Status == run.PlanRunning {

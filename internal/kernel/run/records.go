@@ -239,6 +239,10 @@ const (
 	EventRunCancelled    EventType = "run_cancelled"
 	EventRunNeedsHuman   EventType = "run_needs_human"
 	EventRateLimited     EventType = "rate_limited"
+	// EventRunResolved: a person's decision on a run the version check
+	// stopped (store.Resolution): by, decision (old_version or deny),
+	// reason, and the approvals it reopened or denied.
+	EventRunResolved EventType = "run_resolved"
 	// EventRunSwept is a repair by the sweeper: what it found (no
 	// execution, an execution that ended while the run was not finished)
 	// and what it did (started, resumed, finalized).

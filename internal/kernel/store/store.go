@@ -328,6 +328,7 @@ type Store interface {
 	Checkpoints
 	Signals
 	Settler
+	Resolver
 	Outbox
 	Close() error
 }

@@ -295,6 +295,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Deployment: compose.Reporter{Runtime: rt, Executor: "local"},
 		Secrets:    rt.Secrets,
 		Links:      outbox,
+		Versions:   rt,
 	})
 	if err != nil {
 		closeLns()

@@ -32,10 +32,13 @@ type Story struct {
 	Open        []Open        `json:"open"`
 	// Undelivered lists the inputs the run accepted and, finished, never
 	// read (oldest first): they will never reach the agent.
-	Undelivered []string  `json:"undelivered_inputs,omitempty"`
-	Next        []Action  `json:"next"`
-	Text        string    `json:"text"`
-	Generated   time.Time `json:"as_of"`
+	Undelivered []string `json:"undelivered_inputs,omitempty"`
+	Next        []Action `json:"next"`
+	// Warnings are what the deployment knows beyond the run's records
+	// (added by Warn): e.g. that its version check would stop the run.
+	Warnings  []string  `json:"warnings,omitempty"`
+	Text      string    `json:"text"`
+	Generated time.Time `json:"as_of"`
 }
 
 // Decision is one turn of the path: what the model or the runtime chose.
@@ -302,4 +305,12 @@ func firstErrTime(b telemetry.Bundle, f *FirstError) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// Warn adds a warning, and the actions it calls for before the others,
+// and renders the story again.
+func (s *Story) Warn(warning string, next ...Action) {
+	s.Warnings = append(s.Warnings, warning)
+	s.Next = append(next, s.Next...)
+	s.Text = Render(*s)
 }

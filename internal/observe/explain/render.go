@@ -18,6 +18,9 @@ func Render(s Story) string {
 		fmt.Fprintf(&b, ": %s", clip(s.Error, 200))
 	}
 	b.WriteString(".\n")
+	for _, w := range s.Warnings {
+		fmt.Fprintf(&b, "Warning: %s\n", w)
+	}
 	if n := len(s.Undelivered); n > 0 {
 		fmt.Fprintf(&b, "%d accepted input(s) never delivered: the run ended before reading them (%s).\n", n, strings.Join(s.Undelivered, ", "))
 	}

@@ -18,6 +18,7 @@ type data struct {
 	Limit       string          `json:"limit"`
 	Value       json.RawMessage `json:"value"`
 	By          string          `json:"by"`
+	Decision    string          `json:"decision"`
 	DecidedBy   string          `json:"decided_by"`
 	ApprovalID  string          `json:"approval_id"`
 	Mode        string          `json:"mode"`
@@ -115,6 +116,8 @@ func decisionOf(e run.Event) string {
 		return ""
 	case run.EventCancelRequested:
 		return "cancel requested by " + d.By
+	case run.EventRunResolved:
+		return fmt.Sprintf("resolved by %s: %s (%s)", d.By, d.Decision, clip(d.Reason, 120))
 	case run.EventRunSpilled:
 		return "moved to the long-running worker for " + d.Tool
 	case run.EventInputReceived:
@@ -409,6 +412,18 @@ func next(b telemetry.Bundle, s Story) []Action {
 	case run.StatusCancelled:
 		out = append(out, Action{Why: "continue the cancelled work from its last checkpoint", Command: fork})
 	case run.StatusNeedsHuman:
+		settling := slices.ContainsFunc(s.Open, func(o Open) bool { return o.Kind == "operation" && strings.HasPrefix(o.Why, "needs a person") })
+		if blk, ok := upgradeBlock(b); ok && !settling {
+			// No fork: one from its checkpoint holds the same calls, and
+			// the running version's check would stop it the same way.
+			out = append(out,
+				Action{Why: fmt.Sprintf("finish it under agent version %s, which wrote its records: start that build again (keel dev) or deploy it, then ask it", short(blk.From)),
+					Command: fmt.Sprintf("keel resolve %s --old-version --reason …", r.ID)},
+				Action{Why: fmt.Sprintf("or deny the calls it waits to make and go on under version %s: the model is told your reason and may ask again under the new schema", short(blk.To)),
+					Command: fmt.Sprintf("keel resolve %s --deny --reason …", r.ID)},
+				Action{Why: "or stop it", Command: fmt.Sprintf("keel cancel %s", r.ID)})
+			break
+		}
 		out = append(out, Action{Why: "or give up on this run and continue from its last checkpoint in a new one (the uncertain operation stays uncertain there)", Command: fork})
 	case run.StatusCompleted:
 		out = append(out, Action{Why: "read what it produced", Command: fmt.Sprintf("keel artifacts %s", r.ID)})
@@ -437,4 +452,19 @@ func orNone(changes []string) string {
 		return "build only"
 	}
 	return strings.Join(changes, "; ")
+}
+
+// upgradeBlock is the version check's stop that left the run needs_human
+// (its last agent_upgrade_blocked, not followed by a person's
+// resolution), when that is why it waits.
+func upgradeBlock(b telemetry.Bundle) (data, bool) {
+	for i := len(b.Events) - 1; i >= 0; i-- {
+		switch e := b.Events[i]; e.Type {
+		case eventAgentUpgradeBlocked:
+			return read(e), true
+		case run.EventRunResolved, run.EventOpSettled:
+			return data{}, false
+		}
+	}
+	return data{}, false
 }

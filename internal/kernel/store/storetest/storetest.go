@@ -67,6 +67,7 @@ func Run(t *testing.T, newDB Opener) {
 		{"NeedsHumanWaitsForAPerson", testNeedsHumanWaitsForAPerson},
 		{"EndsOnlySettled", testEndsOnlySettled},
 		{"Settle", testSettle},
+		{"Resolve", testResolve},
 		{"CommitStep", testCommitStep},
 		{"CommitAllOrNothing", testCommitAllOrNothing},
 		{"CommitFenced", testCommitFenced},
