@@ -183,10 +183,3 @@ func TestSecretCanaries(t *testing.T) {
 		t.Errorf("the deployment does not name its OTLP endpoint: %s", outputs["GET /v1/deployment (doctor)"])
 	}
 }
-
-// between is the text of s after the first start, up to end.
-func between(s, start, end string) string {
-	_, after, _ := strings.Cut(s, start)
-	v, _, _ := strings.Cut(after, end)
-	return v
-}
