@@ -299,6 +299,12 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request, principal string
 	}
 	v := runView(rr)
 	v.UpgradeBlocks = s.versionWarning(r.Context(), rr)
+	next, err := s.nextMove(r.Context(), rr)
+	if err != nil {
+		s.fail(w, r, "run", err)
+		return
+	}
+	v.Next = next
 	if rr.Status.Terminal() {
 		// Accepted inputs the run ended before reading: said, never
 		// silently dropped (they will not be delivered now).

@@ -91,9 +91,12 @@ type Run struct {
 	// version check, as upgrade-check previews it): approving now would
 	// not apply the call. Its problems say why.
 	UpgradeBlocks *agentver.Verdict `json:"upgrade_blocks,omitempty"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	Links         Links             `json:"links"`
+	// Next is who moves the run next, and with which command: set by
+	// GET /v1/runs/{id} on every run that has not ended.
+	Next      *NextMove `json:"next,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Links     Links     `json:"links"`
 }
 
 // Counters are what a run has used so far.

@@ -130,6 +130,15 @@ func showCommand() command {
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
 		upgradeRows(c.prog, r, row)
+		if n := r.Next; n != nil {
+			// Who moves the run next (the API's law of moves), in this
+			// program's name.
+			row("next", n.Actor+": "+n.Why)
+			row("  command", progCommand(c.prog, n.Command))
+			for _, a := range n.Also {
+				row("  or", progCommand(c.prog, a))
+			}
+		}
 		if n := len(r.Undelivered); n > 0 {
 			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
 		}
@@ -147,6 +156,14 @@ func showCommand() command {
 		}
 		showNotifications(ctx, c, cl, r.RunID)
 		return nil
+	}
+	return cmd
+}
+
+// progCommand is an API command ("keel …") in this program's name.
+func progCommand(prog, cmd string) string {
+	if rest, ok := strings.CutPrefix(cmd, "keel "); ok {
+		return prog + " " + rest
 	}
 	return cmd
 }
