@@ -300,6 +300,10 @@ function runPage(id, signal) {
     put(summary, el('h2', { id: 'h-summary' }, 'Run'),
       el('dl', { class: 'kv' },
         el('dt', {}, 'Status'), el('dd', { id: 'run-status' }, r.status, r.cancel_requested ? ' (cancel requested)' : ''),
+        // Who moves the run next, and with which command (the law of
+        // moves: every run that has not ended has one).
+        r.next ? [el('dt', {}, 'Next'), el('dd', { id: 'run-next' }, `${r.next.actor}: ${r.next.why} `,
+          el('code', {}, r.next.command))] : null,
         el('dt', {}, 'Agent'), el('dd', {}, r.agent),
         r.agent_version ? [el('dt', {}, 'Agent version'), el('dd', { class: 'mono', id: 'run-agent-version', title: r.agent_version }, r.agent_version.slice(0, 12))] : null,
         el('dt', {}, 'Input policy'), el('dd', {}, r.input_policy),

@@ -127,6 +127,10 @@ test('approve from the page: the run completes with one publication', async () =
   assert.equal(await card.locator('h3 code').textContent(), a.tool);
   assert.equal(await card.locator('code.hash').textContent(), a.args_hash);
   assert.deepEqual(JSON.parse(await card.locator('pre.args').textContent()), a.args);
+  // The next move names the person and the exact command.
+  const next = await page.locator('#run-next').textContent();
+  assert.match(next, /^person: /);
+  assert.ok(next.includes(`keel approve ${r.run_id} ${a.approval_id}`), next);
   await page.screenshot({ path: join(out, 'run-approval.png'), fullPage: true });
   // The README's picture (docs/viewer.png is a copy): the top of the page.
   await page.screenshot({ path: join(out, 'readme.png'), clip: { x: 0, y: 0, width: 1280, height: 820 } });
