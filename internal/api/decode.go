@@ -71,6 +71,11 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 		}
 		return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "the body is empty; send a JSON object"}
 	}
+	return s.decodeError(err)
+}
+
+// decodeError is the answer to a body encoding/json refused.
+func (s *server) decodeError(err error) *Error {
 	if tooLarge(err) {
 		return errTooLarge(s.maxBody)
 	}

@@ -55,7 +55,10 @@ func (s *server) decideLimit(w http.ResponseWriter, r *http.Request, principal s
 	}
 	var a, last run.Approval
 	for _, x := range aps {
-		if x.Tool == harness.RaiseLimitTool && x.Status == run.ApprovalPending {
+		if x.Tool != harness.RaiseLimitTool {
+			continue
+		}
+		if x.Status == run.ApprovalPending {
 			a = x
 		}
 		if last.ID == "" || !x.CreatedAt.Before(last.CreatedAt) {
@@ -86,11 +89,11 @@ func (s *server) decideLimit(w http.ResponseWriter, r *http.Request, principal s
 }
 
 // limitDecidedAlready answers a limit decision on a run that waits on no
-// pending raise. When the run's last approval is a raise decided as the
-// request asks (a retry: the process that recorded it may have died
-// before it woke the run, or the answer was lost), the wait is woken
-// again and the decision returned: a retry finishes the job. Otherwise
-// 409.
+// pending raise. When the run's last raise was decided as the request
+// asks and the run has not ended (a retry: the process that recorded it
+// may have died before it woke the run, or the answer was lost), the
+// wait is woken again (harmless if it moved on) and the decision
+// returned: a retry finishes the job. Otherwise 409.
 func (s *server) limitDecidedAlready(w http.ResponseWriter, r *http.Request, rr run.Run, last run.Approval, req LimitDecisionRequest) {
 	if rr.Status.Terminal() || last.Tool != harness.RaiseLimitTool || last.Status == run.ApprovalPending {
 		writeError(w, conflict(CodeNotPaused, fmt.Sprintf("run %s is %s and waits on no raise of a limit", rr.ID, rr.Status)))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
-	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/observe/cost"
 )
@@ -91,12 +90,7 @@ func showCommand() command {
 		}
 		ws := runWorkspace(ctx, cl, r.RunID)
 		if *asJSON {
-			return printJSON(c, struct {
-				api.Run
-				Approvals []api.Approval         `json:"approvals"`
-				Cost      *cost.Report           `json:"cost,omitempty"`
-				Workspace []api.WorkspaceVersion `json:"workspace,omitempty"`
-			}{r, aps, costRep, ws})
+			return showJSON(c, r, aps, costRep, ws)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		// Every value may be a model's or a caller's (input, error,
@@ -116,13 +110,7 @@ func showCommand() command {
 		row("tool calls", fmt.Sprintf("%d of %d", r.Counters.ToolCallsUsed, r.Limits.MaxToolCalls))
 		row("tokens", fmt.Sprintf("%d of %d", r.Counters.TokensUsed, r.Limits.MaxTokens))
 		row("spend", fmt.Sprintf("$%.4f of $%.2f", float64(r.Counters.SpendUsedMicroUSD)/1e6, float64(r.Limits.MaxSpendMicroUSD)/1e6))
-		if costRep != nil {
-			where := "on AWS"
-			if isLocal(cl.BaseURL()) {
-				where = "if on AWS"
-			}
-			row("cost", fmt.Sprintf("$%.6f %s + $%.4f model (%s cost %s)", costRep.AWSUSD, where, costRep.TotalUSD-costRep.AWSUSD, c.prog, r.RunID))
-		}
+		costRow(c, cl, r.RunID, costRep, row)
 		row("events", fmt.Sprint(r.Counters.Events))
 		row("checkpoint", r.CheckpointID)
 		lineage(r, row)
@@ -130,15 +118,7 @@ func showCommand() command {
 		row("updated", r.UpdatedAt.Local().Format(time.RFC3339))
 		row("error", r.Error)
 		upgradeRows(c.prog, r, row)
-		if n := r.Next; n != nil {
-			// Who moves the run next (the API's law of moves), in this
-			// program's name.
-			row("next", n.Actor+": "+n.Why)
-			row("  command", progCommand(c.prog, n.Command))
-			for _, a := range n.Also {
-				row("  or", progCommand(c.prog, a))
-			}
-		}
+		nextRows(c.prog, r.Next, row)
 		if n := len(r.Undelivered); n > 0 {
 			row("inputs", fmt.Sprintf("%d accepted input(s) never delivered: the run ended before reading them (%s)", n, strings.Join(r.Undelivered, ", ")))
 		}
@@ -148,63 +128,13 @@ func showCommand() command {
 			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 		}
 		showApprovals(c, r, aps)
-		if r.Status == run.StatusNeedsHuman {
-			// What the run waits on, and the command that settles it.
-			if list, err := cl.Operations(ctx, r.RunID); err == nil {
-				settleHints(c, list.Operations)
-			}
-		}
+		showSettle(ctx, c, cl, r)
 		showNotifications(ctx, c, cl, r.RunID)
 		return nil
 	}
 	return cmd
 }
 
-// progCommand is an API command ("keel …") in this program's name.
-func progCommand(prog, cmd string) string {
-	if rest, ok := strings.CutPrefix(cmd, "keel "); ok {
-		return prog + " " + rest
-	}
-	return cmd
-}
-
-// showApprovals prints the run's pending approvals with the commands that
-// answer them.
-func showApprovals(c *cli, r api.Run, aps []api.Approval) {
-	for _, a := range aps {
-		// A finished run's approval cannot be decided (409
-		// run_finished): never offer it, even if it is still pending.
-		if a.Status == run.ApprovalPending && !r.Status.Terminal() && a.Tool == harness.RaiseLimitTool {
-			fmt.Fprintf(c.stdout, "\npaused at a limit (approval %s): %s\n  %s   |   %s\n",
-				a.ApprovalID, raiseText(a.Args), raiseCmd(c.prog, r.RunID), stopCmd(c.prog, r.RunID))
-			continue
-		}
-		if a.Status == run.ApprovalPending && !r.Status.Terminal() {
-			fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
-				a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)
-		}
-	}
-}
-
-// showNotifications prints the run's notifications and how their delivery
-// went; a server without the endpoint (older) prints nothing.
-func showNotifications(ctx context.Context, c *cli, cl *client.Client, runID string) {
-	ns, err := cl.Notifications(ctx, runID)
-	if err != nil || len(ns) == 0 {
-		return
-	}
-	fmt.Fprintln(c.stdout, "\nnotifications:")
-	for _, n := range ns {
-		line := fmt.Sprintf("  %s %s: %s after %d attempt(s)", n.ID, n.Kind, n.Status, n.Attempts)
-		if len(n.Delivered) > 0 {
-			line += " (delivered: " + strings.Join(n.Delivered, ", ") + ")"
-		}
-		if n.LastError != "" {
-			line += "; last error: " + clip(oneLine(n.LastError), 200)
-		}
-		fmt.Fprintln(c.stdout, termSafe(line))
-	}
-}
 
 func eventsCommand() command {
 	cmd := command{usage: "[-f] [--after N] [--json] RUN_ID", summary: "print a run's event log; -f follows it live",

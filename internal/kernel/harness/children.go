@@ -390,13 +390,3 @@ func (s *step) respawn(ctx context.Context, op run.Operation) (Decision, bool, e
 	}
 	return s.spawn(ctx, it, op)
 }
-
-// itemByID is the run's plan item with id.
-func (s *step) itemByID(id string) (run.PlanItem, bool) {
-	for _, x := range s.items {
-		if x.ID == id {
-			return x, true
-		}
-	}
-	return run.PlanItem{}, false
-}

@@ -90,3 +90,13 @@ func (s *step) finishItem(it run.PlanItem, st run.PlanStatus, res tool.Result, i
 	s.putItem(it)
 	s.answer(it.CallID, res, isErr)
 }
+
+// itemByID is the run's plan item with id.
+func (s *step) itemByID(id string) (run.PlanItem, bool) {
+	for _, x := range s.items {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return run.PlanItem{}, false
+}

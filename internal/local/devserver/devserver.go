@@ -320,39 +320,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.exec.Start(ctx); err != nil {
 		return fail(err)
 	}
-	// The sweeper: once now — on SQLite nothing else can be starting a
-	// run of this store (the data directory is held), so it need not wait
-	// for runs to age — then every SweepInterval.
-	s.sweeper = rt.Sweeper(execSweep{e: s.exec, arn: arn}, h, roles.Resumer{Tokens: s.exec})
-	first := *s.sweeper
-	if rt.SQLite != nil {
-		first.MinAge = 0
-	}
-	if _, err := first.Sweep(ctx); err != nil {
-		log.Warn("sweep at start failed", "err", err)
-	}
-	interval := cfg.SweepInterval
-	if interval <= 0 {
-		interval = rt.Config.SweepInterval
-	}
-	if interval <= 0 {
-		interval = 5 * time.Minute
-	}
-	swpCtx, stop := context.WithCancel(context.Background())
-	s.stopSwp, s.swept = stop, make(chan struct{})
-	go func() {
-		defer close(s.swept)
-		for {
-			select {
-			case <-swpCtx.Done():
-				return
-			case <-time.After(interval):
-			}
-			if _, err := s.sweeper.Sweep(swpCtx); err != nil && swpCtx.Err() == nil {
-				log.Warn("sweep failed", "err", err)
-			}
-		}
-	}()
+	s.startSweeper(ctx, cfg, rt, execSweep{e: s.exec, arn: arn}, h, log)
 	s.stopNotify = startNotify(outbox, rt.Config.Notify.Interval)
 	if err := writeFile(filepath.Join(cfg.DataDir, "url"), s.URL); err != nil {
 		return fail(err)

@@ -189,22 +189,7 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 			ts.SpendMicroUSD += m.CostMicroUSD / n
 		}
 	}
-	// One call per plan item: an operation dispatched again after a
-	// person settled it as not happened, or answered after one settled it
-	// as happened, is the same call, and its last outcome is the call's.
-	settled := map[string]bool{} // operations a person settled as happened
-	for _, op := range b.Operations {
-		settled[op.ID] = op.Status == run.OpSucceeded
-	}
-	final := map[string]string{}
-	for _, c := range tl.Tools {
-		if c.PlanItemID != "" {
-			final[c.PlanItemID] = c.Status
-		}
-		if c.Status == "needs_human" && settled[c.OperationID] {
-			final[c.PlanItemID] = "completed"
-		}
-	}
+	settled, final := finalStatuses(b, tl)
 	counted := map[string]bool{}
 	callTokens := make([]int64, len(tl.Tools))
 	for i, c := range tl.Tools {
@@ -246,6 +231,27 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 	})
 	sp.Repeats = repeats(b, tl, first, callTokens, sp.Tokens)
 	return sp
+}
+
+// finalStatuses: one call per plan item. An operation dispatched again
+// after a person settled it as not happened, or answered after one settled
+// it as happened, is the same call, and its last outcome is the call's.
+// settled holds the operations a person settled as happened (or that
+// succeeded); final, each plan item's last outcome.
+func finalStatuses(b telemetry.Bundle, tl telemetry.Timeline) (settled map[string]bool, final map[string]string) {
+	settled, final = map[string]bool{}, map[string]string{}
+	for _, op := range b.Operations {
+		settled[op.ID] = op.Status == run.OpSucceeded
+	}
+	for _, c := range tl.Tools {
+		if c.PlanItemID != "" {
+			final[c.PlanItemID] = c.Status
+		}
+		if c.Status == "needs_human" && settled[c.OperationID] {
+			final[c.PlanItemID] = "completed"
+		}
+	}
+	return settled, final
 }
 
 // repeats finds the repeated identical calls (the same tool with the same

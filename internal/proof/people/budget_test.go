@@ -126,8 +126,10 @@ func TestSpendCapPausesAndALinkRaisesIt(t *testing.T) {
 	if code := postLink(t, msg.Link, "approve"); code != http.StatusOK {
 		t.Fatalf("link approve: %d", code)
 	}
-	if code := postLink(t, msg.Link, "approve"); code == http.StatusOK {
-		t.Fatal("the link approved twice")
+	// The link works once: another decision through it is refused (the
+	// same one again is answered with the recorded decision, a retry).
+	if code := postLink(t, msg.Link, "deny"); code == http.StatusOK {
+		t.Fatal("the link decided twice")
 	}
 	done := waitRun(ctx, t, cl, r.RunID, run.StatusCompleted)
 	if done.Counters.SpendUsedMicroUSD != 20*price || done.Limits.MaxSpendMicroUSD != 30*price || done.Counters.ToolCallsUsed != 20 {
