@@ -135,7 +135,6 @@ func showCommand() command {
 	return cmd
 }
 
-
 func eventsCommand() command {
 	cmd := command{usage: "[-f] [--after N] [--json] RUN_ID", summary: "print a run's event log; -f follows it live",
 		fields: map[string]string{"after": "--after"}}
