@@ -63,6 +63,11 @@ func (s *server) nextMove(ctx context.Context, rr run.Run) (*NextMove, error) {
 		}
 		var last run.Approval
 		for _, a := range aps {
+			if a.Status == run.ApprovalPending && rr.CancelRequested {
+				return &NextMove{Actor: ActorWorker,
+					Why:     fmt.Sprintf("cancel requested, but approval %s was asked after it: the sweeper withdraws it, as does a repeated cancel", a.ID),
+					Command: cancel}, nil
+			}
 			if a.Status == run.ApprovalPending {
 				return pendingMove(rr, a), nil
 			}

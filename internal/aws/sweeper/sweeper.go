@@ -36,9 +36,10 @@ type Log interface {
 }
 
 // Approvals reads a run's approvals, to find a decision whose wake was
-// lost.
+// lost, and withdraws an approval asked after its run's cancel.
 type Approvals interface {
 	ListApprovals(ctx context.Context, runID string) ([]run.Approval, error)
+	RequestCancel(ctx context.Context, runID, by string) (run.Run, []run.Approval, error)
 }
 
 // Store is what the sweeper reads and writes: store.Store satisfies it.
@@ -108,7 +109,12 @@ const (
 	ActionResumed   = "resumed"
 	ActionFinalized = "finalized"
 	ActionWoken     = "woken"
+	ActionCancelled = "cancelled"
 )
+
+// FoundAskedAfterCancel: the run waits on an approval asked after its
+// cancel was requested (a Step that read the run before the cancel).
+const FoundAskedAfterCancel = "approval_after_cancel"
 
 // FoundDecisionNotDelivered: the run waits on an approval that is decided.
 const FoundDecisionNotDelivered = "decision_not_delivered"
@@ -291,6 +297,9 @@ func (s *Sweeper) wakeDecided(ctx context.Context, r run.Run, gen int) (Repair, 
 			last = a
 		}
 	}
+	if r.CancelRequested && last.Status == run.ApprovalPending {
+		return s.withdraw(ctx, r, gen)
+	}
 	if last.TaskToken == "" || last.Status == run.ApprovalPending {
 		return rp, false, nil
 	}
@@ -298,6 +307,25 @@ func (s *Sweeper) wakeDecided(ctx context.Context, r run.Run, gen int) (Repair, 
 	rp.Reason = fmt.Sprintf("approval %s is %s but the run still waits on it", last.ID, last.Status)
 	if err := s.Wake.Resume(ctx, last); err != nil {
 		return rp, true, err
+	}
+	return rp, true, s.record(ctx, r, rp)
+}
+
+// withdraw cancels the approvals of a run asked after its cancel (a
+// cancel withdraws every approval pending when it is requested, so any
+// pending one came later) and wakes their wait: its Step then ends the
+// run cancelled, as the person asked.
+func (s *Sweeper) withdraw(ctx context.Context, r run.Run, gen int) (Repair, bool, error) {
+	rp := Repair{RunID: r.ID, Found: FoundAskedAfterCancel, Action: ActionCancelled, Execution: stepfunctions.ExecutionName(r.ID, gen)}
+	_, cancelled, err := s.Store.RequestCancel(ctx, r.ID, "sweeper")
+	if err != nil {
+		return rp, true, err
+	}
+	rp.Reason = fmt.Sprintf("%d approval(s) asked after the run's cancel", len(cancelled))
+	for _, a := range cancelled {
+		if err := s.Wake.Resume(ctx, a); err != nil {
+			return rp, true, err
+		}
 	}
 	return rp, true, s.record(ctx, r, rp)
 }

@@ -89,3 +89,50 @@ func TestSweepWakesADecidedWait(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepWithdrawsAnApprovalAskedAfterCancel: a Step that read the run
+// before its cancel asks an approval after it; nothing but a person's
+// decision on an action they asked to cancel would end that wait. The
+// sweep withdraws it and wakes the wait, so the Step ends the run.
+func TestSweepWithdrawsAnApprovalAskedAfterCancel(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const id = "run_wake2"
+	if _, _, err := st.CreateRun(ctx, run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
+		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := st.AcquireLease(ctx, id, "worker", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.RequestCancel(ctx, id, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"a":1}`)
+	if _, err := st.Commit(ctx, store.Commit{RunID: id, Token: lr.Lease.Token,
+		Run:          &store.RunPatch{Status: run.StatusAwaitingApproval, ReleaseLease: true},
+		NewApprovals: []run.Approval{{ID: "ap_late", Tool: "publish", Mode: run.ModeMutating, Args: args}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AttachTaskToken(ctx, id, "ap_late", "tok-1"); err != nil {
+		t.Fatal(err)
+	}
+	w := &waker{}
+	sw := &sweeper.Sweeper{Store: st, Executions: &executions{status: map[string]string{id: sweeper.StatusRunning}},
+		Finalizer: &finalizer{}, Wake: w}
+	rep, err := sw.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Repairs) != 1 || rep.Repairs[0].Action != sweeper.ActionCancelled || len(w.woken) != 1 || w.woken[0] != "ap_late:cancelled" {
+		t.Fatalf("repairs %+v, woke %v", rep.Repairs, w.woken)
+	}
+	if a, err := st.GetApproval(ctx, id, "ap_late"); err != nil || a.Status != run.ApprovalCancelled {
+		t.Fatalf("approval %+v %v, want cancelled", a, err)
+	}
+}

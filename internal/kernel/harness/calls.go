@@ -33,6 +33,19 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		// A cancel that arrived during the model call that proposed this
+		// action stops it before a person is asked: cancellation stops
+		// new calls, and an approval asked after it would wait for a
+		// decision on an action its person asked to cancel.
+		sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+		if err != nil {
+			return false, Decision{}, true, &RetryableError{Err: err}
+		}
+		if sig.CancelRequested {
+			s.run.CancelRequested = true
+			d, err := s.cancel(ctx)
+			return false, d, true, err
+		}
 		ap = run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, PlanItemID: it.ID, Tool: it.Tool, Mode: mode,
 			Args: it.Args, ArgsHash: it.ArgsHash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
 		it.Status = run.PlanAwaitingApproval
