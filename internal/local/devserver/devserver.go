@@ -263,7 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
 	auth := api.Tokens{s.Token: cfg.Principal}
 	apiHandler, err := api.New(api.Deps{
-		Store: rt.Store, Artifacts: rt.Artifacts,
+		Store: decisionFaults(rt.Store, rt.Config.FaultPoint, rt.Faults), Artifacts: rt.Artifacts,
 		Starter:  starter,
 		Resumer:  roles.Resumer{Tokens: s.exec},
 		Auth:     auth,

@@ -119,8 +119,12 @@ const (
 )
 
 // simPoints are the fault points a simulation arms, with how many hits
-// of each one keel dev lifetime may reach with several runs at once.
+// of each one keel dev lifetime may reach with several runs at once:
+// the harness's, and the decision path's in the API's store
+// (internal/local/devserver: a link spent, a decision stored, before
+// the next write), which a fault step arms two times in five.
 var simPoints = map[string]int{
+	"after_link_used": 2, "after_decision_stored": 3,
 	"await_approval": 4, "after_decision": 4, "before_intent": 3, "after_intent": 3,
 	"after_dispatch": 3, "after_result": 3, "in_step_commit": 30, "lease_handover": 6, "in_model_stream": 12,
 }
@@ -196,6 +200,9 @@ func drawSteps(o SimOptions) []SimStep {
 			s.Wait = time.Duration(10+rng.IntN(290)) * time.Millisecond
 		case stepFault:
 			p := points[rng.IntN(len(points))]
+			if rng.IntN(5) < 2 {
+				p = []string{"after_link_used", "after_decision_stored"}[rng.IntN(2)]
+			}
 			s.Arg = fmt.Sprintf("%s:%d", p, 1+rng.IntN(simPoints[p]))
 		}
 		// A kill racing the request: most land within the few

@@ -220,20 +220,43 @@ func (s *sim) quiesce(ctx context.Context, final bool) (string, error) {
 		if r.abandoned {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		mv, err := w.nextMove(cctx, r)
-		if err != nil || !mv.person {
+		// A command whose answer a crash took (keel dev armed at a
+		// decision's fault point) is retried as a person would, after
+		// reading the run's records again: they may now name the
+		// runtime's move.
+		for attempt := 0; attempt < 3; attempt++ {
+			if err := w.ensure(ctx); err != nil {
+				return "", err
+			}
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			if !w.refresh(cctx, r) || ended(r.status) {
+				cancel()
+				break
+			}
+			mv, err := w.nextMove(cctx, r)
+			if err != nil {
+				cancel()
+				continue
+			}
+			if !mv.person {
+				cancel()
+				moved[r] = r.lastSeq
+				break
+			}
+			seq := r.lastSeq
+			ans, what := s.playMove(cctx, r, mv)
 			cancel()
-			continue
+			played++
+			if ans.ok {
+				moved[r] = seq
+				break
+			}
+			if !ans.lost {
+				s.livenessFail(r, "NEXT MOVE REFUSED: the run's named command (%s) answered %s", what, ans)
+				break
+			}
+			fmt.Fprintf(s.log, "  next move of %s (%s): %s; trying again\n", r.id, what, ans)
 		}
-		ans, what := s.playMove(cctx, r, mv)
-		cancel()
-		played++
-		if !ans.ok {
-			s.livenessFail(r, "NEXT MOVE REFUSED: the run's named command (%s) answered %s", what, ans)
-			continue
-		}
-		moved[r] = r.lastSeq
 	}
 	for r, seq := range moved {
 		if !s.movesAfter(ctx, r, seq) {
