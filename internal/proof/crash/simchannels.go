@@ -87,11 +87,12 @@ func (w *simWorld) decideLink(ctx context.Context, link, decision string) answer
 	return answer{status: resp.StatusCode, refusal: linkMessage(body)}
 }
 
-// linkMessage is the message of a link page (its <p>), or its start.
+// linkMessage is the message of a link page (its <p id="message">), or
+// its start.
 func linkMessage(body []byte) string {
 	s := string(body)
-	if i := strings.Index(s, "<p>"); i >= 0 {
-		s = s[i+3:]
+	if i := strings.Index(s, `<p id="message">`); i >= 0 {
+		s = s[i+len(`<p id="message">`):]
 		if j := strings.Index(s, "</p>"); j >= 0 {
 			s = s[:j]
 		}
