@@ -181,9 +181,11 @@ func newKeelStack(scope constructs.Construct, id string, props KeelStackProps) *
 	// an approval wait with the recorded task token.
 	sm.GrantRead(fns.API)
 	sm.GrantTaskResponse(fns.API)
-	// The sweeper describes executions and starts missing ones; a rule
-	// invokes it every SweepInterval.
+	// The sweeper describes executions and starts missing ones, and
+	// delivers a decision whose wake was lost through the approval's task
+	// token; a rule invokes it every SweepInterval.
 	sm.GrantRead(fns.Sweep)
+	sm.GrantTaskResponse(fns.Sweep)
 	sweep := NewSweepSchedule(stack, "Sweep", SweepScheduleProps{Function: fns.Sweep})
 	// The Fargate task reports its decision, failure and heartbeats through
 	// the task token RunOnFargate hands it.

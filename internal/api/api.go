@@ -33,7 +33,6 @@ type Store interface {
 	ListOperations(ctx context.Context, runID string, pendingOnly bool) ([]run.Operation, error)
 	store.Settler
 	ListNotifications(ctx context.Context, runID string) ([]run.Notification, error)
-	UseNotificationLink(ctx context.Context, runID, id, linkHash string, now time.Time) (run.Notification, error)
 }
 
 // Artifacts is what the API needs from the artifact store (downloads).

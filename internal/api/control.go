@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
@@ -83,9 +84,10 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request, principal string
 
 // input serves POST /v1/runs/{id}/input, following the run's input policy:
 // queue and interrupt store the input (the harness picks it up at the next
-// turn, or after the current tool); reject refuses it; rollback refuses it
-// and points at fork, since a rollback is a new run from a checkpoint the
-// caller chooses.
+// turn, or after the current tool; under interrupt a pending tool approval
+// is withdrawn, a pause at a limit is not: withdrawPending); reject refuses
+// it; rollback refuses it and points at fork, since a rollback is a new
+// run from a checkpoint the caller chooses.
 func (s *server) input(w http.ResponseWriter, r *http.Request, principal string) {
 	var req InputRequest
 	if e := s.decodeBody(w, r, &req, false); e != nil {
@@ -129,19 +131,25 @@ func (s *server) input(w http.ResponseWriter, r *http.Request, principal string)
 // interrupt policy.
 const withdrawnByInput = "withdrawn: new input arrived under the interrupt policy"
 
-// withdrawPending denies the run's pending approvals and wakes its wait:
-// under the interrupt policy new input stops the turn after the current
-// tool, and a call waiting for approval has not started, so nothing of it
-// has happened and it is stopped too. The model is told the call was
-// denied and gets the input; it may propose the action again, which then
-// needs a new approval. An approval decided meanwhile stands.
+// withdrawPending denies the run's pending tool approvals and wakes its
+// wait: under the interrupt policy new input stops the turn after the
+// current tool, and a call waiting for approval has not started, so
+// nothing of it has happened and it is stopped too. The model is told the
+// call was denied and gets the input; it may propose the action again,
+// which then needs a new approval. An approval decided meanwhile stands.
+//
+// A run paused at a limit (a pending harness.RaiseLimitTool approval) is
+// left waiting: the pause is a person's decision about the run's budget,
+// not a tool call the input could interrupt, and denying it would fail
+// the run as stopped by a person. The input stays queued and the run
+// reads it once a raise lets it go on.
 func (s *server) withdrawPending(ctx context.Context, runID, by string) error {
 	aps, err := s.store.ListApprovals(ctx, runID)
 	if err != nil {
 		return err
 	}
 	for _, a := range aps {
-		if a.Status != run.ApprovalPending {
+		if a.Status != run.ApprovalPending || a.Tool == harness.RaiseLimitTool {
 			continue
 		}
 		d, err := s.store.DecideApproval(ctx, store.Decision{RunID: runID, ApprovalID: a.ID, Approve: false,

@@ -38,3 +38,33 @@ func TestInterruptWithdrawsPendingApproval(t *testing.T) {
 		t.Fatalf("queue policy: approval %s, want pending", got.Status)
 	}
 }
+
+// TestInterruptKeepsALimitPause is issue #40 item 3 at the API: a pause
+// at a limit is a person's decision about the budget, not a tool call
+// input interrupts. Input under the interrupt policy is stored and the
+// raise stays pending, its wait not woken (the run would fail as stopped
+// by a person); the raise then still works.
+func TestInterruptKeepsALimitPause(t *testing.T) {
+	e := newEnv(t, nil)
+	r, ap := e.pauseAtLimit(run.InputInterrupt)
+	if code, _, body := e.do("POST", "/v1/runs/"+r.ID+"/input", aliceToken, `{"text":"meanwhile, this"}`, nil); code != 202 {
+		t.Fatalf("input: %d %s", code, body)
+	}
+	got, err := e.store.GetApproval(context.Background(), r.ID, ap.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != run.ApprovalPending {
+		t.Fatalf("raise after input: %s %q, want pending", got.Status, got.Reason)
+	}
+	if calls := e.resumer.Calls(); len(calls) != 0 {
+		t.Fatalf("resumed %v, want the pause left waiting", calls)
+	}
+	ins, err := e.store.ListInputs(context.Background(), r.ID, true)
+	if err != nil || len(ins) != 1 || ins[0].Text != "meanwhile, this" {
+		t.Fatalf("pending inputs %+v (%v), want the one sent", ins, err)
+	}
+	if code, _, body := e.do("POST", "/v1/runs/"+r.ID+"/limits", aliceToken, `{"decision":"raise"}`, nil); code != 200 {
+		t.Fatalf("raise: %d %s", code, body)
+	}
+}

@@ -53,14 +53,17 @@ func (s *server) decideLimit(w http.ResponseWriter, r *http.Request, principal s
 		s.fail(w, r, "run", err)
 		return
 	}
-	var a run.Approval
+	var a, last run.Approval
 	for _, x := range aps {
 		if x.Tool == harness.RaiseLimitTool && x.Status == run.ApprovalPending {
 			a = x
 		}
+		if last.ID == "" || !x.CreatedAt.Before(last.CreatedAt) {
+			last = x
+		}
 	}
 	if a.ID == "" {
-		writeError(w, conflict(CodeNotPaused, fmt.Sprintf("run %s is %s and waits on no raise of a limit", rr.ID, rr.Status)))
+		s.limitDecidedAlready(w, r, rr, last, req)
 		return
 	}
 	var args harness.RaiseArgs
@@ -80,6 +83,35 @@ func (s *server) decideLimit(w http.ResponseWriter, r *http.Request, principal s
 		return
 	}
 	writeJSON(w, http.StatusOK, approvalView(decided))
+}
+
+// limitDecidedAlready answers a limit decision on a run that waits on no
+// pending raise. When the run still waits on a raise decided as the
+// request asks (the process that recorded it died before it woke the
+// run, or its answer was lost), the wait is woken again and the decision
+// returned: a retry finishes the job. Otherwise 409.
+func (s *server) limitDecidedAlready(w http.ResponseWriter, r *http.Request, rr run.Run, last run.Approval, req LimitDecisionRequest) {
+	if rr.Status != run.StatusAwaitingApproval || last.Tool != harness.RaiseLimitTool || last.Status == run.ApprovalPending {
+		writeError(w, conflict(CodeNotPaused, fmt.Sprintf("run %s is %s and waits on no raise of a limit", rr.ID, rr.Status)))
+		return
+	}
+	want := run.ApprovalDenied
+	if req.Decision == LimitRaise {
+		want = run.ApprovalApproved
+	}
+	if last.Status != want {
+		msg := fmt.Sprintf("the raise the run waits on is already %s", last.Status)
+		if last.DecidedBy != "" {
+			msg += " by " + last.DecidedBy
+		}
+		writeError(w, conflict(CodeApprovalNotPending, msg))
+		return
+	}
+	if err := s.resumer.Resume(r.Context(), last); err != nil {
+		s.resumeFailed(w, r, last, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, approvalView(last))
 }
 
 func (req LimitDecisionRequest) check() *Error {

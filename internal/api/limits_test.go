@@ -13,11 +13,11 @@ import (
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
-// pauseAtLimit parks a run of alice's on a raise request, as the harness
-// does when its agent's policy pauses at max_spend.
-func (e *env) pauseAtLimit() (run.Run, run.Approval) {
+// pauseAtLimit parks a run of alice's, under policy, on a raise request,
+// as the harness does when its agent's policy pauses at max_spend.
+func (e *env) pauseAtLimit(policy run.InputPolicy) (run.Run, run.Approval) {
 	e.t.Helper()
-	r := e.newRun("alice", run.InputQueue)
+	r := e.newRun("alice", policy)
 	args, _ := json.Marshal(harness.RaiseArgs{Limit: "max_spend", Now: 1000, RaiseBy: 500, After: 1500})
 	ap := run.Approval{ID: "apr_limit_max_spend_1000", Tool: harness.RaiseLimitTool, Mode: run.ModeMutating, Args: args}
 	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusAwaitingApproval}, NewApprovals: []run.Approval{ap}})
@@ -30,7 +30,7 @@ func (e *env) pauseAtLimit() (run.Run, run.Approval) {
 
 func TestDecideLimit(t *testing.T) {
 	e := newEnv(t, nil)
-	r, ap := e.pauseAtLimit()
+	r, ap := e.pauseAtLimit(run.InputQueue)
 	path := "/v1/runs/" + r.ID + "/limits"
 	bad := []struct{ name, body, field string }{
 		{"no decision", `{}`, "decision"},
@@ -61,9 +61,20 @@ func TestDecideLimit(t *testing.T) {
 	if calls := e.resumer.Calls(); len(calls) != 1 || calls[0].ID != ap.ID {
 		t.Fatalf("resumed %+v", calls)
 	}
-	// Answered: the run waits on no raise any more.
+	// Answered, but the run still waits (its wake may have been lost):
+	// another answer is refused, the same answer wakes it again.
 	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"stop"}`, nil); code != http.StatusConflict ||
+		!strings.Contains(string(body), api.CodeApprovalNotPending) || !strings.Contains(string(body), "already approved by alice") {
+		t.Fatalf("another answer: %d %s", code, body)
+	}
+	e.doJSON("POST", path, aliceToken, `{"decision":"raise"}`, nil, http.StatusOK, &got)
+	if calls := e.resumer.Calls(); got.Status != run.ApprovalApproved || len(calls) != 2 || calls[1].ID != ap.ID {
+		t.Fatalf("repeated raise: %+v, resumed %+v", got, calls)
+	}
+	// Once the run moved on, it waits on no raise any more.
+	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusRunning}})
+	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"raise"}`, nil); code != http.StatusConflict ||
 		!strings.Contains(string(body), api.CodeNotPaused) {
-		t.Fatalf("second answer: %d %s", code, body)
+		t.Fatalf("answer after the run moved on: %d %s", code, body)
 	}
 }

@@ -19,7 +19,10 @@ import (
 // credential. It shows the exact action and its args hash; its form
 // approves or denies through the same decision path as
 // POST /v1/runs/{id}/approvals/{approval_id}, so whichever answer (link,
-// CLI, API, viewer) lands first wins and the others are refused.
+// CLI, API, viewer) lands first wins and the others are refused. The link
+// is spent by the decision's own write: a link is never spent without a
+// decision, and opening it again after its decision shows that decision
+// and wakes the run once more.
 
 var linkPage = template.Must(template.New("link").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
@@ -45,8 +48,11 @@ type linkView struct {
 }
 
 // linkTarget resolves a link to its notification and approval, or writes
-// the page that refuses it and returns false.
-func (s *server) linkTarget(w http.ResponseWriter, r *http.Request) (run.Notification, run.Approval, string, bool) {
+// the page that refuses it (or, for a link that already decided, the
+// page of that decision) and returns false.
+// decision is the one a POST asks ("" for GET): a retry of the link's own
+// decision is answered with it, another decision is refused.
+func (s *server) linkTarget(w http.ResponseWriter, r *http.Request, decision string) (run.Notification, run.Approval, string, bool) {
 	token := r.PathValue("token")
 	runID, id, hash, ok := notify.ParseLink(token)
 	var n run.Notification
@@ -57,28 +63,45 @@ func (s *server) linkTarget(w http.ResponseWriter, r *http.Request) (run.Notific
 		linkRefuse(w, http.StatusNotFound, "This link is not valid.")
 		return n, run.Approval{}, "", false
 	}
+	a, err := s.store.GetApproval(r.Context(), n.RunID, n.ApprovalID)
+	if err != nil {
+		linkRefuse(w, http.StatusNotFound, "This link is not valid.")
+		return n, run.Approval{}, "", false
+	}
 	switch {
+	case !n.LinkUsedAt.IsZero() && decidedByLink(a, n) && (decision == "" || sameDecision(a, decision)):
+		s.linkDecided(w, r, n, a)
+		return n, run.Approval{}, "", false
+	case !n.LinkUsedAt.IsZero() && decidedByLink(a, n):
+		linkRefuse(w, http.StatusGone, fmt.Sprintf("This link was used already: the action is %s. It works once.", a.Status))
+		return n, run.Approval{}, "", false
 	case !n.LinkUsedAt.IsZero():
 		linkRefuse(w, http.StatusGone, "This link was used already: it works once.")
 		return n, run.Approval{}, "", false
 	case !s.now().Before(n.LinkExpiresAt):
 		linkRefuse(w, http.StatusGone, "This link expired.")
 		return n, run.Approval{}, "", false
-	}
-	a, err := s.store.GetApproval(r.Context(), n.RunID, n.ApprovalID)
-	if err != nil {
-		linkRefuse(w, http.StatusNotFound, "This link is not valid.")
-		return n, run.Approval{}, "", false
-	}
-	if a.ArgsHash != n.ArgsHash {
+	case a.ArgsHash != n.ArgsHash:
 		linkRefuse(w, http.StatusConflict, "The action changed since this link was sent: it is no longer valid.")
 		return n, run.Approval{}, "", false
-	}
-	if a.Status != run.ApprovalPending {
+	case a.Status != run.ApprovalPending:
 		linkRefuse(w, http.StatusConflict, fmt.Sprintf("This approval is already %s.", a.Status))
 		return n, run.Approval{}, "", false
 	}
 	return n, a, hash, true
+}
+
+// decidedByLink reports whether a was decided through n's link.
+func decidedByLink(a run.Approval, n run.Notification) bool {
+	return a.Status != run.ApprovalPending && a.DecidedBy == linkDecider(n)
+}
+
+func linkDecider(n run.Notification) string { return "link:" + n.ID }
+
+// sameDecision reports whether a's recorded status is what decision asks.
+func sameDecision(a run.Approval, decision string) bool {
+	return (decision == DecisionApprove && a.Status == run.ApprovalApproved) ||
+		(decision == DecisionDeny && a.Status == run.ApprovalDenied)
 }
 
 func (s *server) linkNotification(r *http.Request, runID, id string) (run.Notification, bool) {
@@ -99,7 +122,7 @@ func (s *server) linkNotification(r *http.Request, runID, id string) (run.Notifi
 
 // linkShow serves GET notify.LinkPath{token}: the action and the form.
 func (s *server) linkShow(w http.ResponseWriter, r *http.Request) {
-	n, a, _, ok := s.linkTarget(w, r)
+	n, a, _, ok := s.linkTarget(w, r, "")
 	if !ok {
 		return
 	}
@@ -108,8 +131,10 @@ func (s *server) linkShow(w http.ResponseWriter, r *http.Request) {
 	writeLinkPage(w, http.StatusOK, v)
 }
 
-// linkDecide serves POST notify.LinkPath{token}: the link is used (once),
-// then the decision is recorded and the run woken.
+// linkDecide serves POST notify.LinkPath{token}: the link spent and the
+// decision recorded in one write (store.Decision.Link), then the run
+// woken. A retry after a crash or a lost answer finds the link spent by
+// its own decision, wakes the run again and shows the decision.
 func (s *server) linkDecide(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	decision := r.PostFormValue("decision")
@@ -117,34 +142,49 @@ func (s *server) linkDecide(w http.ResponseWriter, r *http.Request) {
 		linkRefuse(w, http.StatusBadRequest, `Choose "approve" or "deny".`)
 		return
 	}
-	n, a, hash, ok := s.linkTarget(w, r)
+	n, a, hash, ok := s.linkTarget(w, r, decision)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
-	if _, err := s.store.UseNotificationLink(ctx, n.RunID, n.ID, hash, s.now()); err != nil {
+	decided, err := s.store.DecideApproval(ctx, store.Decision{RunID: n.RunID, ApprovalID: a.ID,
+		Approve: decision == DecisionApprove, ArgsHash: n.ArgsHash, DecidedBy: linkDecider(n),
+		Link: &store.LinkUse{NotificationID: n.ID, Hash: hash, At: s.now()}})
+	switch {
+	case errors.Is(err, store.ErrLinkUsed):
+		// Another request with this link won the race.
+		if cur, gerr := s.store.GetApproval(ctx, n.RunID, a.ID); gerr == nil && decidedByLink(cur, n) && sameDecision(cur, decision) {
+			s.linkDecided(w, r, n, cur)
+			return
+		}
 		linkRefuse(w, http.StatusGone, "This link was used already: it works once.")
 		return
-	}
-	decided, err := s.store.DecideApproval(ctx, store.Decision{RunID: n.RunID, ApprovalID: a.ID,
-		Approve: decision == DecisionApprove, ArgsHash: n.ArgsHash, DecidedBy: "link:" + n.ID})
-	switch {
 	case errors.Is(err, store.ErrConflict):
 		linkRefuse(w, http.StatusConflict, "This approval was decided already through another channel.")
 		return
 	case errors.Is(err, store.ErrHashMismatch):
 		linkRefuse(w, http.StatusConflict, "The action changed since this link was sent: it is no longer valid.")
 		return
+	case errors.Is(err, store.ErrNotFound):
+		linkRefuse(w, http.StatusNotFound, "This link is not valid.")
+		return
 	case err != nil:
 		s.log.ErrorContext(ctx, "link decision", "run_id", n.RunID, "approval_id", a.ID, "err", err)
 		linkRefuse(w, http.StatusInternalServerError, "The decision could not be recorded; try again.")
 		return
 	}
-	v := actionView(n, decided)
-	v.Title = "Recorded: " + string(decided.Status)
-	if err := s.resumer.Resume(ctx, decided); err != nil {
-		s.log.ErrorContext(ctx, "resume after link decision", "run_id", n.RunID, "approval_id", a.ID, "err", err)
-		v.Message = "The decision is recorded; the run will pick it up when its wait is retried."
+	s.linkDecided(w, r, n, decided)
+}
+
+// linkDecided wakes the run the link's decision answered (again, for a
+// retry: waking is idempotent) and shows the decision.
+func (s *server) linkDecided(w http.ResponseWriter, r *http.Request, n run.Notification, a run.Approval) {
+	v := actionView(n, a)
+	v.Title = "Recorded: " + string(a.Status)
+	v.Message = "The run is moving."
+	if err := s.resumer.Resume(r.Context(), a); err != nil {
+		s.log.ErrorContext(r.Context(), "resume after link decision", "run_id", n.RunID, "approval_id", a.ID, "err", err)
+		v.Message = "The decision is recorded; the run will be woken by the sweeper's next pass, or open this link again."
 	}
 	writeLinkPage(w, http.StatusOK, v)
 }

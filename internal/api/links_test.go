@@ -62,7 +62,13 @@ func TestApprovalLink(t *testing.T) {
 		t.Fatalf("after the link: %+v, resumes %d", got, len(e.resumer.Calls()))
 	}
 	if code, _ := e.postLink(path, "deny"); code != http.StatusGone {
-		t.Fatalf("second use: %d, want 410", code)
+		t.Fatalf("second use with another decision: %d, want 410", code)
+	}
+	// The same decision again (a retry after a crash or a lost answer)
+	// is answered with the decision and wakes the run once more.
+	if code, body := e.postLink(path, "approve"); code != http.StatusOK || !strings.Contains(body, "Recorded: approved") ||
+		len(e.resumer.Calls()) != 2 {
+		t.Fatalf("retried link: %d %s, resumes %d", code, body, len(e.resumer.Calls()))
 	}
 	if strings.Contains(e.logs.String(), path) {
 		t.Fatal("the link token reached the request log")

@@ -218,20 +218,24 @@ func (s *server) createRun(w http.ResponseWriter, r *http.Request, principal str
 
 // start starts a stored run and answers with it: 201 when it is new, 200
 // when an idempotent retry found it. The start is repeated on retries: the
-// Starter is idempotent, and a crash between store and start heals.
+// Starter is idempotent, and a crash between store and start heals. A
+// retry that finds the run ended answers it without a start: nothing is
+// left to drive, and its execution may be long gone.
 func (s *server) start(w http.ResponseWriter, r *http.Request, stored run.Run, created bool) {
-	if err := s.starter.StartRun(r.Context(), stored.ID); err != nil {
-		if clientGone(r.Context(), err) {
-			w.WriteHeader(499)
+	if created || !stored.Status.Terminal() {
+		if err := s.starter.StartRun(r.Context(), stored.ID); err != nil {
+			if clientGone(r.Context(), err) {
+				w.WriteHeader(499)
+				return
+			}
+			s.log.ErrorContext(r.Context(), "start run", "run_id", stored.ID, "err", err)
+			msg := "run " + stored.ID + " is stored but its execution could not be started"
+			if stored.ClientKey != "" {
+				msg += "; repeat the request with the same Idempotency-Key"
+			}
+			writeError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeStartFailed, Message: msg})
 			return
 		}
-		s.log.ErrorContext(r.Context(), "start run", "run_id", stored.ID, "err", err)
-		msg := "run " + stored.ID + " is stored but its execution could not be started"
-		if stored.ClientKey != "" {
-			msg += "; repeat the request with the same Idempotency-Key"
-		}
-		writeError(w, &Error{Status: http.StatusServiceUnavailable, Code: CodeStartFailed, Message: msg})
-		return
 	}
 	v := runView(stored)
 	status := http.StatusOK

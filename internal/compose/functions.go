@@ -257,8 +257,8 @@ func RunTask(ctx context.Context, d Deps, tokens roles.HeartbeatTokens, stop <-c
 
 // Sweeper is the sweeper every composition uses, on this runtime's store,
 // finalizing through fin (the harness).
-func (rt *Runtime) Sweeper(x sweeper.Executions, fin sweeper.Finalizer) *sweeper.Sweeper {
-	return &sweeper.Sweeper{Store: rt.Store, Executions: x, Finalizer: fin, MinAge: rt.Config.SweepMinAge, Logger: rt.Logger}
+func (rt *Runtime) Sweeper(x sweeper.Executions, fin sweeper.Finalizer, wake sweeper.Waker) *sweeper.Sweeper {
+	return &sweeper.Sweeper{Store: rt.Store, Executions: x, Finalizer: fin, Wake: wake, MinAge: rt.Config.SweepMinAge, Logger: rt.Logger}
 }
 
 // Sweep is the sweep role: an EventBridge schedule invokes it, and each
@@ -287,7 +287,7 @@ func NewSweep(ctx context.Context, d Deps) (*Sweep, error) {
 		return nil, err
 	}
 	x := awsbackend.SweepExecutions{Client: d.SFN, StateMachineARN: rt.Config.StateMachineARN}
-	sw := rt.Sweeper(x, h)
+	sw := rt.Sweeper(x, h, roles.Resumer{Tokens: d.SFN})
 	if d.Versions != nil {
 		sw.Retirement = rt.retirement(d.Versions)
 	}

@@ -187,11 +187,21 @@ type Starter struct {
 	Statuses ExecutionStatuses
 }
 
-// StartRun implements api.Starter.
+// StartRun implements api.Starter. An execution that already exists
+// under the run's first name counts as started, running or closed: it is
+// this run's (the name is the run id), and the closed one of a finished
+// run must not make a repeated create fail (Step Functions answers
+// ExecutionAlreadyExists for a closed execution, even with the same
+// input). A run whose first execution closed before the run ended is the
+// sweeper's to repair, as on AWS.
 func (s Starter) StartRun(ctx context.Context, runID string) error {
 	// The sweeper starts a stored run the same way (name and input), so
 	// the two starts are one execution.
-	return s.Executions.StartExecution(ctx, s.StateMachineARN, stepfunctions.ExecutionName(runID, 0), stepfunctions.ExecutionInput(runID, 0))
+	err := s.Executions.StartExecution(ctx, s.StateMachineARN, stepfunctions.ExecutionName(runID, 0), stepfunctions.ExecutionInput(runID, 0))
+	if err != nil && isAlreadyStarted(err) {
+		return nil
+	}
+	return err
 }
 
 // RunCreator is what the schedule handler needs.

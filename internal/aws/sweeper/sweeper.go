@@ -35,10 +35,23 @@ type Log interface {
 	ReadEvents(ctx context.Context, runID string, afterSeq int64, limit int) ([]run.Event, error)
 }
 
+// Approvals reads a run's approvals, to find a decision whose wake was
+// lost.
+type Approvals interface {
+	ListApprovals(ctx context.Context, runID string) ([]run.Approval, error)
+}
+
 // Store is what the sweeper reads and writes: store.Store satisfies it.
 type Store interface {
 	Runs
 	Log
+	Approvals
+}
+
+// Waker delivers a recorded decision to the wait that holds its task
+// token (roles.Resumer); waking twice is harmless.
+type Waker interface {
+	Resume(ctx context.Context, approval run.Approval) error
 }
 
 var _ Store = store.Store(nil)
@@ -65,6 +78,11 @@ type Sweeper struct {
 	Store      Store
 	Executions Executions
 	Finalizer  Finalizer
+	// Wake, when set, delivers decisions whose wake was lost: a run
+	// awaiting_approval whose execution is running but whose approval a
+	// person already decided (the process that recorded the decision died
+	// before it woke the wait).
+	Wake Waker
 	// MinAge: a run changed less than MinAge ago is left alone (0: none).
 	MinAge time.Duration
 	// MaxResumes bounds the resumes of one run before it is finalized
@@ -89,7 +107,11 @@ const (
 	ActionStarted   = "started"
 	ActionResumed   = "resumed"
 	ActionFinalized = "finalized"
+	ActionWoken     = "woken"
 )
+
+// FoundDecisionNotDelivered: the run waits on an approval that is decided.
+const FoundDecisionNotDelivered = "decision_not_delivered"
 
 // Repair is one run the sweeper repaired (or tried to).
 type Repair struct {
@@ -197,7 +219,7 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 		return rp, false, err
 	}
 	if status == StatusRunning {
-		return rp, false, nil
+		return s.wakeDecided(ctx, r, gen)
 	}
 	// Read the run again: it may have finished while its executions were
 	// described (Finalize, then the execution's end).
@@ -237,6 +259,37 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 	rp.Action, rp.NewExecution = ActionResumed, stepfunctions.ExecutionName(r.ID, gen+1)
 	rp.Reason = fmt.Sprintf("execution %s ended %s while the run was %s", rp.Execution, status, r.Status)
 	if err := s.Executions.StartExecution(ctx, rp.NewExecution, stepfunctions.ExecutionInput(r.ID, gen+1)); err != nil {
+		return rp, true, err
+	}
+	return rp, true, s.record(ctx, r, rp)
+}
+
+// wakeDecided repairs a lost wake: the run is awaiting_approval, its
+// execution runs (waits), and the approval holding the wait's task token
+// — the newest one, since each wait attaches its token to the approval it
+// asks — was decided or cancelled. The decision is durable; only its
+// delivery was lost, so it is delivered again.
+func (s *Sweeper) wakeDecided(ctx context.Context, r run.Run, gen int) (Repair, bool, error) {
+	rp := Repair{RunID: r.ID}
+	if s.Wake == nil || r.Status != run.StatusAwaitingApproval {
+		return rp, false, nil
+	}
+	aps, err := s.Store.ListApprovals(ctx, r.ID)
+	if err != nil {
+		return rp, false, err
+	}
+	var last run.Approval
+	for _, a := range aps {
+		if last.ID == "" || !a.CreatedAt.Before(last.CreatedAt) {
+			last = a
+		}
+	}
+	if last.TaskToken == "" || last.Status == run.ApprovalPending {
+		return rp, false, nil
+	}
+	rp.Found, rp.Action, rp.Execution = FoundDecisionNotDelivered, ActionWoken, stepfunctions.ExecutionName(r.ID, gen)
+	rp.Reason = fmt.Sprintf("approval %s is %s but the run still waits on it", last.ID, last.Status)
+	if err := s.Wake.Resume(ctx, last); err != nil {
 		return rp, true, err
 	}
 	return rp, true, s.record(ctx, r, rp)

@@ -112,6 +112,11 @@ const (
 	// FaultParentResume: a parent read that all its children ended; their
 	// answers are not yet recorded.
 	FaultParentResume = "parent_resume"
+	// FaultBeforeWake: a person's decision (approve, deny, a link, a
+	// raise, a cancel) is durable; the wait that holds its task token is
+	// not woken yet. The sweeper delivers it (sweeper.ActionWoken), and
+	// repeating the decision on any channel wakes it too.
+	FaultBeforeWake = "before_wake"
 )
 
 type noFaults struct{}

@@ -28,13 +28,6 @@ type Outbox interface {
 	// ErrConflict otherwise (another worker claimed it, or it is
 	// finished), ErrNotFound when it does not exist.
 	UpdateNotification(ctx context.Context, n run.Notification, prevAttempts int64) error
-	// UseNotificationLink marks the approval link of notification id used
-	// at now, once: ErrConflict when it was used before, ErrHashMismatch
-	// when linkHash is not the stored one (or none is), ErrNotFound for an
-	// unknown notification. It returns the notification as stored after.
-	// Expiry is the caller's to check (LinkExpiresAt): refusing an expired
-	// link changes nothing.
-	UseNotificationLink(ctx context.Context, runID, id, linkHash string, now time.Time) (run.Notification, error)
 }
 
 // validateNotification checks a new notification of a commit and fills in
@@ -82,9 +75,4 @@ func ValidateNotificationUpdate(n run.Notification, prevAttempts int64) error {
 		}
 	}
 	return checkOptional("link hash", n.LinkHash)
-}
-
-// ValidateLinkUse checks the input of Outbox.UseNotificationLink.
-func ValidateLinkUse(runID, id, linkHash string) error {
-	return checkIDs(field{"run id", runID}, field{"notification id", id}, field{"link hash", linkHash})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -40,6 +41,9 @@ var (
 	// database file that is no longer well formed): what it answers
 	// cannot be trusted, and nothing should be served from it.
 	ErrCorrupt = errors.New("the store is corrupt")
+	// ErrLinkUsed: a decision arrived through a one-time link that was
+	// used before. It wraps ErrConflict.
+	ErrLinkUsed = fmt.Errorf("%w: the one-time link was used already", ErrConflict)
 )
 
 // IntegrityChecker is a store that can check its own storage (SQLite:
@@ -210,8 +214,10 @@ type Approvals interface {
 	// DecideApproval records a person's decision on a pending approval whose
 	// args hash equals argsHash, with an approval_granted or approval_denied
 	// event, and, for an approved confirm_once approval, a session grant —
-	// all in one write. ErrHashMismatch for another hash; ErrConflict when
-	// the approval is no longer pending. It returns the stored approval,
+	// all in one write, with the link of d.Link spent in that write too.
+	// The check order: the approval exists, the link (ErrNotFound,
+	// ErrLinkUsed), the approval is pending (ErrConflict), its hash
+	// (ErrHashMismatch). It returns the stored approval,
 	// whose TaskToken (if any) the caller uses to resume the run.
 	DecideApproval(ctx context.Context, d Decision) (run.Approval, error)
 	// AttachTaskToken stores the Step Functions task token on an approval
@@ -229,6 +235,19 @@ type Decision struct {
 	ArgsHash   string
 	DecidedBy  string
 	Reason     string
+	// Link, when set, spends that one-time approval link in the same
+	// write as the decision: both happen or neither does, so a crash can
+	// neither spend a link without deciding nor decide without spending
+	// it. ErrNotFound when the notification has no link of that hash;
+	// ErrLinkUsed when the link was used before.
+	Link *LinkUse
+}
+
+// LinkUse names the one-time link a decision arrives through.
+type LinkUse struct {
+	NotificationID string
+	Hash           string
+	At             time.Time
 }
 
 // Budgets reserves a run's budget atomically; a Commit's Used and Released

@@ -294,6 +294,14 @@ func ValidateDecision(d Decision) error {
 		field{"args hash", d.ArgsHash}, field{"decided by", d.DecidedBy}); err != nil {
 		return err
 	}
+	if d.Link != nil {
+		if err := checkIDs(field{"notification id", d.Link.NotificationID}, field{"link hash", d.Link.Hash}); err != nil {
+			return err
+		}
+		if d.Link.At.IsZero() {
+			return invalid("link use has no time")
+		}
+	}
 	return checkSize("reason", len(d.Reason), MaxText)
 }
 

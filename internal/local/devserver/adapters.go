@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keelrun/keel/internal/aws/roles"
 	"github.com/keelrun/keel/internal/aws/states"
 	"github.com/keelrun/keel/internal/aws/sweeper"
+	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/run"
 )
 
 // lambda adapts a typed handler to the executor's JSON interface, with the
@@ -73,4 +76,17 @@ func (x execSweep) StartExecution(ctx context.Context, name, input string) error
 		return nil
 	}
 	return err
+}
+
+// wakeFaults hits harness.FaultBeforeWake before the API wakes a wait:
+// the decision it delivers is durable by then, and a keel dev killed
+// there leaves the wake to the sweeper or to a repeated decision.
+type wakeFaults struct {
+	roles.Resumer
+	faults harness.FaultPoints
+}
+
+func (w wakeFaults) Resume(ctx context.Context, ap run.Approval) error {
+	w.faults.Hit(harness.FaultBeforeWake)
+	return w.Resumer.Resume(ctx, ap)
 }

@@ -263,9 +263,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
 	auth := api.Tokens{s.Token: cfg.Principal}
 	apiHandler, err := api.New(api.Deps{
-		Store: decisionFaults(rt.Store, rt.Config.FaultPoint, rt.Faults), Artifacts: rt.Artifacts,
+		Store: rt.Store, Artifacts: rt.Artifacts,
 		Starter:  starter,
-		Resumer:  roles.Resumer{Tokens: s.exec},
+		Resumer:  wakeFaults{Resumer: roles.Resumer{Tokens: s.exec}, faults: rt.Faults},
 		Auth:     auth,
 		Agents:   rt.Catalog,
 		Notifier: notifier,
@@ -300,7 +300,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// The sweeper: once now — on SQLite nothing else can be starting a
 	// run of this store (the data directory is held), so it need not wait
 	// for runs to age — then every SweepInterval.
-	s.sweeper = rt.Sweeper(execSweep{e: s.exec, arn: arn}, h)
+	s.sweeper = rt.Sweeper(execSweep{e: s.exec, arn: arn}, h, roles.Resumer{Tokens: s.exec})
 	first := *s.sweeper
 	if rt.SQLite != nil {
 		first.MinAge = 0

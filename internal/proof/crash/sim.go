@@ -120,11 +120,11 @@ const (
 
 // simPoints are the fault points a simulation arms, with how many hits
 // of each one keel dev lifetime may reach with several runs at once:
-// the harness's, and the decision path's in the API's store
-// (internal/local/devserver: a link spent, a decision stored, before
-// the next write), which a fault step arms two times in five.
+// the harness's, and the decision path's before_wake (a decision
+// through any channel is durable, the waiting run not yet woken), which
+// a fault step arms two times in five.
 var simPoints = map[string]int{
-	"after_link_used": 2, "after_decision_stored": 3,
+	"before_wake": 3,
 	"await_approval": 4, "after_decision": 4, "before_intent": 3, "after_intent": 3,
 	"after_dispatch": 3, "after_result": 3, "in_step_commit": 30, "lease_handover": 6, "in_model_stream": 12,
 }
@@ -201,7 +201,7 @@ func drawSteps(o SimOptions) []SimStep {
 		case stepFault:
 			p := points[rng.IntN(len(points))]
 			if rng.IntN(5) < 2 {
-				p = []string{"after_link_used", "after_decision_stored"}[rng.IntN(2)]
+				p = "before_wake"
 			}
 			s.Arg = fmt.Sprintf("%s:%d", p, 1+rng.IntN(simPoints[p]))
 		}

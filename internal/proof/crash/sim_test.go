@@ -122,9 +122,14 @@ func TestSimulator(t *testing.T) {
 }
 
 // TestSimRegressions replays the scripts of testdata/sim, each the
-// smallest form of a bug the simulator found (issue 40): a decision
-// stored and keel dev killed before the wake; a raise the same way; a
-// link spent and keel dev killed before the decision, then retried.
+// smallest form of a bug the simulator found (issue 40), through the API,
+// a raise and a one-time link: the decision is stored, keel dev is killed
+// before it wakes the run (fault point before_wake), and — for the raise
+// and the link — the person retries the same channel. Before the
+// decision path was one transition with a sweeper that wakes, each run
+// stayed awaiting_approval forever with its approval decided (STUCK), and
+// a link spent before its decision answered "used already" to the retry
+// while the approval stayed pending (DECISION LOST).
 func TestSimRegressions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays real keel dev processes; -short skips it")

@@ -38,9 +38,9 @@ func (s *Store) ListApprovals(ctx context.Context, runID string) ([]run.Approval
 
 // DecideApproval implements store.Approvals in one TransactWriteItems: the
 // run row (seq), the decided approval (conditioned on pending and the
-// hash), the event and, for an approved confirm_once, the grant. The check
-// order is the SQLite backend's: exists, pending (else ErrConflict), hash
-// (else ErrHashMismatch).
+// hash), the event, for an approved confirm_once the grant, and the link
+// of d.Link spent (conditioned on its hash and on being unused). The check
+// order is store.Approvals'.
 func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Approval, error) {
 	if err := store.ValidateDecision(d); err != nil {
 		return run.Approval{}, err
@@ -54,6 +54,11 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 			return run.Approval{}, err
 		}
 		a := itemToApproval(d.RunID, it)
+		if d.Link != nil {
+			if err := s.linkUsable(ctx, d.RunID, *d.Link); err != nil {
+				return run.Approval{}, err
+			}
+		}
 		if a.Status != run.ApprovalPending {
 			return run.Approval{}, fmt.Errorf("dynamo: decide approval %q: %w: it is %s", a.ID, store.ErrConflict, a.Status)
 		}
@@ -78,6 +83,9 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 				items := []types.TransactWriteItem{s.decideItem(d, a, status, decidedAt)}
 				if d.Approve && a.Mode == run.ModeConfirmOnce {
 					items = append(items, s.grantItem(a, d.DecidedBy, decidedAt))
+				}
+				if d.Link != nil {
+					items = append(items, s.spendLinkItem(d.RunID, *d.Link))
 				}
 				return items, func(context.Context, int) error {
 					moved = true // decided meanwhile: re-read and report
@@ -141,6 +149,34 @@ func (s *Store) grantItem(a run.Approval, grantedBy string, decidedAt int64) typ
 		ExpressionAttributeNames:  g.names,
 		ExpressionAttributeValues: g.values,
 	}}
+}
+
+// linkUsable reads the notification of l: ErrNotFound unless it has the
+// link l.Hash, ErrLinkUsed when that link was used.
+func (s *Store) linkUsable(ctx context.Context, runID string, l store.LinkUse) error {
+	it, err := s.getItem(ctx, runPK(runID), notificationSK(l.NotificationID))
+	switch {
+	case err != nil:
+		return err
+	case it == nil || it.s("link_hash") == "" || it.s("link_hash") != l.Hash:
+		return fmt.Errorf("dynamo: notification %q has no such link: %w", l.NotificationID, store.ErrNotFound)
+	case it["link_used_at"] != nil:
+		return fmt.Errorf("dynamo: notification %q: %w", l.NotificationID, store.ErrLinkUsed)
+	}
+	return nil
+}
+
+// spendLinkItem marks the link of l used, conditioned on its hash and on
+// its being unused: a link spent meanwhile fails the decision's write,
+// and the retry reads why (linkUsable).
+func (s *Store) spendLinkItem(runID string, l store.LinkUse) types.TransactWriteItem {
+	e := newExpr()
+	u := &update{set: []string{
+		e.name("link_used_at") + " = " + e.value(tv(l.At)),
+		e.name("updated_at") + " = " + e.value(tv(s.now())),
+	}}
+	return s.updateChild(runID, notificationSK(l.NotificationID), e, u,
+		e.name("link_hash")+" = "+e.value(sv(l.Hash))+" AND attribute_not_exists("+e.name("link_used_at")+")")
 }
 
 // errStop ends an appendTx loop so the caller can re-read and decide.

@@ -172,36 +172,3 @@ func (s *Store) UpdateNotification(ctx context.Context, n run.Notification, prev
 	}
 	return fmt.Errorf("dynamo: update notification %q: %w: not pending at attempt %d", n.ID, store.ErrConflict, prevAttempts)
 }
-
-// UseNotificationLink implements store.Outbox with one conditional
-// UpdateItem; a failed condition is explained by reading the record.
-func (s *Store) UseNotificationLink(ctx context.Context, runID, id, linkHash string, now time.Time) (run.Notification, error) {
-	if err := store.ValidateLinkUse(runID, id, linkHash); err != nil {
-		return run.Notification{}, err
-	}
-	e := newExpr()
-	upd := "SET " + e.name("link_used_at") + " = " + e.value(tv(now)) + ", " + e.name("updated_at") + " = " + e.value(tv(s.now()))
-	cond := "attribute_exists(" + e.name("pk") + ") AND " + e.name("link_hash") + " = " + e.value(sv(linkHash)) +
-		" AND attribute_not_exists(" + e.name("link_used_at") + ")"
-	out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table), Key: key(runPK(runID), notificationSK(id)),
-		UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values, ReturnValues: types.ReturnValueAllNew,
-	})
-	if err == nil {
-		return itemToNotification(runID, item(out.Attributes)), nil
-	}
-	if !isConditionFailed(err) {
-		return run.Notification{}, fmt.Errorf("dynamo: notification %q: use link: %w", id, err)
-	}
-	it, gerr := s.getItem(ctx, runPK(runID), notificationSK(id))
-	switch {
-	case gerr != nil:
-		return run.Notification{}, gerr
-	case it == nil:
-		return run.Notification{}, fmt.Errorf("dynamo: notification %q of run %q: %w", id, runID, store.ErrNotFound)
-	case it.s("link_hash") != linkHash:
-		return run.Notification{}, fmt.Errorf("dynamo: notification %q: link: %w", id, store.ErrHashMismatch)
-	}
-	return run.Notification{}, fmt.Errorf("dynamo: notification %q: link: %w: used before", id, store.ErrConflict)
-}

@@ -38,9 +38,8 @@ func (s *Store) ListApprovals(ctx context.Context, runID string) ([]run.Approval
 		WHERE run_id = ? ORDER BY rowid`, scanApproval, runID)
 }
 
-// DecideApproval implements store.Approvals. The check order is: the
-// approval exists, it is pending (else ErrConflict), the hash matches (else
-// ErrHashMismatch).
+// DecideApproval implements store.Approvals in one transaction, the link
+// of d.Link spent in it. The check order is store.Approvals'.
 func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Approval, error) {
 	if err := store.ValidateDecision(d); err != nil {
 		return run.Approval{}, err
@@ -50,6 +49,11 @@ func (s *Store) DecideApproval(ctx context.Context, d store.Decision) (run.Appro
 		a, err := getRow(ctx, txQuerier{s, tx}, "approval", d.RunID, d.ApprovalID, getApprovalSQL, scanApproval)
 		if err != nil {
 			return err
+		}
+		if d.Link != nil {
+			if err := s.spendLink(ctx, tx, d.RunID, *d.Link); err != nil {
+				return err
+			}
 		}
 		if a.Status != run.ApprovalPending {
 			return fmt.Errorf("sqlite: decide approval %q: %w: it is %s", a.ID, store.ErrConflict, a.Status)

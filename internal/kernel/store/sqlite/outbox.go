@@ -98,33 +98,23 @@ func (s *Store) UpdateNotification(ctx context.Context, n run.Notification, prev
 
 const getNotificationSQL = `SELECT ` + notificationColumns + ` FROM notifications WHERE run_id = ? AND id = ?`
 
-// UseNotificationLink implements store.Outbox in one transaction.
-func (s *Store) UseNotificationLink(ctx context.Context, runID, id, linkHash string, now time.Time) (run.Notification, error) {
-	if err := store.ValidateLinkUse(runID, id, linkHash); err != nil {
-		return run.Notification{}, err
-	}
-	var out run.Notification
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		n, err := getRow(ctx, txQuerier{s, tx}, "notification", runID, id, getNotificationSQL, scanNotification)
-		if err != nil {
-			return err
-		}
-		if n.LinkHash == "" || n.LinkHash != linkHash {
-			return fmt.Errorf("sqlite: notification %q: link: %w", id, store.ErrHashMismatch)
-		}
-		if !n.LinkUsedAt.IsZero() {
-			return fmt.Errorf("sqlite: notification %q: link: %w: used at %s", id, store.ErrConflict, n.LinkUsedAt.Format(time.RFC3339))
-		}
-		if _, err := s.exec(ctx, tx, `UPDATE notifications SET link_used_at = ?, updated_at = ? WHERE run_id = ? AND id = ?`,
-			nanos(now), s.now(), runID, id); err != nil {
-			return fmt.Errorf("sqlite: notification %q: use link: %w", id, err)
-		}
-		n.LinkUsedAt = ts(nanos(now))
-		out = n
-		return nil
-	})
+// spendLink marks the link of notification l.NotificationID used, inside
+// the transaction of the decision it carries (DecideApproval); a failed
+// check rolls the decision back with it.
+func (s *Store) spendLink(ctx context.Context, tx *sql.Tx, runID string, l store.LinkUse) error {
+	n, err := getRow(ctx, txQuerier{s, tx}, "notification", runID, l.NotificationID, getNotificationSQL, scanNotification)
 	if err != nil {
-		return run.Notification{}, err
+		return err
 	}
-	return out, nil
+	if n.LinkHash == "" || n.LinkHash != l.Hash {
+		return fmt.Errorf("sqlite: notification %q has no such link: %w", l.NotificationID, store.ErrNotFound)
+	}
+	if !n.LinkUsedAt.IsZero() {
+		return fmt.Errorf("sqlite: notification %q: %w (at %s)", l.NotificationID, store.ErrLinkUsed, n.LinkUsedAt.Format(time.RFC3339))
+	}
+	if _, err := s.exec(ctx, tx, `UPDATE notifications SET link_used_at = ?, updated_at = ? WHERE run_id = ? AND id = ?`,
+		nanos(l.At), s.now(), runID, l.NotificationID); err != nil {
+		return fmt.Errorf("sqlite: notification %q: use link: %w", l.NotificationID, err)
+	}
+	return nil
 }

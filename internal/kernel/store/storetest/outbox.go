@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,17 +55,54 @@ func testOutbox(t *testing.T, e *env) {
 		}
 	})
 	t.Run("Link", func(t *testing.T) {
-		_, err := e.s.UseNotificationLink(e.ctx, r.ID, n.ID, "other", e.clock.Now())
-		wantErr(t, err, store.ErrHashMismatch)
-		used, err := e.s.UseNotificationLink(e.ctx, r.ID, n.ID, "linkhash-1", e.clock.Now())
-		must(t, err)
-		if !used.LinkUsedAt.Equal(e.clock.Now()) || used.ApprovalID != "ap_1" {
-			t.Fatalf("used link: %s", dump(used))
+		at := e.clock.Now()
+		link := func(id, h string) *store.LinkUse { return &store.LinkUse{NotificationID: id, Hash: h, At: at} }
+		decide := func(apID string, l *store.LinkUse) (run.Approval, error) {
+			return e.s.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: apID, Approve: true, ArgsHash: hash,
+				DecidedBy: "link:" + l.NotificationID, Link: l})
 		}
-		_, err = e.s.UseNotificationLink(e.ctx, r.ID, n.ID, "linkhash-1", e.clock.Now())
-		wantErr(t, err, store.ErrConflict)
-		_, err = e.s.UseNotificationLink(e.ctx, r.ID, "ntf-nope", "linkhash-1", e.clock.Now())
+		_, err := decide("ap_1", link(n.ID, "other"))
 		wantErr(t, err, store.ErrNotFound)
+		_, err = decide("ap_1", link("ntf-nope", "linkhash-1"))
+		wantErr(t, err, store.ErrNotFound)
+		if a, err := e.s.GetApproval(e.ctx, r.ID, "ap_1"); err != nil || a.Status != run.ApprovalPending {
+			t.Fatalf("a refused link decided the approval: %s %v", dump(a), err)
+		}
+		// The decision and the link are one write.
+		got, err := decide("ap_1", link(n.ID, "linkhash-1"))
+		must(t, err)
+		if got.Status != run.ApprovalApproved || got.DecidedBy != "link:"+n.ID {
+			t.Fatalf("decided through the link: %s", dump(got))
+		}
+		list, err := e.s.ListNotifications(e.ctx, r.ID)
+		must(t, err)
+		if !list[0].LinkUsedAt.Equal(at) {
+			t.Fatalf("the deciding write did not spend the link: %s", dump(list[0]))
+		}
+		_, err = decide("ap_1", link(n.ID, "linkhash-1"))
+		wantErr(t, err, store.ErrLinkUsed)
+		wantErr(t, err, store.ErrConflict)
+
+		// An approval decided through another channel leaves its link unspent.
+		note2 := run.Notification{ID: run.NotificationID("ap_2"), Kind: run.NotifyApproval, ApprovalID: "ap_2", Tool: "send_mail", ArgsHash: hash}
+		_, err = e.s.Commit(e.ctx, store.Commit{RunID: r.ID, Token: tok,
+			NewApprovals:  []run.Approval{{ID: "ap_2", Tool: "send_mail", Mode: run.ModeMutating, Args: args}},
+			Notifications: []run.Notification{note2}})
+		must(t, err)
+		claim := e.notification(r.ID, note2.ID)
+		claim.Attempts, claim.NextAttemptAt = 1, at.Add(24*time.Hour)
+		claim.LinkHash, claim.LinkExpiresAt = "linkhash-2", at.Add(time.Hour)
+		must(t, e.s.UpdateNotification(e.ctx, claim, 0))
+		_, err = e.s.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: "ap_2", Approve: false, ArgsHash: hash, DecidedBy: "alice"})
+		must(t, err)
+		_, err = decide("ap_2", link(note2.ID, "linkhash-2"))
+		wantErr(t, err, store.ErrConflict)
+		if errors.Is(err, store.ErrLinkUsed) {
+			t.Fatalf("a decided approval reported as a used link: %v", err)
+		}
+		if got := e.notification(r.ID, note2.ID); !got.LinkUsedAt.IsZero() {
+			t.Fatalf("a refused decision spent the link: %s", dump(got))
+		}
 	})
 	t.Run("Finish", func(t *testing.T) {
 		done := e.due(1)[0]
@@ -98,6 +136,20 @@ func testOutbox(t *testing.T, e *env) {
 			Notifications: []run.Notification{{ID: "ntf-bad", Kind: run.NotifyApproval}}})
 		wantErr(t, err, store.ErrInvalid)
 	})
+}
+
+// notification returns the run's notification id, failing if it has none.
+func (e *env) notification(runID, id string) run.Notification {
+	e.t.Helper()
+	list, err := e.s.ListNotifications(e.ctx, runID)
+	must(e.t, err)
+	for _, n := range list {
+		if n.ID == id {
+			return n
+		}
+	}
+	e.t.Fatalf("run %s has no notification %s: %s", runID, id, dump(list))
+	return run.Notification{}
 }
 
 // due returns the notifications due now, failing unless there are want.
