@@ -124,7 +124,7 @@ const (
 // through any channel is durable, the waiting run not yet woken), which
 // a fault step arms two times in five.
 var simPoints = map[string]int{
-	"before_wake": 3,
+	"before_wake":    3,
 	"await_approval": 4, "after_decision": 4, "before_intent": 3, "after_intent": 3,
 	"after_dispatch": 3, "after_result": 3, "in_step_commit": 30, "lease_handover": 6, "in_model_stream": 12,
 }
