@@ -428,7 +428,7 @@ func (s *sim) decideOn(ctx context.Context, a api.Approval, channel, decision st
 	var ans answer
 	switch channel {
 	case "link":
-		link := w.links.get(a.ApprovalID)
+		link := w.links.get(a.RunID, a.ApprovalID)
 		if link == "" {
 			return "decide via link: no link delivered yet for " + a.ApprovalID
 		}

@@ -65,16 +65,18 @@ type simRun struct {
 	nhMoved   int // needs_human breaches already reported
 }
 
-// linkBox holds the approval links the webhook received, by approval id.
+// linkBox holds the approval links the webhook received, by run and
+// approval id (an approval id is unique within its run only: every run
+// paused at two tool calls asks apr_limit_max_tool_calls_2).
 type linkBox struct {
 	mu    sync.Mutex
-	links map[string]string
+	links map[[2]string]string
 }
 
-func (b *linkBox) get(approvalID string) string {
+func (b *linkBox) get(runID, approvalID string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.links[approvalID]
+	return b.links[[2]string{runID, approvalID}]
 }
 
 // simHookSecret signs the webhook's deliveries; the receiver does not
@@ -87,16 +89,17 @@ func startHook() (*http.Server, *linkBox, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
-	box := &linkBox{links: map[string]string{}}
+	box := &linkBox{links: map[[2]string]string{}}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m struct {
+			RunID      string `json:"run_id"`
 			ApprovalID string `json:"approval_id"`
 			Link       string `json:"link"`
 		}
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if json.Unmarshal(b, &m) == nil && m.ApprovalID != "" && m.Link != "" {
 			box.mu.Lock()
-			box.links[m.ApprovalID] = m.Link
+			box.links[[2]string{m.RunID, m.ApprovalID}] = m.Link
 			box.mu.Unlock()
 		}
 		w.WriteHeader(http.StatusNoContent)
