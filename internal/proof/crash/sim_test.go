@@ -117,7 +117,7 @@ func TestSimulator(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		reportSim(t, Sim(ctx, cfg, SimOptions{Seed: seed, Actions: 120, Kills: 12, Episode: 60, Pool: 4}))
+		reportSim(t, Sim(ctx, cfg, SimOptions{Seed: seed, Actions: 60, Kills: 6, Episode: 60, Pool: 4}))
 	})
 }
 
