@@ -289,7 +289,7 @@ SOAK_FLAGS = $(if $(KILL_MS),-kill-ms $(KILL_MS)) $(if $(CONTRACT),-contract $(C
 # STORE=dynamo runs it on moto (every request serialized) with LEASE
 # short (default there) or default; on sqlite LEASE defaults to keel dev's
 # own. A failing simulation prints its script; replay it with
-# `bin/crash -keel bin/keel -pubserver bin/pubserver sim -replay FILE`.
+# `bin/crash -keel bin/keel -pubserver bin/pubserver -replay FILE sim`.
 # `make test` plays a short one (TestSimulator).
 ACTIONS ?= 20000
 KILLS ?= 1000

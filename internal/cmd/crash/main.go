@@ -67,7 +67,7 @@ func parseFlags() (options, bool) {
 	killMS := flag.String("kill-ms", "0:200", "soak: the suite's random-delay kills land MIN:MAX milliseconds (uniform) after keel dev serves")
 	flag.IntVar(&o.parallel, "parallel", 3, "scenarios played at once")
 	flag.IntVar(&o.n, "n", 100, "soak: number of runs")
-	flag.Uint64Var(&o.seed, "seed", 0, "soak: random seed (0: from the clock)")
+	flag.Uint64Var(&o.seed, "seed", 0, "soak and sim: random seed (0: from the clock)")
 	flag.IntVar(&o.actions, "actions", 2000, "sim: the budget of steps")
 	flag.IntVar(&o.kills, "kills", 100, "sim: the budget of keel dev SIGKILLs (steps are drawn until both budgets are spent)")
 	flag.IntVar(&o.episode, "episode", 150, "sim: steps played in one world (one destination contract, one data directory) before it is checked and replaced")

@@ -23,7 +23,7 @@ import (
 // (draw does not look at the world), so a seed always plays the same
 // script; a step names its target by a pick among the runs its kind
 // applies to at that moment. A failing simulation writes its script as
-// JSON lines, which `crash sim -replay FILE` plays again.
+// JSON lines, which `crash -replay FILE sim` plays again.
 
 // SimOptions shape a simulation.
 type SimOptions struct {

@@ -593,6 +593,10 @@ func PrintSim(w io.Writer, s SimSummary) {
 		fmt.Fprintf(w, "  STOPPED %v\n", s.Err)
 	}
 	if s.Script != "" {
-		fmt.Fprintf(w, "script: %s (replay: crash -store %s -lease %s sim -replay %s)\n", s.Script, s.Store, s.Lease, s.Script)
+		store := "-store " + s.Store
+		if s.Store == "dynamo" {
+			store += " -moto python3"
+		}
+		fmt.Fprintf(w, "script: %s (replay: crash %s -lease %s -replay %s sim)\n", s.Script, store, s.Lease, s.Script)
 	}
 }
