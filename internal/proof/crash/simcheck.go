@@ -122,11 +122,33 @@ func (s *sim) checkRun(ctx context.Context, r *simRun) {
 	r.ended = true
 }
 
+// The sweeper's cadence in a simulation with short leases
+// (KEEL_SWEEP_INTERVAL, KEEL_SWEEP_MIN_AGE); with default leases keel
+// dev keeps its own (5m, 1m).
+const (
+	shortSweepInterval = 5 * time.Second
+	shortSweepMinAge   = 3 * time.Second
+	keelSweepInterval  = 5 * time.Minute
+	keelSweepMinAge    = time.Minute
+)
+
 // quietGuard bounds how long a run may take to reach a person's wait or
 // its end with keel dev serving: a hang guard, not a measurement (a
 // research run takes a fraction of a second), plus what a dead keel
-// dev's lease can hold a run on DynamoDB.
-func (s *sim) quietGuard() time.Duration { return 45*time.Second + 2*s.cfg.leaseWait() }
+// dev's lease can hold a run on DynamoDB, plus two sweeps that may
+// repair a lost wake. On SQLite the sweep at a restart takes every run
+// (no minimum age: the data directory is held), so the restart the
+// checks allow is a sweep already.
+func (s *sim) quietGuard() time.Duration {
+	g := 45*time.Second + 2*s.cfg.leaseWait()
+	switch {
+	case s.cfg.Lease == "short":
+		g += 2 * (shortSweepInterval + shortSweepMinAge)
+	case s.cfg.Store == "dynamo":
+		g += keelSweepInterval + keelSweepMinAge
+	}
+	return g
+}
 
 // nextMove is what moves a run now, from its records: "" for a worker or
 // a timer (the runtime owes the move), else the person's command.

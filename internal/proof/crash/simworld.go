@@ -124,6 +124,12 @@ func (s *sim) newWorld(ctx context.Context, contract string) (*simWorld, error) 
 		"KEEL_NOTIFY_WEBHOOK_URL=" + hookURL, "KEEL_NOTIFY_WEBHOOK_SECRET=" + simHookSecret,
 		"KEEL_MCP=decisions", "RESEARCH_ON_LIMIT=pause",
 	}}
+	if s.cfg.Lease == "short" {
+		// The sweeper repairs lost wakes (the law of moves); with short
+		// leases it sweeps as often, so liveness is checked within a
+		// few sweeps rather than keel dev's 5 minutes.
+		sc.Env = append(sc.Env, "KEEL_SWEEP_INTERVAL="+shortSweepInterval.String(), "KEEL_SWEEP_MIN_AGE="+shortSweepMinAge.String())
+	}
 	w := &simWorld{n: newNode(s.cfg, sc, dir), hook: hook, links: box, keys: map[string]*simRun{}, dups: map[string]bool{}}
 	if err := w.n.startPub(ctx); err != nil {
 		w.close()
