@@ -169,3 +169,29 @@ func TestSimRegressions(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelRacingApproval: a cancel accepted while the Step is inside
+// the model call that proposes the effect ends the run cancelled; no
+// approval is requested after it (seed 21 of the simulator).
+func TestCancelRacingApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real keel dev; -short skips it")
+	}
+	cfg := simConfig(t)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := CancelRacingApprovalScenario(cfg.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := Play(ctx, cfg, sc)
+	var buf bytes.Buffer
+	PrintMatrix(&buf, []Result{r})
+	t.Logf("\n%s", buf.String())
+	if !r.Pass() {
+		t.Errorf("%s: %s (kept in %s)", r.Name, strings.Join(r.Violations, "; "), r.Dir)
+	}
+}
