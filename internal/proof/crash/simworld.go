@@ -123,7 +123,16 @@ func (s *sim) newWorld(ctx context.Context, contract string) (*simWorld, error) 
 	sc := &Scenario{Name: "sim", Contract: contract, Env: []string{
 		"KEEL_NOTIFY_WEBHOOK_URL=" + hookURL, "KEEL_NOTIFY_WEBHOOK_SECRET=" + simHookSecret,
 		"KEEL_MCP=decisions", "RESEARCH_ON_LIMIT=pause",
+		// Links reach the inbox within a step or two: on DynamoDB the
+		// worker only polls (2s by default, from each start), and keel
+		// dev restarts every few steps.
+		"KEEL_NOTIFY_INTERVAL=250ms",
 	}}
+	if s.cfg.Store == "dynamo" {
+		// keel dev keeps its own link key in the data directory on
+		// SQLite only; without a key no notification carries a link.
+		sc.Env = append(sc.Env, "KEEL_NOTIFY_LINK_KEY="+randHex(32))
+	}
 	if s.cfg.Lease == "short" {
 		// The sweeper repairs lost wakes (the law of moves); with short
 		// leases it sweeps as often, so liveness is checked within a
