@@ -104,18 +104,25 @@ func mainLazy(args []string, load func() (compose.App, error)) int {
 	return cli.MainLazy(ctx, in, load)
 }
 
-// progName is how the user runs this program again: the base name of
-// argv[0], or "go run ." for the temporary binary go run builds (the user
-// typed no name the shell would find).
+// progName is how the user runs this program again: argv[0] as typed
+// when it is a relative path (bin/shop, ./triage: a hint "shop approve"
+// would not be found by the shell), else its base name (a name the shell
+// found on PATH, or an absolute path a supervisor started), or "go run ."
+// for the temporary binary go run builds (the user typed no name the
+// shell would find).
 func progName(argv0 string) string {
 	slash := filepath.ToSlash(argv0)
 	if strings.Contains(slash, "/go-build") && strings.Contains(slash, "/exe/") {
 		return "go run ."
 	}
-	if b := filepath.Base(argv0); b != "" && b != "." && b != "/" {
-		return b
+	b := filepath.Base(argv0)
+	if b == "" || b == "." || b == "/" {
+		return "keel"
 	}
-	return "keel"
+	if strings.Contains(slash, "/") && !filepath.IsAbs(argv0) && !strings.ContainsAny(argv0, " \t\n'\"$`\\;&|<>()*?[]{}~!#") {
+		return argv0
+	}
+	return b
 }
 
 // build checks the agents and turns them into the runtime's definitions.

@@ -10,7 +10,10 @@ import (
 func TestProgName(t *testing.T) {
 	cases := []struct{ argv0, want string }{
 		{"/home/ada/shop/bin/shop", "shop"},
-		{"./triage", "triage"},
+		{"./triage", "./triage"},
+		{"bin/shop", "bin/shop"},
+		{"../bin/shop", "../bin/shop"},
+		{"my dir/bin/shop", "shop"}, // a path the shell would split: the name
 		{"shop", "shop"},
 		{"/tmp/go-build3141592/b001/exe/shop", "go run ."},
 		{"", "keel"},

@@ -23,26 +23,34 @@ import (
 // the operator may not trust: unless Trusted, they can only make a tool
 // safer. Tools overrides both.
 //
-//	annotations                   untrusted (default)           Trusted
-//	readOnlyHint                  ConfirmOnce (a read)          ReadOnly
-//	idempotentHint, not read-only Effect, PromisesNothing       Effect, IdempotentByKey
-//	anything else, or none        Effect, PromisesNothing       Effect, PromisesNothing
+//	annotations                   untrusted (default)                 Trusted
+//	readOnlyHint                  Effect allowed once per session      ReadOnly
+//	idempotentHint, not read-only Effect, PromisesNothing             Effect, IdempotentByKey
+//	anything else, or none        Effect, PromisesNothing             Effect, PromisesNothing
 //
-// An untrusted readOnlyHint gives ConfirmOnce, not ReadOnly: a server
-// that lies about it (a "read" that writes) would otherwise act without
-// any person having allowed it, and again after a crash. An effect runs
-// under the operation protocol, as [Effect] does: a person approves the
-// exact arguments, and an unknown outcome (a crash, a timeout, a
-// disconnect mid-call) ends the run needs_human — unless the server is
-// declared to deduplicate (Promises or MCPTool.Promises IdempotentByKey),
-// in which case Keel sends the call again. Keel sends the operation id in
-// the request's _meta as "keel/operation_id" on every call and re-send of
-// an effect (and "keel/run_id", "keel/call_id" on every call).
+// An untrusted readOnlyHint is not believed: a server that lies about it
+// (a "read" that writes) would otherwise act without any person having
+// allowed it, and again after a crash. Such a tool is an effect a person
+// allows once per session (MCPEffectConfirmOnce): asked once, then run
+// under the operation protocol like every effect. An effect runs under
+// the operation protocol, as [Effect] does: the intent is recorded before
+// the call, and an unknown outcome (a crash, a timeout, a disconnect
+// mid-call) ends the run needs_human, never sent again — unless the
+// server is declared to deduplicate (Promises or MCPTool.Promises
+// IdempotentByKey), in which case Keel sends the call again. Only the
+// operator's trust makes a call a read that may repeat after a crash:
+// Trusted, or a tool's Mode MCPReadOnly or MCPConfirmOnce. Keel sends the
+// operation id in the request's _meta as "keel/operation_id" on every
+// call and re-send of an effect (and "keel/run_id", "keel/call_id" on
+// every call).
 //
-// At a run's first call of the server, its tool list (each tool's schema
-// and annotations, hashed) is recorded with the run; a tool whose schema
-// or annotations change later in the run refuses its calls with a
-// tool_failed event naming both hashes.
+// The rule is applied to the terms each run holds, not once at start: at
+// a run's first call of the server, its tool list (each tool's schema and
+// annotations, hashed, and the mode made of them) is recorded with the
+// run, and the run's calls run under that mode, so a server that changes
+// its annotations while a worker is up is judged again for the next run.
+// A tool whose schema or annotations change later in the run refuses its
+// calls with a tool_failed event naming both hashes.
 //
 // BearerToken and Headers are credentials: held by Keel's client, sent on
 // each request, masked in whatever Keel records, logs or shows the model;
@@ -148,7 +156,9 @@ const (
 	// MCPReadOnly runs as [ReadOnly]: no person, may repeat after a crash.
 	MCPReadOnly
 	// MCPConfirmOnce runs as [ConfirmOnce]: a read a person allows once
-	// per session.
+	// per session, which, being the operator's word that it is a read,
+	// may repeat after a crash (an untrusted readOnlyHint alone gives
+	// MCPEffectConfirmOnce instead).
 	MCPConfirmOnce
 	// MCPEffect runs as an [Effect]: approved per call, under the
 	// operation protocol.

@@ -20,7 +20,8 @@ import (
 // build the stock keel, init a module with --replace, build it, start its
 // dev, start a run with --watch in a fresh environment (no KEEL_URL, no
 // KEEL_TOKEN: the commands find .keel/), approve it from another command,
-// and see it complete. Two things differ, and only where the README leaves
+// and see it complete, then prove the effect with crashtest on the
+// scaffold as generated. Two things differ, and only where the README leaves
 // a choice: the module goes to a temporary directory, not ../shop beside
 // the clone, and dev listens on a free port (KEEL_ADDR, which the README
 // names) so that it cannot collide with anything on 8080.
@@ -76,15 +77,17 @@ func TestNewcomerPath(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(shop, ".gitignore")); err != nil || !strings.Contains(string(b), ".keel/") {
 		t.Fatalf(".gitignore %q %v", b, err)
 	}
-	// go test ./... of the generated module is TestInitBuildsAndPasses's
-	// (internal/cli): here the path goes on to the running program.
 	said("go mod tidy && go test ./...")
 	step(shop, "", "go", "mod", "tidy")
+	step(shop, "", "go", "test", "./...")
 	said("go build -o bin/shop .")
 	step(shop, "", "go", "build", "-o", "bin/shop", ".")
 
+	// Each command as typed: bin/shop, relative to the module (exec
+	// resolves it against Dir), so the hints must name bin/shop too.
+	const bin = "bin/shop"
 	said("bin/shop dev")
-	dev := exec.Command(filepath.Join(shop, "bin", "shop"), "dev")
+	dev := exec.Command(bin, "dev")
 	dev.Dir, dev.Env = shop, append(env, "KEEL_ADDR=127.0.0.1:0")
 	devOut := &lockedBuffer{}
 	dev.Stdout, dev.Stderr = devOut, devOut
@@ -96,26 +99,30 @@ func TestNewcomerPath(t *testing.T) {
 		_ = dev.Wait()
 	})
 	viewer := waitFor(t, devOut, regexp.MustCompile(`run viewer: (http://127\.0\.0\.1:\d+/)`))
-	if !strings.Contains(devOut.String(), "shop dev: serving on") {
+	if !strings.Contains(devOut.String(), "\nbin/shop dev: serving on") && !strings.HasPrefix(devOut.String(), "bin/shop dev: serving on") {
 		t.Errorf("dev's start-up does not name the program:\n%s", devOut)
+	}
+	// The client commands below check this id before they send the token.
+	if b, err := os.ReadFile(filepath.Join(shop, ".keel", "instance")); err != nil || !strings.HasPrefix(string(b), "kins_") {
+		t.Errorf(".keel/instance %q %v", b, err)
 	}
 
 	said(`bin/shop run --watch assistant "Where is my order ord_1001?"`)
-	watch := exec.CommandContext(ctx, filepath.Join(shop, "bin", "shop"), "run", "--watch", "assistant", "Where is my order ord_1001?")
+	watch := exec.CommandContext(ctx, bin, "run", "--watch", "assistant", "Where is my order ord_1001?")
 	watch.Dir, watch.Env = shop, env
 	watchOut := &lockedBuffer{}
 	watch.Stdout, watch.Stderr = watchOut, watchOut
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m := waitForAll(t, watchOut, regexp.MustCompile(`answer with: shop approve (run_\S+) (apr_\S+)`))
+	m := waitForAll(t, watchOut, regexp.MustCompile(`answer with: bin/shop approve (run_\S+) (apr_\S+)`))
 	runID := m[1]
 	if !strings.Contains(watchOut.String(), "run viewer: "+viewer) {
 		t.Errorf("the approval hint does not name the viewer %s:\n%s", viewer, watchOut)
 	}
 
 	said("bin/shop approve RUN_ID")
-	if out := step(shop, "y\n", filepath.Join(shop, "bin", "shop"), "approve", runID); !strings.Contains(out, "send_email") {
+	if out := step(shop, "y\n", bin, "approve", runID); !strings.Contains(out, "send_email") {
 		t.Errorf("approve did not show the action:\n%s", out)
 	}
 	if err := watch.Wait(); err != nil {
@@ -125,8 +132,20 @@ func TestNewcomerPath(t *testing.T) {
 		t.Fatalf("run --watch:\n%s", watchOut)
 	}
 	said("bin/shop events RUN_ID")
-	if out := step(shop, "", filepath.Join(shop, "bin", "shop"), "events", runID); !strings.Contains(out, "op_succeeded") {
+	if out := step(shop, "", bin, "events", runID); !strings.Contains(out, "op_succeeded") {
 		t.Errorf("events:\n%s", out)
+	}
+	if sent, _ := filepath.Glob(filepath.Join(shop, ".keel", "outbox", "*.json")); len(sent) != 1 {
+		t.Errorf("the outbox holds %v, want the one email", sent)
+	}
+
+	// Step 6, with dev still serving: crashtest plays its own programs
+	// and passes on the scaffold as generated.
+	said("bin/shop crashtest")
+	out := step(shop, "", bin, "crashtest")
+	if !regexp.MustCompile(`\d+ runs, \d+ rows, [1-9]\d* kills: \d+ passed, 0 failed, 0 unverified`).MatchString(out) ||
+		!strings.Contains(out, "send_email") {
+		t.Errorf("crashtest:\n%s", out)
 	}
 }
 

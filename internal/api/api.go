@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/artifact"
@@ -70,8 +71,27 @@ type Agents interface {
 	Agent(name string) (AgentDefaults, bool)
 }
 
+// AgentNamer is an optional capability of [Agents]: the names it knows,
+// so that a request naming an unknown agent is answered with the valid
+// ones.
+type AgentNamer interface {
+	AgentNames() []string
+}
+
 // AgentSet is an [Agents] backed by a map from name to defaults.
 type AgentSet map[string]AgentDefaults
+
+var _ AgentNamer = AgentSet(nil)
+
+// AgentNames returns the set's names, sorted.
+func (s AgentSet) AgentNames() []string {
+	names := make([]string, 0, len(s))
+	for n := range s {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Agent returns the defaults of the named agent, if it is in the set.
 func (s AgentSet) Agent(name string) (AgentDefaults, bool) {
@@ -124,11 +144,16 @@ func (d AgentDefaults) Apply(l run.Limits, p run.InputPolicy, now time.Time) (ru
 // Deps are the dependencies of the handler. Store, Starter, Resumer, Auth
 // and Agents are required; the rest have defaults.
 type Deps struct {
-	Store   Store
-	Starter Starter
-	Resumer Resumer
-	Auth    Authenticator
-	Agents  Agents
+	// Instance, when set, is answered by the unauthenticated GET /healthz
+	// as "instance": keel dev's id of its data directory, so that a client
+	// checks it talks to the dev its .keel/ names before it sends that
+	// directory's token.
+	Instance string
+	Store    Store
+	Starter  Starter
+	Resumer  Resumer
+	Auth     Authenticator
+	Agents   Agents
 	// Artifacts may be nil: the artifact list is then empty and downloads 404.
 	Artifacts Artifacts
 	// Now is the clock; nil means time.Now.
@@ -166,10 +191,23 @@ type Deps struct {
 	BundleEnv telemetry.Env
 	// Deployment, when set, serves GET /v1/deployment (keel doctor).
 	Deployment Deployment
+	// Links, when set, says whether a one-time link's token was derived
+	// from the current link key (notify.Worker): a link whose hash matches
+	// but whose key was rotated away is refused as revoked. nil: a token
+	// is checked against its stored hash only.
+	Links LinkChecker
 	// Secrets are masked in every text response (JSON and SSE): the
 	// deployment's facts, and run data that echoes a credential. Stored
-	// records are not changed; artifacts are served as stored.
+	// records are not changed; artifacts are served as stored. A request
+	// body that holds one of them (MinRefusedSecret bytes or longer) is
+	// refused (refuseSecret): masking a caller's own text in the answer
+	// would tell it which of its guesses is a secret.
 	Secrets scrub.Secrets
+}
+
+// LinkChecker checks a link token against the current link key.
+type LinkChecker interface {
+	LinkCurrent(n run.Notification, token string) bool
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a full-size input
@@ -178,6 +216,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // server holds the handler's dependencies; each handler is a method.
 type server struct {
+	instance  string
 	store     Store
 	starter   Starter
 	resumer   Resumer
@@ -195,6 +234,9 @@ type server struct {
 	records   RunRecords
 	bundleEnv telemetry.Env
 	deploy    Deployment
+	links     LinkChecker
+	// guard are the secrets a request body may not hold (refuseSecret).
+	guard scrub.Secrets
 }
 
 // New returns the API handler. It fails if Deps.Store, Starter, Resumer,
@@ -204,12 +246,14 @@ func New(d Deps) (http.Handler, error) {
 		return nil, errors.New("api.New: Store, Starter, Resumer, Auth and Agents are required")
 	}
 	s := &server{
-		store: d.Store, starter: d.Starter, resumer: d.Resumer, auth: d.Auth,
+		instance: d.Instance,
+		store:    d.Store, starter: d.Starter, resumer: d.Resumer, auth: d.Auth,
 		agents: d.Agents, artifacts: d.Artifacts, now: d.Now, log: d.Logger,
 		maxBody: d.MaxBodyBytes, poll: d.PollInterval, keepAlive: d.KeepAlive,
 		maxStream: d.MaxStreamDuration, notifier: d.Notifier,
 		streams: streamCounter{max: d.MaxStreamsPerPrincipal, open: map[string]int{}},
-		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment,
+		records: d.Records, bundleEnv: d.BundleEnv, deploy: d.Deployment, links: d.Links,
+		guard: d.Secrets.AtLeast(MinRefusedSecret),
 	}
 	if s.streams.max <= 0 {
 		s.streams.max = 32
@@ -278,5 +322,9 @@ func (s *server) routes() http.Handler {
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	out := map[string]string{"status": "ok"}
+	if s.instance != "" {
+		out["instance"] = s.instance
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -33,6 +34,11 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 		}
 		return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON, Message: "the body could not be read"}
 	}
+	// Before anything can echo a part of the body (an unknown field's
+	// name, a bad value): see refuseSecret.
+	if e := s.refuseSecret(r, body); e != nil {
+		return e
+	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if e := checkStrict(body, reflect.TypeOf(dst)); e != nil {
 			return e
@@ -51,7 +57,13 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, all
 			return &Error{Status: http.StatusBadRequest, Code: CodeMalformedJSON,
 				Message: "the body must hold exactly one JSON object; found data after it"}
 		}
-		return nil
+		// The decoded values, as the answers would encode them: a secret
+		// spelled with \u escapes in the body is one after decoding.
+		canonical, err := json.Marshal(dst)
+		if err != nil {
+			return nil
+		}
+		return s.refuseSecret(r, canonical)
 	}
 	if errors.Is(err, io.EOF) {
 		if allowEmpty {
@@ -137,4 +149,81 @@ func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, *Error) {
 		return 0, badField(CodeInvalidField, name, fmt.Sprintf("%s must be between %d and %d", name, lo, hi))
 	}
 	return n, nil
+}
+
+// MinRefusedSecret is the shortest configured secret a request body may
+// not hold. Shorter ones are still masked in answers, but refusing every
+// body that holds a four-letter word would refuse ordinary input.
+const MinRefusedSecret = 8
+
+// refuseSecretInURL is refuseSecret for the URL: an error that echoes a
+// query value (an unknown status) or a path segment would show a secret
+// among the guesses masked. field names the query parameter, or "path".
+func (s *server) refuseSecretInURL(r *http.Request) *Error {
+	if s.guard.Len() == 0 {
+		return nil
+	}
+	field := ""
+	if s.guard.Contains(r.URL.Path) || s.guard.Contains(r.URL.EscapedPath()) {
+		field = "path"
+	}
+	if field == "" && s.guard.Contains(r.URL.RawQuery) {
+		field = "query"
+	}
+	q := r.URL.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if field != "" && field != "query" {
+			break
+		}
+		if s.guard.Contains(k) || slices.ContainsFunc(q[k], s.guard.Contains) {
+			field = k
+		}
+	}
+	if field == "" {
+		return nil
+	}
+	s.log.WarnContext(r.Context(), "request refused: its URL holds a configured secret's value", "method", r.Method, "field", field)
+	return &Error{Status: http.StatusBadRequest, Code: CodeSecretInRequest, Field: field,
+		Message: "the URL holds the value of a secret configured on this deployment; it is neither stored nor echoed"}
+}
+
+// refuseSecret refuses a request body that holds the value of a secret
+// configured on the deployment (s.guard), in any form the answers mask.
+//
+// Masking by value is an oracle when the masked text is the caller's
+// own: a run input of 50,000 guesses came back with the one that is a
+// secret shown as ****. Refused instead, the body is not stored (no
+// record, no model input holds the secret), and the answer says only
+// that some part of the named field matched, not which: one bit per
+// request, each refusal logged as a warning, where masking answered every
+// guess of the body at once.
+func (s *server) refuseSecret(r *http.Request, body []byte) *Error {
+	if s.guard.Len() == 0 || !s.guard.Contains(string(body)) {
+		return nil
+	}
+	field := ""
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) == nil {
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if s.guard.Contains(k) || s.guard.Contains(string(obj[k])) {
+				field = k
+				break
+			}
+		}
+	}
+	s.log.WarnContext(r.Context(), "request refused: its body holds a configured secret's value", "method", r.Method,
+		"path", r.URL.Path, "field", field)
+	return &Error{Status: http.StatusBadRequest, Code: CodeSecretInRequest, Field: field,
+		Message: "the body holds the value of a secret configured on this deployment; it is neither stored nor echoed. " +
+			"Give a tool its credentials in its configuration, not in a run's input or arguments"}
 }

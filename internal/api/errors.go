@@ -16,6 +16,7 @@ const (
 	CodeWrongType            = "wrong_type"             // 400: a field has the wrong JSON type
 	CodeMissingField         = "missing_field"          // 400: a required field or parameter is absent or empty
 	CodeInvalidField         = "invalid_field"          // 400: a field or parameter has a value out of its domain
+	CodeSecretInRequest      = "secret_in_request"      // 400: the body or the URL holds the value of a secret configured on the deployment
 	CodeUnauthorized         = "unauthorized"           // 401
 	CodeNotFound             = "not_found"              // 404: unknown id, or not the caller's
 	CodeMethodNotAllowed     = "method_not_allowed"     // 405

@@ -86,12 +86,13 @@ func (s *server) decideLimit(w http.ResponseWriter, r *http.Request, principal s
 }
 
 // limitDecidedAlready answers a limit decision on a run that waits on no
-// pending raise. When the run still waits on a raise decided as the
-// request asks (the process that recorded it died before it woke the
-// run, or its answer was lost), the wait is woken again and the decision
-// returned: a retry finishes the job. Otherwise 409.
+// pending raise. When the run's last approval is a raise decided as the
+// request asks (a retry: the process that recorded it may have died
+// before it woke the run, or the answer was lost), the wait is woken
+// again and the decision returned: a retry finishes the job. Otherwise
+// 409.
 func (s *server) limitDecidedAlready(w http.ResponseWriter, r *http.Request, rr run.Run, last run.Approval, req LimitDecisionRequest) {
-	if rr.Status != run.StatusAwaitingApproval || last.Tool != harness.RaiseLimitTool || last.Status == run.ApprovalPending {
+	if rr.Status.Terminal() || last.Tool != harness.RaiseLimitTool || last.Status == run.ApprovalPending {
 		writeError(w, conflict(CodeNotPaused, fmt.Sprintf("run %s is %s and waits on no raise of a limit", rr.ID, rr.Status)))
 		return
 	}

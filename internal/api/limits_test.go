@@ -71,10 +71,13 @@ func TestDecideLimit(t *testing.T) {
 	if calls := e.resumer.Calls(); got.Status != run.ApprovalApproved || len(calls) != 2 || calls[1].ID != ap.ID {
 		t.Fatalf("repeated raise: %+v, resumed %+v", got, calls)
 	}
-	// Once the run moved on, it waits on no raise any more.
+	// A retry that finds the run moving on (the sweeper woke it) is
+	// answered the same; once it ended, the run waits on no raise.
 	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusRunning}})
+	e.doJSON("POST", path, aliceToken, `{"decision":"raise"}`, nil, http.StatusOK, &got)
+	e.commit(r.ID, store.Commit{Run: &store.RunPatch{Status: run.StatusCompleted}})
 	if code, _, body := e.do("POST", path, aliceToken, `{"decision":"raise"}`, nil); code != http.StatusConflict ||
 		!strings.Contains(string(body), api.CodeNotPaused) {
-		t.Fatalf("answer after the run moved on: %d %s", code, body)
+		t.Fatalf("answer after the run ended: %d %s", code, body)
 	}
 }

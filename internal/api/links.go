@@ -69,6 +69,11 @@ func (s *server) linkTarget(w http.ResponseWriter, r *http.Request, decision str
 		return n, run.Approval{}, "", false
 	}
 	switch {
+	case s.links != nil && !s.links.LinkCurrent(n, token):
+		// A genuine link (its hash is stored) under a link key since
+		// rotated: rotating the key revokes what was sent under it.
+		linkRefuse(w, http.StatusGone, "This link was revoked: the deployment's link key changed after it was sent. Decide with keel approve, the API or the viewer.")
+		return n, run.Approval{}, "", false
 	case !n.LinkUsedAt.IsZero() && decidedByLink(a, n) && (decision == "" || sameDecision(a, decision)):
 		s.linkDecided(w, r, n, a)
 		return n, run.Approval{}, "", false

@@ -13,7 +13,10 @@ import (
 )
 
 // authenticate resolves the principal before h runs; without one the
-// request ends with 401 and h never sees it.
+// request ends with 401 and h never sees it. An authenticated request
+// whose URL holds a configured secret's value ends with 400
+// secret_in_request (refuseSecretInURL); the check comes after
+// authentication, so a caller without credentials learns nothing from it.
 func (s *server) authenticate(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.auth.Principal(r)
@@ -24,6 +27,10 @@ func (s *server) authenticate(h func(http.ResponseWriter, *http.Request, string)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="keel"`)
 			writeError(w, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
 				Message: "missing or invalid credentials"})
+			return
+		}
+		if e := s.refuseSecretInURL(r); e != nil {
+			writeError(w, e)
 			return
 		}
 		h(w, r, p)

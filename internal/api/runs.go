@@ -115,7 +115,11 @@ func (s *server) validateCreate(req *CreateRunRequest, key string) (run.Limits, 
 	}
 	defaults, known := s.agents.Agent(req.Agent)
 	if !known {
-		return run.Limits{}, "", badField(CodeInvalidField, "agent", fmt.Sprintf("unknown agent %q", req.Agent))
+		msg := fmt.Sprintf("unknown agent %q", req.Agent)
+		if n, ok := s.agents.(AgentNamer); ok {
+			msg += fmt.Sprintf(" (this API runs: %s)", strings.Join(n.AgentNames(), ", "))
+		}
+		return run.Limits{}, "", badField(CodeInvalidField, "agent", msg)
 	}
 	if e := checkText("input", req.Input); e != nil {
 		return run.Limits{}, "", e

@@ -164,6 +164,7 @@ func commands() map[string]command {
 		"checkpoints": checkpointsCommand(),
 		"artifacts":   artifactsCommand(),
 		"download":    downloadCommand(),
+		"file":        fileCommand(),
 		"verify":      verifyCommand(),
 		"dev":         devCommand(),
 		"task":        taskCommand(),

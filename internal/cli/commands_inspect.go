@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/observe/cost"
 )
@@ -137,6 +138,12 @@ func showCommand() command {
 			fmt.Fprintf(c.stdout, "\n%s\n", termSafeText(r.Output))
 		}
 		showApprovals(c, r, aps)
+		if r.Status == run.StatusNeedsHuman {
+			// What the run waits on, and the command that settles it.
+			if list, err := cl.Operations(ctx, r.RunID); err == nil {
+				settleHints(c, list.Operations)
+			}
+		}
 		showNotifications(ctx, c, cl, r.RunID)
 		return nil
 	}
@@ -149,6 +156,11 @@ func showApprovals(c *cli, r api.Run, aps []api.Approval) {
 	for _, a := range aps {
 		// A finished run's approval cannot be decided (409
 		// run_finished): never offer it, even if it is still pending.
+		if a.Status == run.ApprovalPending && !r.Status.Terminal() && a.Tool == harness.RaiseLimitTool {
+			fmt.Fprintf(c.stdout, "\npaused at a limit (approval %s): %s\n  %s   |   %s\n",
+				a.ApprovalID, raiseText(a.Args), raiseCmd(c.prog, r.RunID), stopCmd(c.prog, r.RunID))
+			continue
+		}
 		if a.Status == run.ApprovalPending && !r.Status.Terminal() {
 			fmt.Fprintf(c.stdout, "\nwaiting for approval %s: %s %s\n  args_hash %s\n  %[5]s approve %[6]s %[1]s   |   %[5]s deny %[6]s %[1]s\n",
 				a.ApprovalID, termSafe(a.Tool), termSafe(clip(string(a.Args), 200)), a.ArgsHash, c.prog, r.RunID)

@@ -105,25 +105,64 @@ func setSpendAndDeadline(lim *api.LimitsRequest, spend float64, deadline time.Du
 	return nil
 }
 
+// watchGiveUp is how long watchRun keeps reconnecting to a runtime that
+// stopped answering (dev restarting, a laptop waking) before it stops and
+// names the command that goes on from where it was.
+const watchGiveUp = 5 * time.Minute
+
 // watchRun follows a run to its end, rendering progress, then prints the
-// outcome. A run that does not complete is a failure (exit 1).
+// outcome. A run that does not complete is a failure (exit 1). When the
+// runtime stops answering (dev restarted) it says so and reconnects, from
+// the last event it showed, finding the runtime again as the command did
+// (.keel/url may name a new port); after watchGiveUp it stops and prints
+// the command that resumes from there.
 func watchRun(ctx context.Context, c *cli, cl *client.Client, id string, asJSON bool) error {
 	rd := newRenderer(c.stdout, c.prog, strings.TrimRight(cl.BaseURL(), "/")+"/", id)
 	if asJSON {
 		rd = nil
 	}
-	_, err := cl.Follow(ctx, id, 0, func(ev api.Event) error {
-		if rd != nil {
-			rd.event(ev)
+	var cursor int64
+	var lostAt time.Time // zero while connected
+	for {
+		_, err := cl.Follow(ctx, id, cursor, func(ev api.Event) error {
+			cursor = ev.Seq
+			if !lostAt.IsZero() {
+				lostAt = time.Time{}
+				fmt.Fprintf(c.stderr, "reconnected to %s\n", cl.BaseURL())
+			}
+			if rd != nil {
+				rd.event(ev)
+			}
+			return nil
+		})
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(c.stderr, "stopped watching; the run goes on: %s events -f --after %d %s\n", c.prog, cursor, id)
+			return err
 		}
-		return nil
-	})
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(c.stderr, "stopped watching; the run goes on: %s events -f %s\n", c.prog, id)
-		return err
-	}
-	if err != nil {
-		return err
+		if err == nil {
+			break
+		}
+		if !lostConnection(err) {
+			return err
+		}
+		switch {
+		case lostAt.IsZero():
+			lostAt = time.Now()
+			fmt.Fprintf(c.stderr, "lost %s (%v)\n  the run goes on without this process; reconnecting from event %d (Ctrl-C stops watching)\n",
+				cl.BaseURL(), err, cursor)
+		case time.Since(lostAt) > watchGiveUp:
+			return fmt.Errorf("nothing answered at %s for %s; the run goes on: when `%s dev` is back, %s events -f --after %d %s",
+				cl.BaseURL(), watchGiveUp, c.prog, c.prog, cursor, id)
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(c.stderr, "stopped watching; the run goes on: %s events -f --after %d %s\n", c.prog, cursor, id)
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if again, err := c.client(); err == nil {
+			cl = again // dev may be back on another port
+		}
 	}
 	r, err := cl.GetRun(context.WithoutCancel(ctx), id)
 	if err != nil {
@@ -140,6 +179,17 @@ func watchRun(ctx context.Context, c *cli, cl *client.Client, id string, asJSON 
 		return &declinedError{fmt.Sprintf("run %s ended %s", r.RunID, r.Status)}
 	}
 	return nil
+}
+
+// lostConnection reports whether err is the runtime not answering (a
+// refused or cut connection, a 5xx of a runtime going down) rather than
+// an answer: an API error below 500 is an answer and ends the watch.
+func lostConnection(err error) bool {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	return true
 }
 
 func printOutcome(c *cli, r api.Run) {

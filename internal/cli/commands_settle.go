@@ -32,15 +32,21 @@ func operationsCommand() command {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		for _, op := range list.Operations {
-			if op.Status == "needs_human" {
-				fmt.Fprintf(c.stdout, "\n%s needs a person: ask %s whether it happened (idempotency key %s), then:\n  %s settle %s %s --happened|--not-happened|--give-up --reason TEXT\n",
-					op.OperationID, termSafe(op.Destination), op.IdempotencyKey, c.prog, op.RunID, op.OperationID)
-			}
-		}
+		settleHints(c, list.Operations)
 		return nil
 	}
 	return cmd
+}
+
+// settleHints prints, for each operation that needs a person, where to
+// look and the command that records the answer.
+func settleHints(c *cli, ops []api.Operation) {
+	for _, op := range ops {
+		if op.Status == "needs_human" {
+			fmt.Fprintf(c.stdout, "\n%s needs a person: ask %s whether it happened (idempotency key %s), then:\n  %s settle %s %s --happened|--not-happened|--give-up --reason TEXT\n",
+				op.OperationID, termSafe(op.Destination), termSafe(op.IdempotencyKey), c.prog, op.RunID, op.OperationID)
+		}
+	}
 }
 
 // settleCommand records what a person established about an operation only

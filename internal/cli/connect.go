@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/config"
 )
 
 // devDirName is the data directory `PROG dev` uses by default; it holds
@@ -22,9 +25,18 @@ const devDirName = ".keel"
 // when set, else the nearest .keel/ holding a url file in this directory
 // or its parents: so a new shell in the project needs no exports.
 func (c *cli) client() (*client.Client, error) {
+	if c.environ != nil {
+		// A misspelt KEEL_TOKEN would otherwise be ignored, and the
+		// token file sent instead: refused as dev refuses it.
+		if err := config.CheckEnviron(c.environ()); err != nil {
+			return nil, &configError{err}
+		}
+	}
 	u, tok := c.url, c.token
+	tokDir := "" // the data directory the token was read from
+	source := "--url"
 	if u == "" {
-		u = c.getenv("KEEL_URL")
+		u, source = c.getenv("KEEL_URL"), "KEEL_URL"
 	}
 	if tok == "" {
 		tok = c.getenv("KEEL_TOKEN")
@@ -39,18 +51,57 @@ func (c *cli) client() (*client.Client, error) {
 			}
 			return nil, &configError{fmt.Errorf("%w: found no %s/url %s; start `%s dev` here, or set KEEL_URL (or pass --url)", errNoAPI, devDirName, where, c.prog)}
 		case u == "":
-			u = fileURL
+			u, source = fileURL, filepath.Join(dir, "url")
 		}
 		if tok == "" && sameURL(u, fileURL) {
-			tok = fileTok
+			tok, tokDir = fileTok, dir
 		}
 	}
 	c.apiURL = u
 	cl, err := client.New(u, tok, c.hc)
 	if err != nil {
-		return nil, usagef("--url: %v", err)
+		if !strings.Contains(u, "://") {
+			err = fmt.Errorf("%w (add http://: %s)", err, "http://"+u)
+		}
+		if source == "--url" {
+			return nil, usagef("--url: %v", err)
+		}
+		// The command line was right: the variable or file is not.
+		return nil, &configError{fmt.Errorf("%s: %w", source, err)}
+	}
+	if tokDir != "" {
+		if err := c.checkInstance(cl, tokDir); err != nil {
+			return nil, err
+		}
 	}
 	return cl, nil
+}
+
+// checkInstance makes sure the API at cl is the dev whose data directory
+// dir the token came from, before the token is sent: dir/instance must be
+// what its GET /healthz answers (no auth). A stale url file whose port
+// another project's dev (or any program) now holds is refused naming
+// that; a directory of an older dev (no instance file) is not checked,
+// nor is a URL nothing answers (the command then says so).
+func (c *cli) checkInstance(cl *client.Client, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "instance"))
+	want := strings.TrimSpace(string(b))
+	if err != nil || want == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := cl.Instance(ctx)
+	if err != nil || got == want {
+		return nil
+	}
+	who := "a program that is not a Keel dev"
+	if got != "" {
+		who = "another Keel dev (instance " + termSafe(clip(got, 80)) + ")" // the other program's text
+	}
+	return fmt.Errorf("%s answers at %s, not the dev of %s (instance %s): the token in %s was not sent. "+
+		"The dev that wrote %s has stopped and its port is taken: start `%s dev` here (--addr or KEEL_ADDR for another port), or set KEEL_URL and KEEL_TOKEN",
+		who, cl.BaseURL(), dir, want, dir, filepath.Join(dir, "url"), c.prog)
 }
 
 // discover reads the url and token files of the runtime's data directory

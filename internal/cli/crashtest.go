@@ -70,7 +70,7 @@ func crashtestCommand() command {
 			}
 			env = append(env, "KEEL_MODEL=scripted:"+abs)
 		} else {
-			fmt.Fprintln(c.stderr, "keel crashtest: no --script: the agent's own model answers every run (record one with keel record RUN_ID -o FILE)")
+			fmt.Fprintf(c.stderr, "%s crashtest: no --script: the agent's own model answers every run (record one with %s record RUN_ID -o FILE)\n", c.prog, c.prog)
 		}
 		scratch := *dir
 		if scratch == "" {

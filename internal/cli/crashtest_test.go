@@ -367,3 +367,25 @@ func TestCrashtestNeverGreenUnverified(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashtestNamesAnInProcessDestination: an effect whose destination
+// lives in the program's memory (as the scaffold's outbox once did) holds
+// nothing when crashtest asks it from another process, even for the run
+// nobody killed. crashtest fails and names that cause, not the Lookup's
+// key.
+func TestCrashtestNamesAnInProcessDestination(t *testing.T) {
+	t.Parallel()
+	out, code := notesCrashtest(t, "memory", false)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, w := range []string{"FAIL unkilled", "is recorded succeeded but the destination does not hold it",
+		"this destination answers not-found for every operation, even in the unkilled run: it must outlive the process"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the output lacks %q", w)
+		}
+	}
+	if strings.Contains(out, "the Lookup must search by the operation id") {
+		t.Error("the advice blames the Lookup's key")
+	}
+}

@@ -37,11 +37,18 @@ func devCommand() command {
 			if len(rest) > 0 {
 				return usagef("unexpected argument %q", rest[0])
 			}
+			// A bad address from KEEL_ADDR is a configuration error naming
+			// the variable (exit 2, no usage block); from --addr, a usage
+			// error naming the flag.
+			addrErr := func(format string, a ...any) error { return usagef("--addr"+format, a...) }
+			if !flagSet(fs, "addr") && c.getenv("KEEL_ADDR") != "" {
+				addrErr = func(format string, a ...any) error { return &configError{fmt.Errorf("KEEL_ADDR"+format, a...)} }
+			}
 			if _, _, err := net.SplitHostPort(*addr); err != nil {
-				return usagef("--addr %q: want HOST:PORT (port 0 picks a free one)", *addr)
+				return addrErr(" %q: want HOST:PORT (port 0 picks a free one)", *addr)
 			}
 			if err := devserver.CheckAddr(*addr, *allowRemote); err != nil {
-				return usagef("--addr: %v", err)
+				return addrErr(": %v", err)
 			}
 			cfg.DataDir, cfg.Addr = *dataDir, *addr
 			if err := c.buildAgentsIn(*dataDir); err != nil {

@@ -20,6 +20,9 @@ import (
 
 const token = "tok-cli"
 
+// testInstance is the instance id the test API answers on /healthz.
+const testInstance = "kins_test"
+
 // scriptedStarter plays the executor's part in these tests: when a run is
 // started it writes, through the real store and under a lease, what the
 // harness would: a collect tool with progress, an approval for publish,
@@ -152,7 +155,8 @@ func newTestEnv(t *testing.T, script bool) *testEnv {
 	}
 	starter := &scriptedStarter{st: st, ctx: ctx, script: script}
 	h, err := api.New(api.Deps{
-		Store: st, Starter: starter, Resumer: noopResumer{},
+		Instance: testInstance,
+		Store:    st, Starter: starter, Resumer: noopResumer{},
 		Auth: api.Tokens{token: "cli-user", "tok-other": "other"}, Agents: api.AgentSet{"research": {}},
 		PollInterval: 2 * time.Millisecond,
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
@@ -242,8 +243,17 @@ func progressLine(ev api.Event, d eventData) string {
 	return line
 }
 
-// approvalLines show the action awaiting approval and how to answer it.
+// approvalLines show the action awaiting approval and how to answer it;
+// a pause at a limit is answered with raise, not approve.
 func (r *renderer) approvalLines(d eventData) string {
+	if d.Tool == harness.RaiseLimitTool {
+		line := fmt.Sprintf("⏸ paused at a limit, %s: %s\n  answer with: %s   (or: %s)", d.ApprovalID, raiseText(d.Args),
+			raiseCmd(r.prog, r.runID), stopCmd(r.prog, r.runID))
+		if r.viewer != "" {
+			line += "\n  or in the run viewer: " + r.viewer
+		}
+		return line
+	}
 	line := fmt.Sprintf("⏸ waiting for approval %s: %s, args_hash %s", d.ApprovalID, d.Tool, d.ArgsHash)
 	if len(d.Args) > 0 {
 		line += "\n  args " + clip(oneLine(string(d.Args)), 300)
@@ -253,6 +263,21 @@ func (r *renderer) approvalLines(d eventData) string {
 		line += "\n  or in the run viewer: " + r.viewer
 	}
 	return line
+}
+
+// raiseText names the raise a pause asks for: "max_spend: 10000 → 30000".
+func raiseText(args json.RawMessage) string {
+	var a harness.RaiseArgs
+	if json.Unmarshal(args, &a) != nil || a.Limit == "" {
+		return "raise its limit"
+	}
+	return fmt.Sprintf("%s: %d → %d", termSafe(a.Limit), a.Now, a.After)
+}
+
+// raiseCmd and stopCmd answer a run paused at a limit.
+func raiseCmd(prog, runID string) string { return fmt.Sprintf("%s raise %s", prog, runID) }
+func stopCmd(prog, runID string) string {
+	return fmt.Sprintf("%s raise %s --stop --reason …", prog, runID)
 }
 
 func by(d eventData) string {

@@ -59,3 +59,46 @@ func shortVersion(v, runID string) string {
 	}
 	return hexPart[:12]
 }
+
+// fileCommand prints one file of a run's workspace, as of a checkpoint
+// (default: the run's last one with a workspace), checked against the
+// sha256 of the manifest.
+func fileCommand() command {
+	cmd := command{usage: "[--checkpoint ID] [-o FILE] [--force] RUN_ID PATH",
+		summary: "print one file of a run's workspace (default: as of its last checkpoint with a workspace), checked against its sha256",
+		fields:  map[string]string{"checkpoint": "--checkpoint", "path": "PATH"}}
+	cmd.run = func(ctx context.Context, c *cli, args []string) error {
+		fs := c.flags("file")
+		cp := fs.String("checkpoint", "", "the checkpoint whose workspace to read (see show)")
+		out := fs.String("o", "", "write to FILE, which must not exist (default, or -: stdout)")
+		force := fs.Bool("force", false, "replace FILE if it exists (a symlink is replaced, never followed)")
+		pos, cl, err := c.connect(fs, args, "RUN_ID", "PATH")
+		if err != nil {
+			return err
+		}
+		if *cp == "" {
+			vs, err := cl.Workspace(ctx, pos[0])
+			if err != nil {
+				return err
+			}
+			if len(vs) == 0 {
+				return fmt.Errorf("run %s has no workspace (no checkpoint records one)", pos[0])
+			}
+			*cp = vs[len(vs)-1].CheckpointID
+		}
+		b, sum, err := cl.WorkspaceFile(ctx, pos[0], *cp, pos[1])
+		if err != nil {
+			return err
+		}
+		if *out == "" || *out == "-" {
+			_, err = c.stdout.Write(b)
+			return err
+		}
+		if err := writeNew(*out, b, *force); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "wrote %s (%d bytes, sha256 %s, checkpoint %s)\n", *out, len(b), sum, *cp)
+		return nil
+	}
+	return cmd
+}

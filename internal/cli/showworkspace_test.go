@@ -122,6 +122,18 @@ func TestShowWorkspace(t *testing.T) {
 		t.Errorf("show --json: %d %v %s", code, err, out)
 	}
 
+	// One file by its path: as of the last checkpoint by default, or of
+	// the one named; a path the version does not hold is not found.
+	if code, out, errout := keel("file", r.ID, "docs/notes.md"); code != 0 || out != "twelve bytes" {
+		t.Errorf("file: %d %q %s", code, out, errout)
+	}
+	if code, out, errout := keel("file", "--checkpoint", cp2, r.ID, "main.go"); code != 0 || out != "package main\n" {
+		t.Errorf("file --checkpoint: %d %q %s", code, out, errout)
+	}
+	if code, _, errout := keel("file", "--checkpoint", cp2, r.ID, "docs/notes.md"); code != exitNotFound || !strings.Contains(errout, "path not found") {
+		t.Errorf("file of a path the version lacks: %d %s", code, errout)
+	}
+
 	// No workspace: show is as before.
 	plain := newRun()
 	checkpoint(plain.ID, 1, "")

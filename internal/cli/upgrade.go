@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/keelrun/keel/internal/compose"
@@ -17,7 +18,7 @@ import (
 // (compose.PreviewUpgrade, compose.PreviewUpgradeAPI).
 func upgradeCheckCommand() command {
 	return command{
-		usage:   "[--data-dir DIR | --api] [--json]",
+		usage:   "[--data-dir DIR | --api] [--json] [--strict]",
 		summary: "before a deploy: say, run by run, whether this program would continue, move or stop each run in flight (in a store, or behind the API with --api), and why (changes nothing)",
 		run: func(ctx context.Context, c *cli, args []string) error {
 			fs := c.flags("upgrade-check")
@@ -28,6 +29,7 @@ func upgradeCheckCommand() command {
 			dataDir := fs.String("data-dir", cfg.Defaults().DataDir, "data directory of the store to read (keel dev's)")
 			fromAPI := fs.Bool("api", false, "read the runs in flight from the API the client commands use (--url, --token)")
 			asJSON := fs.Bool("json", false, "print the verdicts as JSON, one object per run")
+			strict := fs.Bool("strict", false, "exit 1 when a run would stop for a person (for a deploy script)")
 			rest, err := parse(fs, args)
 			if err != nil {
 				return err
@@ -63,12 +65,30 @@ func upgradeCheckCommand() command {
 						return err
 					}
 				}
-				return nil
+			} else {
+				printUpgrade(c, rows)
 			}
-			printUpgrade(c, rows)
+			if *strict {
+				return stopsForAPerson(rows)
+			}
 			return nil
 		},
 	}
+}
+
+// stopsForAPerson is upgrade-check --strict's verdict: an error (exit 1)
+// naming the runs this program would stop for a person, nil when none.
+func stopsForAPerson(rows []compose.UpgradeRow) error {
+	var stop []string
+	for _, r := range rows {
+		if r.Verdict.Action == agentver.Stop {
+			stop = append(stop, r.RunID)
+		}
+	}
+	if len(stop) == 0 {
+		return nil
+	}
+	return &declinedError{fmt.Sprintf("--strict: %d run(s) would stop for a person: %s", len(stop), strings.Join(stop, ", "))}
 }
 
 // flagSet reports whether the command line gave the flag, so that a

@@ -172,6 +172,30 @@ func (c *Client) Health(ctx context.Context) error {
 	return err
 }
 
+// Instance returns the instance id GET /healthz answers (keel dev's id of
+// its data directory; "" when the server gives none: another program, or
+// a Keel API that is not a dev), asked without the token: it is how a
+// client checks whom it talks to before it sends a token. An error is a
+// transport failure.
+func (c *Client) Instance(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/healthz", nil), nil)
+	if err != nil {
+		return "", fmt.Errorf("client: %w", err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("client: GET /healthz: %w", err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Instance string `json:"instance"`
+	}
+	if resp.StatusCode == http.StatusOK {
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&h) // not JSON: no instance
+	}
+	return h.Instance, nil
+}
+
 // CreateRun starts a run. With a key, a retry returns the same run
 // (created=false), and transport failures are retried.
 func (c *Client) CreateRun(ctx context.Context, req api.CreateRunRequest, key string) (r api.Run, created bool, err error) {

@@ -45,7 +45,7 @@ func (rt *Runtime) NotifyWorker(baseURL string) (*notify.Worker, error) {
 		baseURL = n.BaseURL
 	}
 	return notify.NewWorker(rt.Store, notify.Options{Channels: chans, LinkKey: key, BaseURL: baseURL,
-		LinkTTL: n.LinkTTL, MaxAttempts: n.MaxAttempts, Backoff: n.Backoff, Logger: rt.Logger}), nil
+		LinkTTL: n.LinkTTL, MaxAttempts: n.MaxAttempts, Backoff: n.Backoff, Logger: rt.Logger, Secrets: rt.Secrets}), nil
 }
 
 // MinLinkKey is the fewest characters DATA/link.key must hold: keel dev

@@ -26,6 +26,8 @@ func CheckEnviron(environ []string) error {
 		}
 		if to, ok := moved[name]; ok {
 			bad = append(bad, fmt.Sprintf("%s is no longer read: it moved to %s", name, to))
+		} else if near := Nearest(name, known); near != "" {
+			bad = append(bad, fmt.Sprintf("%s is not a Keel variable (did you mean %s? see docs/configuration.md)", name, near))
 		} else {
 			bad = append(bad, fmt.Sprintf("%s is not a Keel variable (a misspelling? see docs/configuration.md)", name))
 		}
@@ -71,4 +73,38 @@ func Moved() map[string]string {
 		"KEEL_PUBLISH_CONTRACT": "RESEARCH_PUBLISH_CONTRACT" + research,
 		"KEEL_PUBLISH_TIMEOUT":  "RESEARCH_PUBLISH_TIMEOUT" + research,
 	}
+}
+
+// Nearest is the name of names closest to name by edit distance, when it
+// is close enough to be a misspelling of it (at most 2 edits, and fewer
+// than a third of name's length), or "". Ties go to the first in names.
+func Nearest(name string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(strings.ToUpper(name), strings.ToUpper(n)); d < bestD && d*3 < len(name) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

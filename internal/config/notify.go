@@ -30,7 +30,10 @@ type Notify struct {
 	SMTPTo                 []string
 	SMTPUser, SMTPPassword string
 	// LinkKey is KEEL_NOTIFY_LINK_KEY: the key approval links are derived
-	// from. Empty on keel dev: a random key kept in DataDir/link.key.
+	// from, at least MinLinkKey bytes (a short key can be guessed, and
+	// with it every link forged). Empty on keel dev: a random key kept in
+	// DataDir/link.key. Changing it revokes every link sent under the old
+	// one.
 	LinkKey string
 	// BaseURL is KEEL_NOTIFY_BASE_URL: where people reach this
 	// deployment's HTTP server, the start of every approval link. Empty on
@@ -41,13 +44,25 @@ type Notify struct {
 	// MaxAttempts is KEEL_NOTIFY_MAX_ATTEMPTS (default 8): attempts before
 	// a notification is failed (its approval stays pending).
 	MaxAttempts int64
-	// Backoff is KEEL_NOTIFY_BACKOFF (default 5s): the wait after the first
-	// failed attempt, doubled after each next one up to 10m.
+	// Backoff is KEEL_NOTIFY_BACKOFF (default 5s, at least
+	// MinNotifyPeriod): the wait after the first failed attempt, doubled
+	// after each next one up to 10m.
 	Backoff time.Duration
-	// Interval is KEEL_NOTIFY_INTERVAL (default 2s): how often keel dev's
-	// worker looks for due notifications.
+	// Interval is KEEL_NOTIFY_INTERVAL (default 2s, at least
+	// MinNotifyPeriod): how often keel dev's worker looks for due
+	// notifications.
 	Interval time.Duration
 }
+
+// MinLinkKey is the shortest KEEL_NOTIFY_LINK_KEY accepted: 32 bytes, what
+// `openssl rand -hex 16` prints, and what keel dev's own key exceeds.
+const MinLinkKey = 32
+
+// MinNotifyPeriod is the shortest KEEL_NOTIFY_INTERVAL and
+// KEEL_NOTIFY_BACKOFF accepted: a shorter one turns the worker into a
+// loop that reads the store, or posts to a failing receiver, as fast as
+// it can.
+const MinNotifyPeriod = 100 * time.Millisecond
 
 func parseNotify(get func(string) string) (Notify, error) {
 	n := Notify{
@@ -70,6 +85,18 @@ func parseNotify(get func(string) string) (Notify, error) {
 		if *d.to, err = duration(d.name, get(d.name)); err != nil {
 			return n, err
 		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"KEEL_NOTIFY_BACKOFF", n.Backoff}, {"KEEL_NOTIFY_INTERVAL", n.Interval}} {
+		if d.v != 0 && d.v < MinNotifyPeriod {
+			return n, fmt.Errorf("%s %q: want at least %s", d.name, get(d.name), MinNotifyPeriod)
+		}
+	}
+	if n.LinkKey != "" && len(n.LinkKey) < MinLinkKey {
+		// The message never repeats the key.
+		return n, fmt.Errorf("KEEL_NOTIFY_LINK_KEY: %d bytes, want at least %d (e.g. the output of `openssl rand -hex 32`)", len(n.LinkKey), MinLinkKey)
 	}
 	if s := get("KEEL_NOTIFY_MAX_ATTEMPTS"); s != "" {
 		if n.MaxAttempts, err = strconv.ParseInt(s, 10, 64); err != nil || n.MaxAttempts < 1 {

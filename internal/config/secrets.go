@@ -16,7 +16,9 @@ import (
 // every configured URL (the OTLP endpoints, the provider base URLs, the
 // AWS and local Step Functions endpoints, an HTTP store or artifacts
 // location): its password, or the user name when it stands alone (a
-// token in https://TOKEN@host).
+// token in https://TOKEN@host); and every query value of the webhook URL
+// (https://hooks.example/x?token=…: receivers that cannot check a
+// signature take their credential there).
 func (c Config) Secrets() scrub.Secrets {
 	vals := []string{c.Models.AnthropicAPIKey, c.Models.OpenAIAPIKey, c.SFNToken, c.TaskToken,
 		c.Notify.WebhookSecret, c.Notify.SlackSecret, c.Notify.SMTPPassword, c.Notify.LinkKey}
@@ -30,6 +32,7 @@ func (c Config) Secrets() scrub.Secrets {
 		c.AWSEndpoint, c.SFNEndpoint, c.Store, c.Artifacts, c.Notify.WebhookURL} {
 		vals = append(vals, userinfoSecrets(u)...)
 	}
+	vals = append(vals, querySecrets(c.Notify.WebhookURL)...)
 	return scrub.New(slices.DeleteFunc(vals, func(s string) bool { return s == "" })...)
 }
 
@@ -57,6 +60,26 @@ func userinfoSecrets(raw string) []string {
 	out := []string{cred}
 	if dec, err := url.PathUnescape(cred); err == nil && dec != cred {
 		out = append(out, dec)
+	}
+	return out
+}
+
+// querySecrets are the values of raw's query, as written and unescaped.
+// It cuts the query by hand, so a URL that url.Parse refuses still gives
+// up its credential.
+func querySecrets(raw string) []string {
+	_, q, ok := strings.Cut(raw, "?")
+	if !ok {
+		return nil
+	}
+	q, _, _ = strings.Cut(q, "#")
+	var out []string
+	for _, kv := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+		_, v, _ := strings.Cut(kv, "=")
+		out = append(out, v)
+		if dec, err := url.QueryUnescape(v); err == nil && dec != v {
+			out = append(out, dec)
+		}
 	}
 	return out
 }

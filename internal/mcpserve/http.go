@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -51,6 +52,15 @@ func Mount(apiHandler http.Handler, auth api.Authenticator, o Options, log *slog
 	mux := http.NewServeMux()
 	mux.Handle("/", apiHandler)
 	mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
+		// Logged as the API logs its requests, refusals and failed
+		// logins included; the tool calls inside are API requests of
+		// their own, logged by the API.
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		w = sw
+		defer func() {
+			log.InfoContext(r.Context(), "request", "method", r.Method, "path", Path, "status", sw.status, "duration", time.Since(start))
+		}()
 		if _, err := auth.Principal(r); err != nil {
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or invalid credentials: send the API's bearer token")
 			return
@@ -74,6 +84,26 @@ func Mount(apiHandler http.Handler, auth api.Authenticator, o Options, log *slog
 		_, _ = w.Write(rec.Body.Bytes())
 	})
 	return mux
+}
+
+// statusWriter remembers the status written, for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // refusalCode names an MCP refusal as the API names its errors.

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,12 @@ import (
 
 	"github.com/keelrun/keel/keeltest"
 )
+
+// mcpRequestLine matches dev's request log line of a request at /v1/mcp
+// answered status.
+func mcpRequestLine(status int) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^.*request.*path=/v1/mcp status=` + strconv.Itoa(status) + `\b.*$`)
+}
 
 // bearer adds the API's bearer token to every request.
 type bearer string
@@ -71,6 +79,10 @@ func TestMCPOverHTTP(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"code":"unauthorized"`) {
 			t.Errorf("token %q: %d %s, want 401 with the API's error body", tok, resp.StatusCode, body)
 		}
+	}
+	// The failed logins are in the request log, as the API's own are.
+	if n := len(mcpRequestLine(401).FindAllString(p.Output(), -1)); n != 2 {
+		t.Errorf("%d request log lines of a 401 at /v1/mcp, want 2:\n%s", n, p.Output())
 	}
 
 	// Refusals are the API's JSON errors, not the SDK's plain text.

@@ -12,6 +12,7 @@ package mcpserve
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,7 +62,7 @@ func New(k Keel, o Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "get_run", Description: "A run's status, output or error, and its pending approvals.",
 		Annotations: ro}, h.getRun)
 	mcp.AddTool(s, &mcp.Tool{Name: "run_events", Description: "A run's event log after seq 'after' (0: from the start), " +
-		"at most 200 events; next_after continues it.", Annotations: ro}, h.events)
+		"at most 200 events and 1 MiB of them; next_after continues it.", Annotations: ro}, h.events)
 	mcp.AddTool(s, &mcp.Tool{Name: "explain_run", Description: "A run's story from its records: decisions, first error, " +
 		"where tokens and time went, what is open, what to do next.", Annotations: ro}, h.explain)
 	mcp.AddTool(s, &mcp.Tool{Name: "send_input", Description: "Send more input to a run; its input policy decides " +
@@ -143,8 +144,11 @@ type EventsArgs struct {
 }
 
 func (h handlers) events(ctx context.Context, _ *mcp.CallToolRequest, a EventsArgs) (*mcp.CallToolResult, any, error) {
-	p, err := h.k.Events(ctx, a.RunID, a.After, MaxEvents)
-	return nil, p, err
+	p, err := eventPage(ctx, h.k, a.RunID, a.After)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, p, nil
 }
 
 // Story is explain_run's answer.
@@ -195,6 +199,10 @@ type SettleArgs struct {
 }
 
 func (h handlers) settle(ctx context.Context, _ *mcp.CallToolRequest, a SettleArgs) (*mcp.CallToolResult, any, error) {
+	if strings.TrimSpace(a.Reason) == "" {
+		// The API requires a reason; "via MCP: " alone must not pass for one.
+		return nil, nil, errors.New("reason is required: what was established about the operation, or why nobody can establish it")
+	}
 	r, err := h.k.Settle(ctx, a.RunID, a.OperationID, api.SettleRequest{Outcome: a.Outcome, Reason: "via MCP: " + a.Reason, ExternalID: a.ExternalID})
 	if err != nil {
 		return nil, nil, err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -127,9 +128,35 @@ func (c *client) transport(ctx context.Context) (mcp.Transport, error) {
 		cmd = exec.Command(s.Command[0], s.Command[1:]...)
 		cmd.Env = append(os.Environ(), s.Env...)
 		cmd.Dir = s.Dir
+		// A command that cannot start is not a server that "does not
+		// speak MCP": say which, before the SDK hides it.
+		if err := startable(cmd, s.Dir); err != nil {
+			return nil, fmt.Errorf("MCP server %q: cannot start %q: %w (install it, or fix the server's Command)", s.Name, s.Command[0], err)
+		}
 	}
 	cmd.Stderr = os.Stderr
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+// startable reports why cmd cannot be started: not found on PATH (exec
+// sets cmd.Err), or a path (relative to dir) that is missing or not an
+// executable file.
+func startable(cmd *exec.Cmd, dir string) error {
+	if cmd.Err != nil {
+		return cmd.Err
+	}
+	path := cmd.Path
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
 }
 
 // connect returns the live session, starting one if there is none.

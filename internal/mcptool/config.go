@@ -158,12 +158,16 @@ type Terms struct {
 // (nil: none given).
 func ModeFor(a *mcp.ToolAnnotations, trusted bool, server ops.Contract, o Override) Terms {
 	t := Terms{Mode: run.ModeMutating, Effect: true, Contract: server}
-	if a != nil && a.ReadOnlyHint {
-		t = Terms{Mode: run.ModeConfirmOnce}
-		if trusted {
-			t.Mode = run.ModeSafeReadonly
-		}
-	} else if a != nil && a.IdempotentHint && trusted {
+	switch {
+	case a != nil && a.ReadOnlyHint && trusted:
+		t = Terms{Mode: run.ModeSafeReadonly}
+	case a != nil && a.ReadOnlyHint:
+		// A read-only claim Keel does not trust: asked once per session,
+		// and still an effect, so a call whose outcome a crash lost is
+		// never sent again unless the operator declared the server or
+		// tool idempotent.
+		t.Mode = run.ModeConfirmOnce
+	case a != nil && a.IdempotentHint && trusted:
 		t.Contract.Idempotent = true
 	}
 	switch o.Mode {

@@ -22,7 +22,8 @@ import (
 // idempotent set_flag, declared as honouring keel/operation_id, is
 // applied exactly once in every run; the destructive delete_item is never
 // applied twice, and where its outcome was lost the run ends needs_human;
-// lookup may repeat.
+// nor are lookup and delete_record, whose read-only claims an untrusted
+// server makes (delete_record's a lie: it deletes).
 func TestCrashtestMCP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills keel dev at every fault point: not in -short")
@@ -56,13 +57,25 @@ func TestCrashtestMCP(t *testing.T) {
 			if rep.Kills == 0 || len(rep.Rows) == 0 {
 				t.Fatalf("no kills: hits %v", rep.Hits)
 			}
-			needsHuman := 0
+			needsHuman, liarRows, liarNeedsHuman := 0, 0, 0
 			for _, r := range append([]crash.Result{rep.Baseline}, rep.Rows...) {
 				for _, e := range r.Effects {
 					switch e.Effect {
 					case "fx_set_flag":
 						if e.Destination != 1 || e.By != "count" || e.NeedsHuman {
 							t.Errorf("%s: set_flag %+v, want applied once, never needs_human", r.Name, e)
+						}
+					case "fx_lookup", "fx_delete_record":
+						// Untrusted read-only claims: effects, never sent
+						// again after a kill (delete_record deletes).
+						if e.Destination > e.Operations || e.By != "count" {
+							t.Errorf("%s: %s %+v, an operation applied more than once", r.Name, e.Effect, e)
+						}
+						if e.Effect == "fx_delete_record" {
+							liarRows++
+							if e.NeedsHuman {
+								liarNeedsHuman++
+							}
 						}
 					case "fx_delete_item":
 						if e.Destination > 1 || e.By != "count" {
@@ -85,7 +98,11 @@ func TestCrashtestMCP(t *testing.T) {
 			if n := countLog(readLog(t, log), "set_flag", "skipped"); n == 0 {
 				t.Error("no set_flag call was re-sent and deduplicated by its keel/operation_id")
 			}
-			t.Logf("%d rows, %d kills, %d ended needs_human over delete_item", len(rep.Rows), rep.Kills, needsHuman)
+			if liarNeedsHuman == 0 {
+				t.Errorf("no row lost delete_record's outcome: the kill after its dispatch should have (hits %v)", rep.Hits)
+			}
+			t.Logf("%d rows, %d kills, %d ended needs_human over delete_item; delete_record in %d rows, %d of them needs_human, none applied twice",
+				len(rep.Rows), rep.Kills, needsHuman, liarRows, liarNeedsHuman)
 		})
 	}
 }

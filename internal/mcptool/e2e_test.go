@@ -123,10 +123,11 @@ const canary = "mcp-canary-7f3c9e21b5d84a06"
 
 // TestRunThroughMCP: over stdio and over streamable HTTP, a run of the
 // mcpagent program calls the fixture's three tools, each after the
-// approval its mode asks for: lookup (untrusted readOnlyHint:
-// confirm_once, asked once for the session, so the second lookup runs at
-// once), set_flag and delete_item (effects, asked per call). Each applies
-// once; the operation ids the fixture received in _meta are Keel's.
+// approval its mode asks for: lookup and delete_record (untrusted
+// readOnlyHint: effects a person allows once per session, so the second
+// lookup runs at once), set_flag and delete_item (effects, asked per
+// call). Each applies once; every call, reads included, carried one of
+// Keel's operation ids in _meta.
 func TestRunThroughMCP(t *testing.T) {
 	_, agent := binaries(t)
 	ts := transports(t)
@@ -142,18 +143,19 @@ func TestRunThroughMCP(t *testing.T) {
 			p := keeltest.StartProgram(t, agent, env(log)...)
 			id := p.StartRun(t, "mcp", "go")
 			var modes []string
-			for range 3 {
+			for range 4 {
 				ap := p.WaitApproval(t, id)
 				modes = append(modes, ap.Tool+":"+ap.Mode)
 				p.Approve(t, id, ap)
 			}
 			p.WaitFor(t, id, "completed")
-			if want := "fx_lookup:confirm_once fx_set_flag:mutating fx_delete_item:mutating"; strings.Join(modes, " ") != want {
+			if want := "fx_lookup:confirm_once fx_set_flag:mutating fx_delete_item:mutating fx_delete_record:confirm_once"; strings.Join(modes, " ") != want {
 				t.Errorf("approvals %v, want %s", modes, want)
 			}
 			es := readLog(t, log)
-			if countLog(es, "lookup", "read") != 2 || countLog(es, "set_flag", "applied") != 1 || countLog(es, "delete_item", "applied") != 1 {
-				t.Errorf("fixture log %+v: want 2 reads, set_flag and delete_item applied once", es)
+			if countLog(es, "lookup", "read") != 2 || countLog(es, "set_flag", "applied") != 1 || countLog(es, "delete_item", "applied") != 1 ||
+				countLog(es, "delete_record", "applied") != 1 {
+				t.Errorf("fixture log %+v: want 2 reads, set_flag, delete_item and delete_record applied once", es)
 			}
 			ops := map[string]bool{}
 			for _, e := range p.Events(t, id) {
@@ -162,7 +164,7 @@ func TestRunThroughMCP(t *testing.T) {
 				}
 			}
 			for _, e := range es {
-				if e.Kind == "applied" && !ops[e.Operation] {
+				if (e.Kind == "applied" || e.Kind == "read") && !ops[e.Operation] {
 					t.Errorf("the fixture applied %s with operation id %q, not one of Keel's %v", e.Tool, e.Operation, ops)
 				}
 			}

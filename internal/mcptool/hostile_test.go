@@ -72,7 +72,7 @@ func TestHostileServers(t *testing.T) {
 		}
 	})
 	t.Run("10 MB result", func(t *testing.T) {
-		ts, _, err := open(t, mcptool.Server{}, "-hostile", "big-result")
+		ts, _, err := open(t, mcptool.Server{Trusted: true}, "-hostile", "big-result")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestHostileServers(t *testing.T) {
 			mode   run.Mode
 			effect bool
 		}{
-			{"untrusted", mcptool.Server{}, run.ModeConfirmOnce, false},
+			{"untrusted", mcptool.Server{}, run.ModeConfirmOnce, true},
 			{"trusted", mcptool.Server{Trusted: true}, run.ModeSafeReadonly, false},
 			{"operator says effect", mcptool.Server{Tools: map[string]mcptool.Override{"wipe": {Mode: run.ModeMutating}}}, run.ModeMutating, true},
 		} {
@@ -114,7 +114,7 @@ func TestHostileServers(t *testing.T) {
 // new list and may call it.
 func TestTermsChangedMidRun(t *testing.T) {
 	flag := filepath.Join(t.TempDir(), "changed")
-	ts, log, err := open(t, mcptool.Server{}, "-schema-file", flag)
+	ts, log, err := open(t, mcptool.Server{Trusted: true}, "-schema-file", flag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func waitLog(t *testing.T, log, tool, kind string) {
 // at the server, which sees it.
 func TestHangingServer(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
-		ts, log, err := open(t, mcptool.Server{Timeout: 200 * time.Millisecond}, "-hostile", "hang")
+		ts, log, err := open(t, mcptool.Server{Trusted: true, Timeout: 200 * time.Millisecond}, "-hostile", "hang")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestHangingServer(t *testing.T) {
 		waitLog(t, log, "lookup", "cancelled")
 	})
 	t.Run("cancel", func(t *testing.T) {
-		ts, log, err := open(t, mcptool.Server{}, "-hostile", "hang")
+		ts, log, err := open(t, mcptool.Server{Trusted: true}, "-hostile", "hang")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ func operation(t *testing.T, runID, id, args string) run.Operation {
 // TestProgress: the server's progress notifications reach the call's
 // Progress (ReportProgress's sink: tool_progress events).
 func TestProgress(t *testing.T) {
-	ts, _, err := open(t, mcptool.Server{})
+	ts, _, err := open(t, mcptool.Server{Trusted: true})
 	if err != nil {
 		t.Fatal(err)
 	}

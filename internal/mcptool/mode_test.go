@@ -31,7 +31,10 @@ func TestModeFor(t *testing.T) {
 		o       mcptool.Override
 		want    mcptool.Terms
 	}{
-		{"untrusted readOnlyHint", ro, false, ops.Contract{}, mcptool.Override{}, read(run.ModeConfirmOnce)},
+		{"untrusted readOnlyHint", ro, false, ops.Contract{}, mcptool.Override{}, mcptool.Terms{Mode: run.ModeConfirmOnce, Effect: true}},
+		{"untrusted readOnlyHint, server honours the operation id", ro, false, idem, mcptool.Override{}, mcptool.Terms{Mode: run.ModeConfirmOnce, Effect: true, Contract: idem}},
+		{"untrusted readOnlyHint and idempotentHint", &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}, false, ops.Contract{}, mcptool.Override{}, mcptool.Terms{Mode: run.ModeConfirmOnce, Effect: true}},
+		{"untrusted readOnlyHint, operator: read", ro, false, ops.Contract{}, mcptool.Override{Mode: run.ModeConfirmOnce}, read(run.ModeConfirmOnce)},
 		{"trusted readOnlyHint", ro, true, ops.Contract{}, mcptool.Override{}, read(run.ModeSafeReadonly)},
 		{"untrusted idempotentHint", ih, false, ops.Contract{}, mcptool.Override{}, effect(ops.Contract{})},
 		{"trusted idempotentHint", ih, true, ops.Contract{}, mcptool.Override{}, effect(idem)},

@@ -79,13 +79,39 @@ func newTool(c *client, t *mcp.Tool, arts artifact.Store) (tool.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: tool %q: input schema: %w", c.srv.Name, t.Name, err)
 	}
-	terms := ModeFor(t.Annotations, c.srv.Trusted, c.srv.Contract, c.srv.Tools[t.Name])
-	b := base{c: c, mcpName: t.Name, arts: arts, terms: terms,
-		info: tool.Info{Name: name, Description: t.Description, Schema: schema, Mode: terms.Mode}}
-	if terms.Effect {
-		return effectTool{b}, nil
+	b := base{c: c, mcpName: t.Name, arts: arts, info: tool.Info{Name: name, Description: t.Description, Schema: schema}}
+	return b.as(c.srv.judge(t.Name, t.Annotations)), nil
+}
+
+// as is the tool under terms: an effect or a read, of terms' mode.
+func (b base) as(t Terms) tool.Tool {
+	b.terms, b.info.Mode = t, t.Mode
+	if t.Effect {
+		return effectTool{b}
 	}
-	return readTool{b}, nil
+	return readTool{b}
+}
+
+// Judge is the tool as the terms runID holds make it (tool.Judged): the
+// server's list as the run recorded it, or, at the run's first use of
+// the server, as it is listed now, recorded then for the run. So a
+// server that changes a tool's annotations while the worker lives is
+// judged again for every new run, under the operator's policy, and a
+// run keeps the judgement of its own terms (a call under other terms
+// refuses: holdTerms). A tool whose mode the operator set is not judged.
+func (b base) Judge(ctx context.Context, runID string) (tool.Tool, error) {
+	if b.c.srv.Tools[b.mcpName].Mode != "" {
+		return b.as(b.terms), nil
+	}
+	rec, err := b.c.forRun(ctx, runID).runRecord(ctx, b.arts, runID, nil)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(rec.Tools, func(x listed) bool { return x.Name == b.mcpName })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: MCP server %q does not list tool %q for this run", ErrTermsChanged, b.c.srv.Name, b.mcpName)
+	}
+	return b.as(b.c.srv.judge(b.mcpName, rec.Tools[i].Annotations)), nil
 }
 
 // base is what the read and the effect adapters share.
@@ -167,6 +193,8 @@ var (
 	_ tool.SecretHolder = readTool{}
 	_ tool.Effectful    = effectTool{}
 	_ tool.SecretHolder = effectTool{}
+	_ tool.Judged       = readTool{}
+	_ tool.Judged       = effectTool{}
 )
 
 func (r readTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {

@@ -19,5 +19,13 @@
 //     errors or logs.
 //   - An approval link's token is derived from the link key, the
 //     notification, the approval id and its args hash ([LinkToken]): every
-//     retry sends the same link, and the store keeps only its SHA-256.
+//     retry sends the same link, and the store keeps only its SHA-256. The
+//     link page also checks it under the current key ([LinkCurrent]), so
+//     rotating the key revokes the links sent under the old one.
+//   - What a message carries from a run passes through the deployment's
+//     secret masking (Options.Secrets) before any channel sees it, and is
+//     rendered so that it cannot pass for Keel's own words: control and
+//     bidi characters escaped, Slack code blocks that cannot be closed.
+//   - A post never follows a redirect: the signed body, link included,
+//     goes only to the configured URL.
 package notify

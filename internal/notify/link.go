@@ -28,6 +28,19 @@ func LinkToken(key []byte, n run.Notification) string {
 	return n.RunID + "." + n.ID + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// LinkCurrent reports whether token is n's link under key, the current
+// link key: a link sent under a key since rotated is not (its hash still
+// matches the stored one, but it is revoked). Constant time in the token.
+func LinkCurrent(key []byte, n run.Notification, token string) bool {
+	return len(key) > 0 && hmac.Equal([]byte(LinkToken(key, n)), []byte(token))
+}
+
+// LinkCurrent is [LinkCurrent] under the worker's link key; false when the
+// worker has none (it sends no links).
+func (w *Worker) LinkCurrent(n run.Notification, token string) bool {
+	return LinkCurrent(w.opt.LinkKey, n, token)
+}
+
 // ParseLink splits a token into the run id, the notification id and the
 // hash of the whole token (what the store keeps); ok is false for a token
 // of another form.

@@ -43,29 +43,33 @@ type Message struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// Subject is a one-line summary for e-mail subjects and chat previews.
+// Subject is a one-line summary for e-mail subjects and chat previews,
+// control and bidi characters escaped (visible).
 func (m Message) Subject() string {
 	if m.Kind == string(run.NotifyApproval) {
-		return "Keel: approval needed for " + m.Tool + " (run " + m.RunID + ")"
+		return visible("Keel: approval needed for " + m.Tool + " (run " + m.RunID + ")")
 	}
-	return "Keel: run " + m.RunID + " needs a person"
+	return visible("Keel: run " + m.RunID + " needs a person")
 }
 
-// Text is the plain-text body shared by the e-mail and Slack channels.
+// Text is the plain-text body of the e-mail channel. Every value from a
+// run (agent, tool, arguments, reason) has its control and bidi
+// characters escaped (visible): a mail client shows what the arguments
+// hold.
 func (m Message) Text() string {
 	s := m.Subject() + "\n\n"
 	if m.Agent != "" {
-		s += "Agent: " + m.Agent + "\n"
+		s += "Agent: " + visible(m.Agent) + "\n"
 	}
 	if m.Kind == string(run.NotifyApproval) {
-		s += "Tool: " + m.Tool + "\nArgs: " + string(m.Args) + "\nArgs hash: " + m.ArgsHash + "\n"
+		s += "Tool: " + visible(m.Tool) + "\nArgs: " + visible(string(m.Args)) + "\nArgs hash: " + visible(m.ArgsHash) + "\n"
 		if m.Link != "" {
 			s += "\nApprove or deny (works once, until " + m.LinkExpiresAt.UTC().Format(time.RFC3339) + "):\n" + m.Link + "\n"
 		}
 		return s
 	}
 	if m.Reason != "" {
-		s += "Why: " + m.Reason + "\n"
+		s += "Why: " + visible(m.Reason) + "\n"
 	}
 	return s + "\nSee `keel explain " + m.RunID + "`, then `keel settle`.\n"
 }

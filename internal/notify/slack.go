@@ -48,15 +48,22 @@ func slackPayload(m Message) map[string]any {
 	}
 	blocks := []any{map[string]any{"type": "header", "text": map[string]any{"type": "plain_text", "text": clipRunes(m.Subject(), 150)}}}
 	if m.Kind == "approval_requested" {
-		blocks = append(blocks, section(clipRunes("*Tool:* `"+slackEscape(m.Tool)+"`\n*Args:* ```"+slackEscape(string(m.Args))+"```\n*Args hash:* `"+m.ArgsHash+"`", 3000)))
+		// Args go in a code block, made unable to close it (inCode): what a
+		// tool's caller put in them stays text. A clipped block keeps its
+		// closing fence.
+		args := clipRunes(slackEscape(inCode(string(m.Args))), 2500)
+		blocks = append(blocks, section("*Tool:* `"+slackEscape(inCode(m.Tool))+"`\n*Args:* ```"+args+"```\n*Args hash:* `"+inCode(m.ArgsHash)+"`"))
 		if m.Link != "" {
 			blocks = append(blocks, map[string]any{"type": "actions", "elements": []any{map[string]any{
 				"type": "button", "text": map[string]any{"type": "plain_text", "text": "Review and decide"}, "url": m.Link}}})
 		}
 	} else {
-		blocks = append(blocks, section(clipRunes("*Why:* "+slackEscape(m.Reason), 3000)))
+		// The reason is free text (a tool's or model's words): plain text,
+		// never read as markup.
+		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "plain_text",
+			"text": clipRunes("Why: "+visible(m.Reason), 3000)}})
 	}
-	return map[string]any{"text": slackEscape(m.Subject()), "blocks": blocks}
+	return map[string]any{"text": slackEscape(visible(m.Subject())), "blocks": blocks}
 }
 
 func clipRunes(s string, n int) string {

@@ -53,7 +53,9 @@ func Verify(secret []byte, h http.Header, body []byte, now time.Time, maxAge tim
 }
 
 // Webhook posts each message as JSON, signed, to one URL. Any 2xx is
-// taken; anything else is an error to retry.
+// taken; anything else is an error to retry. A redirect is not followed
+// (see post): the signed body, link included, goes to the configured URL
+// only.
 type Webhook struct {
 	URL    string
 	Secret []byte
@@ -90,11 +92,19 @@ func (w *Webhook) Send(ctx context.Context, m Message) error {
 
 // post sends req and takes a 2xx answer. Its errors never name the URL
 // (a Slack URL is a secret): a *url.Error is unwrapped to its cause.
+//
+// Redirects are never followed, whatever c says: a 307 or 308 would
+// re-send the body (an approval link, the signed message) to wherever the
+// receiver points, loopback and internal addresses included. A 3xx is an
+// answer like any other non-2xx: the attempt failed and is retried, and
+// the operator sees the status in the notification's last error.
 func post(c *http.Client, req *http.Request) error {
-	if c == nil {
-		c = http.DefaultClient
+	nc := http.Client{}
+	if c != nil {
+		nc = *c
 	}
-	resp, err := c.Do(req)
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := nc.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -104,6 +114,9 @@ func post(c *http.Client, req *http.Request) error {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("post: answered %s: redirects are not followed; configure the final URL", resp.Status)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("post: answered %s", resp.Status)
 	}

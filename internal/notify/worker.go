@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/scrub"
 )
 
 // Store is what the worker reads and writes: the outbox, the run and
@@ -50,6 +51,10 @@ type Options struct {
 	Backoff, MaxBackoff time.Duration
 	Clock               func() time.Time
 	Logger              *slog.Logger
+	// Secrets are masked in every message before any channel sees it (the
+	// run's input, the reason, the arguments): what the API and the link
+	// page mask must not leave by webhook, Slack or e-mail either.
+	Secrets scrub.Secrets
 }
 
 // Worker delivers due notifications. It holds no state between calls: any
@@ -236,7 +241,7 @@ func (w *Worker) message(ctx context.Context, n run.Notification, link string) (
 	m = Message{DeliveryID: n.ID, Kind: string(n.Kind), RunID: n.RunID, Agent: r.Agent, Request: r.Request,
 		Status: string(r.Status), Reason: r.Error, CreatedAt: n.CreatedAt}
 	if n.Kind != run.NotifyApproval {
-		return m, "", nil
+		return w.mask(m), "", nil
 	}
 	a, err := w.st.GetApproval(ctx, n.RunID, n.ApprovalID)
 	if err != nil {
@@ -249,7 +254,27 @@ func (w *Worker) message(ctx context.Context, n run.Notification, link string) (
 	if link != "" {
 		m.Link, m.LinkExpiresAt = link, n.LinkExpiresAt
 	}
-	return m, "", nil
+	return w.mask(m), "", nil
+}
+
+// mask masks the configured secrets in what m carries from the run. Args
+// that masking leaves invalid JSON (a secret that was a bare number) go
+// as a JSON string of the masked text. The args hash is kept: it names
+// the stored action, which the link page shows masked in the same way.
+func (w *Worker) mask(m Message) Message {
+	s := w.opt.Secrets
+	if s.Len() == 0 {
+		return m
+	}
+	m.Agent, m.Request, m.Reason, m.Tool = s.String(m.Agent), s.String(m.Request), s.String(m.Reason), s.String(m.Tool)
+	if len(m.Args) > 0 {
+		args := s.Bytes(m.Args)
+		if !json.Valid(args) {
+			args, _ = json.Marshal(string(args))
+		}
+		m.Args = args
+	}
+	return m
 }
 
 func clip(s string) string {

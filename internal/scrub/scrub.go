@@ -69,6 +69,17 @@ func encodings(v string) []string {
 	return keep
 }
 
+// AtLeast returns the set of s's values at least n bytes long.
+func (s Secrets) AtLeast(n int) Secrets {
+	var keep []string
+	for _, v := range s.values {
+		if len(v) >= n {
+			keep = append(keep, v)
+		}
+	}
+	return New(keep...)
+}
+
 // Len is the number of values in the set.
 func (s Secrets) Len() int { return len(s.values) }
 

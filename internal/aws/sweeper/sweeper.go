@@ -211,7 +211,11 @@ func unstartedChild(r run.Run) bool {
 
 func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error) {
 	rp := Repair{RunID: r.ID}
-	if s.MinAge > 0 && s.now().Sub(r.UpdatedAt) < s.MinAge && !unstartedChild(r) {
+	// A young run is left to the process that just moved it, except for
+	// a lost wake: delivering a decision twice is harmless, and the
+	// decision itself made the run young.
+	young := s.MinAge > 0 && s.now().Sub(r.UpdatedAt) < s.MinAge && !unstartedChild(r)
+	if young && r.Status != run.StatusAwaitingApproval {
 		return rp, false, nil
 	}
 	gen, status, err := s.latest(ctx, r.ID)
@@ -220,6 +224,9 @@ func (s *Sweeper) sweepRun(ctx context.Context, r run.Run) (Repair, bool, error)
 	}
 	if status == StatusRunning {
 		return s.wakeDecided(ctx, r, gen)
+	}
+	if young {
+		return rp, false, nil
 	}
 	// Read the run again: it may have finished while its executions were
 	// described (Finalize, then the execution's end).

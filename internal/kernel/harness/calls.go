@@ -109,7 +109,7 @@ func approvalID(it run.PlanItem) string {
 // run after the raise.
 func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision, bool, error) {
 	if len(group) == 1 {
-		t, _ := s.agent.Tools.Get(group[0].Tool)
+		t, _ := s.toolFor(ctx, group[0].Tool)
 		if limit, v := s.callOver(t); limit != "" {
 			d, err := s.atLimit(ctx, limit, v)
 			return d, true, err
@@ -175,7 +175,7 @@ func (s *step) reserveAndRun(ctx context.Context, group []run.PlanItem) []readon
 	outs := make([]readonlyOutcome, len(group))
 	var wg sync.WaitGroup
 	for i, it := range group {
-		t, _ := s.agent.Tools.Get(it.Tool)
+		t, _ := s.toolFor(ctx, it.Tool)
 		outs[i].tool = t
 		wg.Add(1)
 		go func() {
@@ -247,7 +247,7 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error, sp toolSpan
 // held, for a call running alone, is its tool_started held back: the first
 // progress report commits it, ahead of itself.
 func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, held *toolSpan) (tool.Result, error) {
-	t, _ := s.agent.Tools.Get(it.Tool)
+	t, _ := s.toolFor(ctx, it.Tool)
 	var mu sync.Mutex
 	lastPct := int64(-1)
 	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(done, total int64, note string) {

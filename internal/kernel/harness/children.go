@@ -239,9 +239,11 @@ func (s *step) spawn(ctx context.Context, it run.PlanItem, op run.Operation) (De
 // Step ends with a wait, holding nothing.
 func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	var items []run.PlanItem
+	seen := map[string]bool{} // each child is answered, and its use added, once
 	for _, tc := range s.openCalls() {
 		it, ok := s.items[tc.ID]
-		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning {
+		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
+			seen[it.ID] = true
 			items = append(items, it)
 		}
 	}

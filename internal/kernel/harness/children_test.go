@@ -315,3 +315,50 @@ func TestSubAgentLimits(t *testing.T) {
 		t.Fatalf("depth: %+v", citems)
 	}
 }
+
+// TestSubAgentCannotRaisePastItsShare: a child whose agent pauses at its
+// limits, started with its share of a parent's tool calls, fails at that
+// share instead of asking a person for more (a raise would be spent past
+// the parent's limit); its budget_exceeded event says why, and the parent
+// ends within its own limit.
+func TestSubAgentCannotRaisePastItsShare(t *testing.T) {
+	e := newEnv(t)
+	k := &kids{st: e.store}
+	ec := &echo{}
+	agents := e.agent("coord", `{"turns":[`+subCalls("work", "do it")+`],"final":"done"}`, sub{"work", tool.Delegation{Agent: "worker"}})
+	w := e.agent("worker", `{"turns":[{"repeat":8,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"worked"}`, ec)["worker"]
+	w.OnLimit = harness.LimitPolicy{Pause: true}
+	agents["worker"] = w
+	h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k })
+	p := e.createRun("coord", "s1", func(r *run.Run) { r.Limits.MaxToolCalls = 4 })
+	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+		t.Fatalf("%+v %v", d, err)
+	}
+	c := e.children(p.ID)[0]
+	// Were the child to pause, a person approves every raise it asks.
+	d := e.stepUntil(h, c.ID)
+	for i := 0; d.Next == harness.NextApproval && i < 10; i++ {
+		e.decide(c.ID, e.pendingApproval(c.ID), true)
+		d = e.stepUntil(h, c.ID)
+	}
+	if d.Next != harness.NextFailed || !strings.Contains(d.Error, "share of that run's budget") {
+		t.Fatalf("child: %+v, want failed at its share", d)
+	}
+	var why string
+	for _, ev := range e.checkGapless(c.ID) {
+		if ev.Type == run.EventBudgetExceeded {
+			why = string(ev.Data)
+		}
+	}
+	if !strings.Contains(why, p.ID) || !strings.Contains(why, "max_tool_calls") {
+		t.Fatalf("the child's budget_exceeded says %s", why)
+	}
+	if aps, err := e.store.ListApprovals(e.ctx, c.ID); err != nil || len(aps) != 0 {
+		t.Fatalf("the child asked for raises: %+v %v", aps, err)
+	}
+	e.stepUntil(h, p.ID)
+	got := e.getRun(p.ID)
+	if got.Budget.ToolCallsUsed > got.Limits.MaxToolCalls {
+		t.Fatalf("the parent used %d tool calls against its limit of %d", got.Budget.ToolCallsUsed, got.Limits.MaxToolCalls)
+	}
+}

@@ -139,7 +139,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 			}
 			continue
 		}
-		it, eff, ok := s.pendingOf(op)
+		it, eff, ok := s.pendingOf(ctx, op)
 		if !ok {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
@@ -197,14 +197,19 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 
 // pendingOf is op's plan item and effect; ok is false when this worker
 // knows either not.
-func (s *step) pendingOf(op run.Operation) (run.PlanItem, tool.Effectful, bool) {
+func (s *step) pendingOf(ctx context.Context, op run.Operation) (run.PlanItem, tool.Effectful, bool) {
 	var it run.PlanItem
 	for _, x := range s.items {
 		if x.ID == op.PlanItemID {
 			it = x
 		}
 	}
-	t, _ := s.agent.Tools.Get(op.Tool)
+	t, _ := s.toolFor(ctx, op.Tool)
+	if _, refused := t.(refusedTool); refused {
+		// A judgement that failed (a store error): the operation was
+		// recorded by an effect, whose contract it carries (recordedContract).
+		t, _ = s.agent.Tools.Get(op.Tool)
+	}
 	eff, ok := t.(tool.Effectful)
 	return it, eff, ok && it.ID != ""
 }

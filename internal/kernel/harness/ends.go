@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -63,7 +64,12 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
 		}
 	}
-	s.addEvent(run.Event{Type: run.EventBudgetExceeded, Data: jsonObj("limit", limit, "value", value)})
+	data := jsonObj("limit", limit, "value", value)
+	if why != "" {
+		// Why the run failed rather than paused, or who stopped it.
+		data = jsonObj("limit", limit, "value", value, "why", strings.TrimPrefix(why, "; "))
+	}
+	s.addEvent(run.Event{Type: run.EventBudgetExceeded, Data: data})
 	s.addEvent(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
 	s.setStatus(run.StatusFailed)
 	s.pend.patch.Error = &msg

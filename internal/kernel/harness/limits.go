@@ -69,6 +69,12 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	if !s.agent.OnLimit.Pause || cur == nil || *cur <= 0 {
 		return s.exceeded(ctx, limit, value, "")
 	}
+	if why, err := s.shareOfParent(ctx, limit); err != nil || why != "" {
+		if err != nil {
+			return Decision{}, err
+		}
+		return s.exceeded(ctx, limit, value, why)
+	}
 	pol := s.agent.OnLimit.RaiseBy
 	by := *limitField(&pol, limit)
 	if by <= 0 {
@@ -99,8 +105,39 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 		if by == "" {
 			by = "a person"
 		}
-		return s.exceeded(ctx, limit, value, fmt.Sprintf("; %s stopped the run instead of raising it", by))
+		why := fmt.Sprintf("; %s stopped the run instead of raising it", by)
+		if ap.Reason != "" {
+			// The person's words go with the decision into run_failed and
+			// the run's error, so events and explain tell why.
+			why += ": " + ap.Reason
+		}
+		return s.exceeded(ctx, limit, value, why)
 	}
+}
+
+// shareOfParent says why a child run may not ask for a raise of limit:
+// its tokens, spend and tool calls are its share of what its parent had
+// left when it started (childShare), and its parent has reserved no more
+// for it. A raise a person approved on the child would be spent past the
+// parent's own limit, unseen until the parent adds the child's use. So
+// the child fails at its share instead, and its parent's model is told;
+// a person raises the parent's limit if more is wanted. "" when the run
+// is not a child, or its parent does not bound this limit (the share was
+// then only a default, and a raise takes nothing from the parent).
+func (s *step) shareOfParent(ctx context.Context, limit string) (string, error) {
+	if s.run.Caller.RunID == "" || limit == "max_steps" {
+		return "", nil
+	}
+	p, err := s.h.opt.Store.GetRun(ctx, s.run.Caller.RunID)
+	if err != nil {
+		return "", &RetryableError{Err: fmt.Errorf("parent run %s: %w", s.run.Caller.RunID, err)}
+	}
+	pl := p.Limits
+	if f := limitField(&pl, limit); f == nil || *f <= 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("; run %s is a sub-agent of run %s and its %s is its share of that run's budget: "+
+		"a raise would pass the parent's limit, so none is asked (raise run %s's limit instead)", s.run.ID, p.ID, limit, p.ID), nil
 }
 
 // askRaise commits the request for a raise: the approval (and so its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
@@ -101,10 +102,18 @@ func TestBudgetPause(t *testing.T) {
 		if !strings.Contains(string(ap.Args), `"raise_by":2`) { // zero RaiseBy: the limit's size again
 			t.Fatalf("args %s", ap.Args)
 		}
-		e.decide(r.ID, ap, false)
+		if _, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: ap.ID, ArgsHash: ap.ArgsHash, DecidedBy: "bob",
+			Reason: "the vendor is down, no point"}); err != nil {
+			t.Fatal(err)
+		}
 		d := e.stepUntil(h, r.ID)
 		if d.Next != harness.NextFailed || !strings.Contains(d.Error, "max_tool_calls") || !strings.Contains(d.Error, "bob stopped") {
 			t.Fatalf("%+v", d)
+		}
+		// raise --stop --reason: the person's words are in the log.
+		evs := e.checkGapless(r.ID)
+		if last := evs[len(evs)-1]; last.Type != run.EventRunFailed || !strings.Contains(string(last.Data), "bob stopped the run instead of raising it: the vendor is down, no point") {
+			t.Fatalf("last event %s %s: want run_failed with the reason", last.Type, last.Data)
 		}
 		if n := pe.calls.Load(); n != 2 {
 			t.Fatalf("%d calls", n)

@@ -40,12 +40,17 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		s.addEvent(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
 		return s.modelFailed(ctx, err)
 	}
-	s.modelAnswered(req, resp, startedAt)
+	var renamed []renamedCall
+	resp.ToolCalls, renamed = uniqueCallIDs(resp.ToolCalls, s.msgs)
+	if len(renamed) > 0 {
+		s.log.Warn("model answer with duplicate tool-call ids: renamed", "run_id", s.run.ID, "renamed", len(renamed))
+	}
+	s.modelAnswered(req, resp, startedAt, renamed)
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)
 	}
 	s.setStatus(run.StatusRunning)
-	s.planCalls(resp.ToolCalls)
+	s.planCalls(ctx, resp.ToolCalls)
 	return Decision{}, false, nil
 }
 
@@ -97,8 +102,9 @@ func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, erro
 }
 
 // modelAnswered records the answer: its usage, its event (with what the
-// model said, for `keel record`), and the assistant message.
-func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt time.Time) {
+// model said, for `keel record`, and the tool-call ids the harness made
+// unique), and the assistant message.
+func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt time.Time, renamed []renamedCall) {
 	s.recordAttempts(resp.Attempts)
 	s.pend.steps++
 	s.pend.used.Tokens += resp.Usage.Total()
@@ -106,7 +112,7 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
 		Usage: resp.Usage, StopReason: resp.StopReason, ResponseID: resp.ResponseID, Model: resp.Model,
 		CostMicroUSD: resp.CostMicroUSD, ToolCalls: len(resp.ToolCalls), RetriedAttempts: len(resp.Attempts), OmittedMessages: req.Omitted,
-		DurationUS: micros(s.h.opt.Clock().Sub(startedAt)),
+		DurationUS: micros(s.h.opt.Clock().Sub(startedAt)), RenamedCallIDs: renamed,
 		// What the model answered, so that `keel record` can replay the
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
@@ -117,11 +123,14 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 
 // planCalls turns the answer's tool calls into pending plan items; a call
 // with invalid arguments is answered at once and never dispatched.
-func (s *step) planCalls(calls []model.ToolCall) {
+func (s *step) planCalls(ctx context.Context, calls []model.ToolCall) {
 	for _, tc := range calls {
 		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 		s.nextOrder++
 		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
+		if verr == nil {
+			t, verr = s.judgeCall(ctx, t)
+		}
 		hash, herr := run.ArgsHash(tc.Args)
 		if verr == nil && herr != nil {
 			// Arguments the hash cannot bind exactly (a number beyond a

@@ -25,12 +25,15 @@ type callCompleted struct {
 	// OmittedMessages counts the messages the context window left out of
 	// the request (the transcript policy), so a reader sees what the
 	// model was not sent.
-	OmittedMessages int         `json:"omitted_messages,omitempty"`
-	ResponseID      string      `json:"response_id,omitempty"`
-	RetriedAttempts int         `json:"retried_attempts,omitempty"`
-	StopReason      string      `json:"stop_reason,omitempty"`
-	ToolCalls       int         `json:"tool_calls"`
-	Usage           model.Usage `json:"usage"`
+	OmittedMessages int `json:"omitted_messages,omitempty"`
+	// RenamedCallIDs lists the answer's tool calls whose ids the harness
+	// made unique (uniqueCallIDs): the model reused an id.
+	RenamedCallIDs  []renamedCall `json:"renamed_call_ids,omitempty"`
+	ResponseID      string        `json:"response_id,omitempty"`
+	RetriedAttempts int           `json:"retried_attempts,omitempty"`
+	StopReason      string        `json:"stop_reason,omitempty"`
+	ToolCalls       int           `json:"tool_calls"`
+	Usage           model.Usage   `json:"usage"`
 }
 
 // micros is d in whole microseconds, at least 0.

@@ -76,7 +76,7 @@ func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
 		switch op.Status {
 		case run.OpSucceeded:
 			res := tool.Result{Content: fmt.Sprintf("done: a person confirmed that operation %s took effect (external id %q)", op.ID, op.ExternalID)}
-			if t, ok := s.agent.Tools.Get(op.Tool); ok {
+			if t, ok := s.toolFor(ctx, op.Tool); ok {
 				if eff, ok := t.(tool.Effectful); ok {
 					res = s.guardEffect(eff).Describe(op)
 					res.Content += " (a person confirmed this outcome)"

@@ -48,6 +48,8 @@ type step struct {
 	// store reports them (signalCommitter): the next iteration uses them
 	// instead of reading its own.
 	fresh *store.RunSignals
+	// judged are the Step's judgements of its tool.Judged tools (judged.go).
+	judged judgedTools
 }
 
 type checkpointState struct {

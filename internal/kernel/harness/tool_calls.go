@@ -15,14 +15,14 @@ import (
 // runCalls works through the open tool calls in order.
 func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, bool, error) {
 	for i := 0; i < len(open); i++ {
-		it, answered, err := s.itemFor(open[i])
+		it, answered, err := s.itemFor(ctx, open[i])
 		if err != nil {
 			return Decision{}, true, err
 		}
 		if answered {
 			continue
 		}
-		t, _ := s.agent.Tools.Get(it.Tool)
+		t, _ := s.toolFor(ctx, it.Tool)
 		if t == nil {
 			s.finishItem(it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
 			continue
@@ -67,7 +67,7 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 // for a call the model made before this run forked or that has none yet.
 // answered: the call got its answer here (a result recorded earlier, or
 // arguments refused) and runs nothing.
-func (s *step) itemFor(tc model.ToolCall) (it run.PlanItem, answered bool, err error) {
+func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem, answered bool, err error) {
 	it, ok := s.items[tc.ID]
 	if !ok {
 		if p, ok := s.inherited[tc.ID]; ok && len(p.Result) > 0 {
@@ -82,6 +82,9 @@ func (s *step) itemFor(tc model.ToolCall) (it run.PlanItem, answered bool, err e
 		it = run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
 		s.nextOrder++
 		t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
+		if err == nil {
+			t, err = s.judgeCall(ctx, t)
+		}
 		if err == nil {
 			if it.ArgsHash, err = run.ArgsHash(tc.Args); err != nil {
 				err = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, err)
@@ -153,7 +156,7 @@ func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem,
 		if !ok || nx.Status != run.PlanPending || nx.Mode != run.ModeSafeReadonly {
 			break
 		}
-		nt, _ := s.agent.Tools.Get(nx.Tool)
+		nt, _ := s.toolFor(ctx, nx.Tool)
 		_, del := nt.(tool.Delegating)
 		if _, eff := nt.(tool.Effectful); eff || del || nt == nil || (nt.Info().Long && s.h.opt.CanSpill) {
 			break

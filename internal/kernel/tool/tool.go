@@ -88,6 +88,20 @@ type Effectful interface {
 	Describe(op run.Operation) Result
 }
 
+// Judged is a tool whose mode, and whether it is an effect, follow terms
+// that can change while the process lives — an MCP server's tool, whose
+// annotations the server may change at any time — so the tool registered
+// (what the model is shown) is not necessarily the one a run's call runs
+// as. Before the harness plans, permits, runs or reconciles a call of
+// it, it asks Judge for the tool under the terms runID holds (at most
+// once per Step); the tool returned is not judged again. Judge may read
+// records or a remote server; its error refuses the call: the harness
+// records tool_failed and sends nothing.
+type Judged interface {
+	Tool
+	Judge(ctx context.Context, runID string) (Tool, error)
+}
+
 // Intent is what an effectful call will change.
 type Intent struct {
 	ArtifactHash string

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
@@ -152,6 +153,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Another keel dev (another project's, with its own data
+			// directory) or another program on the port.
+			return fail(fmt.Errorf("listen %s: %w: another program listens there (another project's dev? its URL is in its data directory's url file); "+
+				"stop it, or pick another address with --addr or KEEL_ADDR (port 0: a free one)", cfg.Addr, err))
+		}
 		return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
 	}
 	s.URL = "http://" + ln.Addr().String()
@@ -262,8 +269,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	starter := roles.Starter{Executions: execStarter{s.exec}, StateMachineARN: arn, Statuses: execSweep{e: s.exec, arn: arn}}
 	rt.Children.Bind(starter, roles.Resumer{Tokens: s.exec}) // sub-agents start their child runs as the API does
 	auth := api.Tokens{s.Token: cfg.Principal}
+	// The notification worker is built before the API: the link page
+	// checks each link against the worker's current key (a rotated key
+	// revokes the links sent under the old one).
+	outbox, err := rt.NotifyWorker(s.URL)
+	if err != nil {
+		closeLns()
+		return fail(err)
+	}
+	inst, err := instance(cfg.DataDir)
+	if err != nil {
+		closeLns()
+		return fail(err)
+	}
 	apiHandler, err := api.New(api.Deps{
-		Store: rt.Store, Artifacts: rt.Artifacts,
+		Instance: inst,
+		Store:    rt.Store, Artifacts: rt.Artifacts,
 		Starter:  starter,
 		Resumer:  wakeFaults{Resumer: roles.Resumer{Tokens: s.exec}, faults: rt.Faults},
 		Auth:     auth,
@@ -273,6 +294,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Records:  rt.Store, BundleEnv: rt.BundleEnv(),
 		Deployment: compose.Reporter{Runtime: rt, Executor: "local"},
 		Secrets:    rt.Secrets,
+		Links:      outbox,
 	})
 	if err != nil {
 		closeLns()
@@ -330,9 +352,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			}
 		}
 	}()
-	if s.stopNotify, err = startNotify(rt, s.URL); err != nil {
-		return fail(err)
-	}
+	s.stopNotify = startNotify(outbox, rt.Config.Notify.Interval)
 	if err := writeFile(filepath.Join(cfg.DataDir, "url"), s.URL); err != nil {
 		return fail(err)
 	}

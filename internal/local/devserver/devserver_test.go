@@ -192,3 +192,24 @@ func TestResearchRunOnDynamoAndS3(t *testing.T) {
 		t.Errorf("no artifacts of the run in S3 (%v)", err)
 	}
 }
+
+// TestSecondDevSaysWhere: a second keel dev on a data directory another
+// one holds is refused naming the other one's process and URL, so the
+// user can go to it.
+func TestSecondDevSaysWhere(t *testing.T) {
+	dir := t.TempDir()
+	first, err := devserver.AcquireLock(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if err := os.WriteFile(filepath.Join(dir, "url"), []byte("http://127.0.0.1:8080\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = devserver.AcquireLock(dir, "")
+	want := fmt.Sprintf("in use by another keel dev (the same file, whatever path, link or mount names it): resource temporarily unavailable; "+
+		"the other one is process %d, serving at http://127.0.0.1:8080", os.Getpid())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+}

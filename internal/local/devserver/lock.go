@@ -39,8 +39,17 @@ func AcquireLock(dataDir, store string) (*Lock, error) {
 	}
 	l := &Lock{}
 	var err error
-	if l.dir, err = lockFile(filepath.Join(dataDir, "lock"), "data dir "+dataDir); err != nil {
+	lockPath := filepath.Join(dataDir, "lock")
+	if l.dir, err = lockFile(lockPath, "data dir "+dataDir); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w%s", err, holder(dataDir, lockPath))
+		}
 		return nil, err
+	}
+	// Who holds it, for the error of a second keel dev: the lock file's
+	// content (the flock, not the content, is the lock).
+	if err := l.dir.Truncate(0); err == nil {
+		_, _ = fmt.Fprintf(l.dir, "pid %d\n", os.Getpid())
 	}
 	if path, ok := strings.CutPrefix(store, "sqlite:"); ok {
 		// Another data directory may name the same database file: the
@@ -69,6 +78,25 @@ func (l *Lock) Close() error {
 	}
 	l.db, l.dir = nil, nil
 	return err
+}
+
+// holder says where the keel dev holding dataDir's lock is: its process
+// (the lock file's content) and the URL it serves (dataDir/url), as far as
+// they are written.
+func holder(dataDir, lockPath string) string {
+	var parts []string
+	if b, err := os.ReadFile(lockPath); err == nil {
+		if pid := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "pid")); pid != "" {
+			parts = append(parts, "process "+pid)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dataDir, "url")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		parts = append(parts, "serving at "+strings.TrimSpace(string(b)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the other one is " + strings.Join(parts, ", ") + ": use it, stop it, or give this one another --data-dir"
 }
 
 // lockFile holds an exclusive flock on path (created owner-only if

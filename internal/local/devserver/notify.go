@@ -2,22 +2,19 @@ package devserver
 
 import (
 	"context"
+	"time"
 
-	"github.com/keelrun/keel/internal/compose"
+	"github.com/keelrun/keel/internal/notify"
 )
 
 // startNotify starts the notification worker of keel dev: it delivers the
-// outbox every Config.Notify.Interval until stop, which waits for it.
-func startNotify(rt *compose.Runtime, baseURL string) (stop func(), err error) {
-	w, err := rt.NotifyWorker(baseURL)
-	if err != nil {
-		return nil, err
-	}
+// outbox every interval until stop, which waits for it.
+func startNotify(w *notify.Worker, interval time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.Run(ctx, rt.Config.Notify.Interval)
+		w.Run(ctx, interval)
 	}()
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }

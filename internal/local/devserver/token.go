@@ -43,6 +43,22 @@ func token(dir, given string) (string, error) {
 	return t, writeFile(path, t)
 }
 
+// InstanceFile is the file of the data directory holding its instance id.
+const InstanceFile = "instance"
+
+// instance returns the data directory's instance id, DIR/instance, made
+// once and kept: GET /healthz answers it (no auth), and a client that
+// found the url and token in DIR checks it there before sending the token,
+// so a stale url now answered by another project's dev never gets it.
+func instance(dir string) (string, error) {
+	path := filepath.Join(dir, InstanceFile)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	id := "kins_" + randHex(12)
+	return id, writeFile(path, id)
+}
+
 func writeFile(path, content string) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content+"\n"), 0o600); err != nil {

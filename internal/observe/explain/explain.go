@@ -186,12 +186,38 @@ func spend(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError) Spend {
 			ts.SpendMicroUSD += m.CostMicroUSD / n
 		}
 	}
+	// One call per plan item: an operation dispatched again after a
+	// person settled it as not happened, or answered after one settled it
+	// as happened, is the same call, and its last outcome is the call's.
+	settled := map[string]bool{} // operations a person settled as happened
+	for _, op := range b.Operations {
+		settled[op.ID] = op.Status == run.OpSucceeded
+	}
+	final := map[string]string{}
+	for _, c := range tl.Tools {
+		if c.PlanItemID != "" {
+			final[c.PlanItemID] = c.Status
+		}
+		if c.Status == "needs_human" && settled[c.OperationID] {
+			final[c.PlanItemID] = "completed"
+		}
+	}
+	counted := map[string]bool{}
 	callTokens := make([]int64, len(tl.Tools))
 	for i, c := range tl.Tools {
 		ts := get(c.Tool)
-		ts.Calls++
-		if c.Status != "completed" {
-			ts.Failed++
+		status := c.Status
+		if c.PlanItemID != "" {
+			status = final[c.PlanItemID]
+		} else if status == "needs_human" && settled[c.OperationID] {
+			status = "completed"
+		}
+		if c.PlanItemID == "" || !counted[c.PlanItemID] {
+			counted[c.PlanItemID] = true
+			ts.Calls++
+			if status != "completed" {
+				ts.Failed++
+			}
 		}
 		ts.Time += c.Latency()
 		sp.ToolTime += c.Latency()
@@ -229,10 +255,12 @@ func repeats(b telemetry.Bundle, tl telemetry.Timeline, first *FirstError, callT
 	var order []key
 	firstRepeatSeq := map[key]time.Time{}
 	seen := map[key]int{}
+	items := map[string]bool{}
 	for i, c := range tl.Tools {
-		if c.InputHash == "" {
-			continue
+		if c.InputHash == "" || c.PlanItemID != "" && items[c.PlanItemID] {
+			continue // one plan item's second dispatch is not a repeat the model asked for
 		}
+		items[c.PlanItemID] = true
 		k := key{c.Tool, c.InputHash}
 		seen[k]++
 		if groups[k] == nil {

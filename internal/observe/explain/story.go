@@ -31,8 +31,13 @@ type data struct {
 	Problems    []string        `json:"problems"`
 	ChildRunID  string          `json:"child_run_id"`
 	Agent       string          `json:"agent"`
+	Owner       string          `json:"owner"`
+	Token       int64           `json:"token"`
 	Status      string          `json:"status"`
 	How         string          `json:"how"`
+	Outcome     string          `json:"outcome"`
+	Attempt     int64           `json:"attempt"`
+	Contract    string          `json:"contract"`
 	Answer      struct {
 		Text  string `json:"text"`
 		Calls []struct {
@@ -100,6 +105,14 @@ func decisionOf(e run.Event) string {
 		return "effect found at its destination after a restart"
 	case run.EventOpNeedsHuman:
 		return "effect needs a person: " + clip(d.Reason, 160)
+	case run.EventOpSettled:
+		return fmt.Sprintf("%s settled operation %s as %s: %s", orSomeone(d.By), e.OperationID, settledAs(d.Outcome), clip(d.Reason, 160))
+	case run.EventOpIntent:
+		if d.Attempt > 1 {
+			// Only a settlement as not happened records an intent again.
+			return fmt.Sprintf("dispatched operation %s again (attempt %d, same operation id)", e.OperationID, d.Attempt)
+		}
+		return ""
 	case run.EventCancelRequested:
 		return "cancel requested by " + d.By
 	case run.EventRunSpilled:
@@ -133,11 +146,15 @@ func decisionOf(e run.Event) string {
 // path is ordered by event time. A decision repeated at once, or a pair
 // repeated (asked for a tool, the tool failed), is folded.
 func path(b telemetry.Bundle) []Decision {
+	lost := lostSteps(b.Events)
 	evs := slices.Clone(b.Events)
 	slices.SortStableFunc(evs, func(x, y run.Event) int { return x.Time.Compare(y.Time) })
 	out := []Decision{}
 	for _, e := range evs {
 		what := decisionOf(e)
+		if n := lost[e.Seq]; n > 0 {
+			what = lostText(n, read(e).Owner)
+		}
 		if what == "" {
 			continue
 		}
@@ -155,6 +172,45 @@ func path(b telemetry.Bundle) []Decision {
 		}
 	}
 	return out
+}
+
+// lostSteps finds the worker invocations that took the run's lease and
+// committed nothing — killed or crashed mid-step (in the middle of a
+// model call or a command), or whose one write failed — and so left no
+// event of their own: each lease_acquired bumps the fencing token by one,
+// so a lease_acquired whose token is more than one past the previous one
+// (or than 0) comes after that many lost invocations. It maps the
+// lease_acquired's seq to their count.
+func lostSteps(evs []run.Event) map[int64]int64 {
+	lost := map[int64]int64{}
+	var prev int64
+	for _, e := range evs {
+		if e.Type != run.EventLeaseAcquired {
+			continue
+		}
+		tok := read(e).Token
+		if tok > prev+1 {
+			lost[e.Seq] = tok - prev - 1
+		}
+		if tok > prev {
+			prev = tok
+		}
+	}
+	return lost
+}
+
+// lostText tells lost invocations, and the worker that went on.
+func lostText(n int64, owner string) string {
+	who := "a worker"
+	if n > 1 {
+		who = fmt.Sprintf("%d workers", n)
+	}
+	next := "the next worker"
+	if owner != "" {
+		next = "the next worker (" + owner + ")"
+	}
+	return fmt.Sprintf("%s stopped mid-step without recording anything (killed or crashed, in the middle of a model call or a command, or its write failed); "+
+		"%s started again from the last checkpoint: what was not recorded was done again, the workspace restored first", who, next)
 }
 
 // firstError is the error that explains the run best: a panic (a tool's,
@@ -272,6 +328,37 @@ func open(b telemetry.Bundle, tl telemetry.Timeline) []Open {
 	return out
 }
 
+// contractOf is what the destination of operation id promised, as its
+// last op_intent recorded it ("none", "idempotency_key", "lookup",
+// "idempotency_key+lookup"), or "" when no intent says.
+func contractOf(b telemetry.Bundle, id string) string {
+	c := ""
+	for _, e := range b.Events {
+		if e.Type == run.EventOpIntent && e.OperationID == id {
+			c = read(e).Contract
+		}
+	}
+	return c
+}
+
+// settledAs names a settlement's outcome (store.SettleOutcome).
+func settledAs(outcome string) string {
+	switch outcome {
+	case "not_happened":
+		return "not happened"
+	case "give_up":
+		return "unknowable (gave up)"
+	}
+	return outcome
+}
+
+func orSomeone(by string) string {
+	if by == "" {
+		return "a person"
+	}
+	return by
+}
+
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
@@ -297,7 +384,11 @@ func next(b telemetry.Bundle, s Story) []Action {
 				Command: fmt.Sprintf("keel approve %s %s   (or: keel deny %s %s --reason …)", r.ID, o.ID, r.ID, o.ID)})
 		case "operation":
 			if strings.HasPrefix(o.Why, "needs a person") {
-				out = append(out, Action{Why: fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key), then record what you found: the run goes on and the model is told the truth", o.ID),
+				ask := fmt.Sprintf("ask the destination whether operation %s happened (look it up by its idempotency key)", o.ID)
+				if c := contractOf(b, o.ID); c != "" && !strings.Contains(c, "lookup") {
+					ask = fmt.Sprintf("find out at the destination whether operation %s happened: its effect promises no lookup by operation id, so look for the action itself (%s with the arguments the run recorded)", o.ID, o.Tool)
+				}
+				out = append(out, Action{Why: ask + ", then record what you found: the run goes on and the model is told the truth",
 					Command: fmt.Sprintf("keel settle %s %s --happened|--not-happened|--give-up --reason …", r.ID, o.ID)})
 			}
 		case "wait":

@@ -54,13 +54,13 @@ func TestMCPTokenFromSecretsManagerOnMoto(t *testing.T) {
 	p := keeltest.StartProgram(t, agent, "MCPAGENT_URL="+url, "MCPAGENT_TOKEN_SECRET=keel/mcp-fx", "MCPAGENT_LOG="+log,
 		"AWS_ENDPOINT_URL="+m.URL, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION="+Region)
 	id := p.StartRun(t, "mcp", "go")
-	for range 3 {
+	for range 4 {
 		p.Approve(t, id, p.WaitApproval(t, id))
 	}
 	p.WaitFor(t, id, "completed")
 	applied, err := os.ReadFile(log)
-	if err != nil || strings.Count(string(applied), `"kind":"applied"`) != 2 {
-		t.Errorf("the server's log %s (%v): want set_flag and delete_item applied", applied, err)
+	if err != nil || strings.Count(string(applied), `"kind":"applied"`) != 3 {
+		t.Errorf("the server's log %s (%v): want set_flag, delete_item and delete_record applied", applied, err)
 	}
 	err = filepath.WalkDir(p.DataDir(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -70,6 +70,16 @@ func adviceNotFound(effect, by string) string {
 		"Dispatch sent as the idempotency key, at the destination Dispatch writes to", effect)
 }
 
+// adviceInProcess is for a destination that holds nothing of a run nobody
+// killed: the in-memory stand-in of a scaffold or a test, which the
+// observing process (another process of the program) sees empty.
+func adviceInProcess(effect string) string {
+	return fmt.Sprintf("%s: this destination answers not-found for every operation, even in the unkilled run: it must outlive the process. "+
+		"crashtest asks it from another process of your program after the killed ones ended, so a destination kept in the program's "+
+		"memory (a map, an in-memory fake) is empty there. Point Dispatch and Lookup at a destination outside the process: a sandbox "+
+		"of your service, a database, or files in a directory (pass its address with --env K=V)", effect)
+}
+
 func adviceRejected(effect string) string {
 	return fmt.Sprintf("%s: Dispatch returned keel.Reject although the destination applied the effect: Reject only a definite "+
 		"refusal; any other failure is an unknown outcome (a plain error)", effect)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
@@ -24,6 +25,11 @@ type Expect struct {
 	// OpsPerEffect, when set, is how many operations each effect must
 	// have in a completed run (the unkilled run's).
 	OpsPerEffect map[string]int
+	// Unkilled: the run is played with no kill (the program matrix's
+	// first run), so a destination that holds none of its succeeded
+	// operations lost them with a process that ended normally: it lives
+	// in the program's memory, not outside it.
+	Unkilled bool
 }
 
 // Verdict is the outcome of the invariants on one run.
@@ -112,11 +118,25 @@ func checkPublications(ev Evidence, x Expect, v *Verdict) {
 		v.fail("run completed but the destination holds %d publications, want 1", len(ev.Pubs))
 	}
 
-	// Approval.
-	granted := countType(ev.Events, run.EventApprovalGranted)
+	// Approval of the action; a raise of a limit (keel.raise_limit) is a
+	// decision of its own, not an approval of the publication.
+	raises := map[string]bool{}
+	for _, a := range ev.Approvals {
+		if a.Tool == harness.RaiseLimitTool {
+			raises[a.ApprovalID] = true
+		}
+	}
+	granted := 0
+	for _, e := range ev.Events {
+		if e.Type == run.EventApprovalGranted {
+			if id, _ := eventData(e.Data)["approval_id"].(string); !raises[id] {
+				granted++
+			}
+		}
+	}
 	approved := 0
 	for _, a := range ev.Approvals {
-		if a.Status == run.ApprovalApproved {
+		if a.Status == run.ApprovalApproved && !raises[a.ApprovalID] {
 			approved++
 		}
 	}

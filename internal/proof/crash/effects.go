@@ -27,16 +27,20 @@ type Observation struct {
 
 // EffectCounter observes a run's effects at their destination. It is
 // called once per played run, after every program process has stopped,
-// with the operations Keel recorded; it answers by operation id. The
-// research suite reads its publication server's log instead (Evidence.Pubs).
+// with the run's data directory (the --data-dir of its program processes,
+// which they saw as KEEL_DATA_DIR) and the operations Keel recorded; it
+// answers by operation id. The research suite reads its publication
+// server's log instead (Evidence.Pubs).
 type EffectCounter interface {
-	Observe(ctx context.Context, agent string, ops []run.Operation) (map[string]Observation, error)
+	Observe(ctx context.Context, agent, dataDir string, ops []run.Operation) (map[string]Observation, error)
 }
 
 // ProgramCounter asks the program itself: `PROG crashtest-observe AGENT`
 // reads the operations on stdin and answers each through the effect's own
 // count hook or Lookup — the user's code, in a process that is not the one
-// killed, against the destination named by Env.
+// killed, against the destination named by Env. It runs with
+// KEEL_DATA_DIR set to the run's data directory, as the killed processes
+// did, so a destination kept in files under it is the one they wrote.
 type ProgramCounter struct {
 	Program string
 	Env     []string
@@ -48,13 +52,13 @@ var _ EffectCounter = ProgramCounter{}
 const ObserveCommand = "crashtest-observe"
 
 // Observe implements EffectCounter.
-func (p ProgramCounter) Observe(ctx context.Context, agent string, ops []run.Operation) (map[string]Observation, error) {
+func (p ProgramCounter) Observe(ctx context.Context, agent, dataDir string, ops []run.Operation) (map[string]Observation, error) {
 	in, err := json.Marshal(ops)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, p.Program, ObserveCommand, agent)
-	cmd.Env = append(cleanEnv(), p.Env...)
+	cmd.Env = append(append(cleanEnv(), p.Env...), "KEEL_DATA_DIR="+dataDir)
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -144,12 +148,18 @@ func checkEffects(ev Evidence, x Expect, v *Verdict) {
 	for _, it := range ev.Items {
 		items[it.ID] = it
 	}
+	notFound := adviceNotFound
+	if x.Unkilled && inProcess(ev) {
+		// Not the Lookup's key: the destination itself did not outlive
+		// the program's process.
+		notFound = func(effect, _ string) string { return adviceInProcess(effect) }
+	}
 	perItem := map[string]int{}
 	perTool := map[string]int{}
 	for _, op := range ev.Ops {
 		perItem[op.PlanItemID]++
 		perTool[op.Tool]++
-		checkOperation(op, ev.Observed, v)
+		checkOperation(op, ev.Observed, notFound, v)
 	}
 	for item, n := range perItem {
 		if n > 1 {
@@ -173,6 +183,25 @@ func checkEffects(ev Evidence, x Expect, v *Verdict) {
 	if ev.Run.Status == run.StatusCompleted && x.NoEffect && v.Publications != 0 {
 		v.fail("the destination holds %d effects, want none", v.Publications)
 	}
+}
+
+// inProcess reports whether the destination answered not-found for every
+// operation Keel recorded as succeeded, and there was at least one: in a
+// run nobody killed, the sign of a destination that lived in the memory
+// of the program's process (crashtest asks it from another process).
+func inProcess(ev Evidence) bool {
+	n := 0
+	for _, op := range ev.Ops {
+		o := ev.Observed[op.ID]
+		if op.Status != run.OpSucceeded || o.By == "" || o.Error != "" {
+			continue
+		}
+		if o.Count != 0 {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // checkEffectApprovals: one approval_granted per approved approval, none
@@ -208,8 +237,9 @@ func checkEffectApprovals(ev Evidence, items map[string]run.PlanItem, v *Verdict
 }
 
 // checkOperation holds one operation's recorded outcome to its
-// destination's observation.
-func checkOperation(op run.Operation, observed map[string]Observation, v *Verdict) {
+// destination's observation; notFound is the advice for a succeeded
+// operation the destination does not hold.
+func checkOperation(op run.Operation, observed map[string]Observation, notFound func(effect, by string) string, v *Verdict) {
 	o, ok := observed[op.ID]
 	if !ok {
 		v.fail("operation %s (%s): no observation from the destination", op.ID, op.Tool)
@@ -244,7 +274,7 @@ func checkOperation(op run.Operation, observed map[string]Observation, v *Verdic
 		if o.Count == 0 {
 			v.OpsTruth = false
 			v.fail("operation %s (%s) is recorded succeeded but the destination does not hold it", op.ID, op.Tool)
-			v.advise(adviceNotFound(op.Tool, o.By))
+			v.advise(notFound(op.Tool, o.By))
 		} else if o.ExternalID != "" && op.ExternalID != o.ExternalID {
 			v.OpsTruth = false
 			v.fail("operation %s (%s) records external id %s, the destination says %s", op.ID, op.Tool, op.ExternalID, o.ExternalID)

@@ -76,7 +76,7 @@ func ProgramMatrix(ctx context.Context, cfg Config, opt ProgramOptions) ProgramR
 	statuses := allowed(run.StatusCompleted, run.StatusNeedsHuman)
 	base := Play(ctx, cfg, &Scenario{Name: "unkilled (counts hits)",
 		Incarnations: []Incarnation{{Fault: faults.CountAll}},
-		Expect:       Expect{Statuses: statuses}})
+		Expect:       Expect{Statuses: statuses, Unkilled: true}})
 	rep.Baseline, rep.Hits = base, base.Hits
 	if rep.Hits == nil {
 		rep.Hits = map[string]int{}

@@ -332,7 +332,7 @@ func (n *node) finish(ctx context.Context, st *driveState) (Evidence, error) {
 	}
 	if n.cfg.Counter != nil {
 		var err error
-		if ev.Observed, err = n.cfg.Counter.Observe(ctx, n.cfg.agent(), ev.Ops); err != nil {
+		if ev.Observed, err = n.cfg.Counter.Observe(ctx, n.cfg.agent(), n.data, ev.Ops); err != nil {
 			return ev, fmt.Errorf("observing the destination: %w", err)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,15 @@ func TestApprovalAcrossVersions(t *testing.T) {
 			}
 			if again := w.preview(tc.v2); again != out {
 				t.Fatalf("a second preview differs: it changed something\n%s\n---\n%s", out, again)
+			}
+			// --strict, for a deploy script: exit 1 exactly when a run
+			// would stop for a person.
+			strict := exec.Command(w.bins[tc.v2], "upgrade-check", "--strict", "--data-dir", w.data)
+			strict.Env = w.env()
+			sout, serr := strict.CombinedOutput()
+			if stops := slices.Contains(tc.preview, "stop for a person"); (serr != nil) != stops ||
+				stops && !strings.Contains(string(sout), "--strict: 1 run(s) would stop for a person: "+r.RunID) {
+				t.Fatalf("upgrade-check --strict: %v, want failing %v\n%s", serr, stops, sout)
 			}
 
 			v2 := w.start(ctx, tc.v2)

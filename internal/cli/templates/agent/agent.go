@@ -2,10 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/keelrun/keel"
 )
@@ -91,7 +99,12 @@ type emailArgs struct {
 
 // Email is one email the outbox sent.
 type Email struct {
-	ID, OperationID, To, Subject, Body string
+	ID          string    `json:"id"`
+	OperationID string    `json:"operation_id"`
+	To          string    `json:"to"`
+	Subject     string    `json:"subject"`
+	Body        string    `json:"body"`
+	SentAt      time.Time `json:"sent_at"`
 }
 
 // Outbox stands for the destination of the effect: an email service that
@@ -103,53 +116,117 @@ type Email struct {
 // send it again with the same key (IdempotentByKey), ask first
 // (LookupByKey), or hand the run to a person (keel.PromisesNothing).
 //
-// This one keeps its emails in the memory of its process, keyed by
-// operation id: a second Send with the same id sends nothing and answers
-// the first email.
+// This one is a directory with one file per email, named by operation id.
+// Like a real service it lives outside the program's process: an email
+// sent just before a crash is still there for the next process to find,
+// and for `crashtest`, which asks it from a process of its own. (A map in
+// memory would not do: every new process would see it empty.) A second
+// Send with the same id sends nothing and answers the first email.
 type Outbox struct {
-	mu    sync.Mutex
-	byOp  map[string]Email
-	order []string
+	dir string
 }
 
-// NewOutbox returns an empty outbox.
-func NewOutbox() *Outbox { return &Outbox{byOp: map[string]Email{}} }
+// NewOutbox returns the outbox kept in dir, creating it if need be.
+func NewOutbox(dir string) (*Outbox, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	return &Outbox{dir: dir}, nil
+}
 
 // Send sends the email once per operation id. Keel calls it only after a
 // person approved these exact arguments and the intent is durably
 // recorded.
-func (o *Outbox) Send(_ context.Context, operationID string, a emailArgs) (keel.Outcome, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e, ok := o.byOp[operationID]; ok {
-		return keel.Outcome{ExternalID: e.ID}, nil
+func (o *Outbox) Send(ctx context.Context, operationID string, a emailArgs) (keel.Outcome, error) {
+	if out, found, err := o.Lookup(ctx, operationID); err != nil || found {
+		return out, err
 	}
 	if !strings.Contains(a.To, "@") {
 		// A definite refusal: nothing was sent, and sending again would
 		// not change that.
 		return keel.Outcome{}, keel.Reject("%q is not an email address", a.To)
 	}
-	e := Email{ID: fmt.Sprintf("msg_%d", len(o.order)+1), OperationID: operationID, To: a.To, Subject: a.Subject, Body: a.Body}
-	o.byOp[operationID] = e
-	o.order = append(o.order, operationID)
-	return keel.Outcome{ExternalID: e.ID}, nil
+	sum := sha256.Sum256([]byte(operationID))
+	e := Email{ID: "msg_" + hex.EncodeToString(sum[:6]), OperationID: operationID, To: a.To, Subject: a.Subject, Body: a.Body, SentAt: time.Now().UTC()}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return keel.Outcome{}, err
+	}
+	// Written aside, then linked under the operation id: the link fails
+	// if the email exists, so of two sends of one id only one is kept.
+	tmp, err := os.CreateTemp(o.dir, ".sending-*")
+	if err != nil {
+		return keel.Outcome{}, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return keel.Outcome{}, err
+	}
+	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {
+		return keel.Outcome{}, err
+	}
+	path, err := o.path(operationID)
+	if err != nil {
+		return keel.Outcome{}, err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return keel.Outcome{}, err
+	}
+	out, _, err := o.Lookup(ctx, operationID)
+	return out, err
 }
 
 // Lookup says whether the email of operationID was sent.
 func (o *Outbox) Lookup(_ context.Context, operationID string) (keel.Outcome, bool, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	e, ok := o.byOp[operationID]
-	return keel.Outcome{ExternalID: e.ID}, ok, nil
+	path, err := o.path(operationID)
+	if err != nil {
+		return keel.Outcome{}, false, err
+	}
+	e, err := readEmail(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return keel.Outcome{}, false, nil
+	}
+	if err != nil {
+		return keel.Outcome{}, false, err
+	}
+	return keel.Outcome{ExternalID: e.ID}, true, nil
 }
 
-// Sent returns the emails sent, in order.
-func (o *Outbox) Sent() []Email {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make([]Email, 0, len(o.order))
-	for _, id := range o.order {
-		out = append(out, o.byOp[id])
+// Sent returns the emails sent, oldest first.
+func (o *Outbox) Sent() ([]Email, error) {
+	names, err := filepath.Glob(filepath.Join(o.dir, "*.json"))
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := make([]Email, 0, len(names))
+	for _, n := range names {
+		e, err := readEmail(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Email) int { return a.SentAt.Compare(b.SentAt) })
+	return out, nil
+}
+
+// path is the file of operationID's email.
+func (o *Outbox) path(operationID string) (string, error) {
+	if operationID == "" || strings.ContainsAny(operationID, `/\`) || strings.HasPrefix(operationID, ".") {
+		return "", fmt.Errorf("outbox: operation id %q cannot name a file", operationID)
+	}
+	return filepath.Join(o.dir, operationID+".json"), nil
+}
+
+func readEmail(path string) (Email, error) {
+	var e Email
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("outbox: %s: %w", path, err)
+	}
+	return e, nil
 }

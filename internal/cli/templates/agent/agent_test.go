@@ -12,7 +12,10 @@ import (
 // state machine, the operation protocol), approves the email exactly as
 // it was proposed, and checks that it was sent once and recorded once.
 func TestAgent(t *testing.T) {
-	outbox := NewOutbox()
+	outbox, err := NewOutbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	k := keeltest.Start(t, newAgent(sampleOrders(), outbox))
 
 	id := k.StartRun(t, agentName, "Where is my order ord_1001?")
@@ -26,8 +29,8 @@ func TestAgent(t *testing.T) {
 		t.Errorf("output %q does not name the customer", r.Output)
 	}
 
-	if sent := outbox.Sent(); len(sent) != 1 || sent[0].To != "ada@example.com" {
-		t.Errorf("outbox sent %+v, want one email to ada@example.com", sent)
+	if sent, err := outbox.Sent(); err != nil || len(sent) != 1 || sent[0].To != "ada@example.com" {
+		t.Errorf("outbox sent %+v (%v), want one email to ada@example.com", sent, err)
 	}
 	events := k.Events(t, id)
 	for _, typ := range []string{"op_intent", "op_succeeded"} {
@@ -38,23 +41,32 @@ func TestAgent(t *testing.T) {
 }
 
 // TestOutboxIdempotent checks the promise the effect declares: the same
-// operation id sends once, and Lookup finds it.
+// operation id sends once, and Lookup finds it, also from another Outbox
+// on the same directory (another process, after a crash).
 func TestOutboxIdempotent(t *testing.T) {
 	ctx := context.Background()
-	o := NewOutbox()
+	dir := t.TempDir()
+	o, err := NewOutbox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := emailArgs{To: "ada@example.com", Subject: "Hello", Body: "Hi."}
 	first, err := o.Send(ctx, "op_1", a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := o.Send(ctx, "op_1", a)
+	restarted, err := NewOutbox(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ExternalID != first.ExternalID || len(o.Sent()) != 1 {
-		t.Errorf("second send answered %+v (first %+v), %d emails sent; want the first email, 1 sent", again, first, len(o.Sent()))
+	again, err := restarted.Send(ctx, "op_1", a)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, found, err := o.Lookup(ctx, "op_1"); err != nil || !found || got.ExternalID != first.ExternalID {
+	if sent, err := o.Sent(); err != nil || again.ExternalID != first.ExternalID || len(sent) != 1 {
+		t.Errorf("second send answered %+v (first %+v), sent %+v (%v); want the first email, 1 sent", again, first, sent, err)
+	}
+	if got, found, err := restarted.Lookup(ctx, "op_1"); err != nil || !found || got.ExternalID != first.ExternalID {
 		t.Errorf("Lookup(op_1) = %+v, %v, %v; want %+v, true", got, found, err, first)
 	}
 	if _, found, _ := o.Lookup(ctx, "op_2"); found {

@@ -6,8 +6,14 @@
 //	NOTES_PROMISE  idempotent (keel.IdempotentByKey) or none
 //	               (keel.PromisesNothing)
 //	NOTES_COUNT    when set, a Count hook: GET NOTES_URL/count?key=ID
+//	NOTES_PROMISE=memory
+//	               no NOTES_URL: the notes live in a map in the
+//	               program's memory, keyed by operation id, with a
+//	               Lookup (keel.IdempotentByKey | keel.LookupByKey) — the
+//	               in-process destination crashtest must name as such
 //
-// It has no Lookup. The test's destination decides whether keys are kept.
+// Otherwise it has no Lookup. The test's destination decides whether keys
+// are kept.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/keelrun/keel"
 )
@@ -53,8 +60,10 @@ func main() {
 		spec.Promises = keel.IdempotentByKey
 	case "none":
 		spec.Promises = keel.PromisesNothing
+	case "memory":
+		spec = memoryNotes()
 	default:
-		fmt.Fprintf(os.Stderr, "notes: NOTES_PROMISE %q: want idempotent or none\n", p)
+		fmt.Fprintf(os.Stderr, "notes: NOTES_PROMISE %q: want idempotent, none or memory\n", p)
 		os.Exit(2)
 	}
 	if os.Getenv("NOTES_COUNT") != "" {
@@ -75,4 +84,27 @@ func main() {
 	}
 	keel.Main(keel.Agent{Name: "notes", Instructions: "Post the note.", Model: keel.ScriptedModel([]byte(script)),
 		Tools: []keel.Tool{keel.Effect("post_note", "Post a note. A person approves it.", spec)}})
+}
+
+// memoryNotes keeps its notes in a map of this process: what a scaffold's
+// stand-in for a destination looks like before it is made to outlive the
+// process.
+func memoryNotes() keel.EffectSpec[noteArgs] {
+	var mu sync.Mutex
+	notes := map[string]string{}
+	return keel.EffectSpec[noteArgs]{
+		Dispatch: func(_ context.Context, opID string, _ noteArgs) (keel.Outcome, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			notes[opID] = "note_" + opID
+			return keel.Outcome{ExternalID: notes[opID]}, nil
+		},
+		Lookup: func(_ context.Context, opID string) (keel.Outcome, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			id, ok := notes[opID]
+			return keel.Outcome{ExternalID: id}, ok, nil
+		},
+		Promises: keel.IdempotentByKey | keel.LookupByKey,
+	}
 }

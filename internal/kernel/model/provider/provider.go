@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,7 +99,12 @@ func New(ctx context.Context, spec string, s Settings, deps Deps) (model.Model, 
 	case "bedrock":
 		st, err = newBedrock(sp, s, deps)
 	default:
-		return nil, fmt.Errorf("model spec %q: unknown provider %q", spec, sp.Provider)
+		known := []string{"anthropic", "bedrock", "openai"}
+		for name := range deps.Factories {
+			known = append(known, name)
+		}
+		slices.Sort(known)
+		return nil, fmt.Errorf("model spec %q: unknown provider %q (want one of: %s)", spec, sp.Provider, strings.Join(slices.Compact(known), ", "))
 	}
 	if err != nil {
 		return nil, err

@@ -250,7 +250,7 @@ func TestFactoryAndErrors(t *testing.T) {
 		want string
 	}{
 		{"empty spec", "", provider.Settings{}, "want provider:model"},
-		{"unknown provider", "gemini:pro", provider.Settings{OpenAIAPIKey: key}, `unknown provider "gemini"`},
+		{"unknown provider", "gemini:pro", provider.Settings{OpenAIAPIKey: key}, `unknown provider "gemini" (want one of: anthropic, bedrock, openai, scripted)`},
 		{"no key", "anthropic:claude-sonnet-4-5", provider.Settings{OpenAIAPIKey: key}, "set ANTHROPIC_API_KEY or KEEL_ANTHROPIC_SECRET_ARN"},
 		{"no openai key", "openai:gpt-4.1", provider.Settings{AnthropicAPIKey: key}, "set OPENAI_API_KEY or KEEL_OPENAI_SECRET_ARN"},
 		{"arn without client", "openai:gpt-4.1", provider.Settings{OpenAISecretARN: "arn:x", OpenAIAPIKey: key}, "no Secrets Manager client"},
