@@ -2,7 +2,6 @@ package crash
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,10 +174,4 @@ func decisionStatus(decision string) run.ApprovalStatus {
 		return run.ApprovalDenied
 	}
 	return run.ApprovalApproved
-}
-
-// mustJSON is v as JSON, for messages.
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

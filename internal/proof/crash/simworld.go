@@ -234,16 +234,3 @@ func (w *simWorld) live() []*simRun {
 
 // alive reports whether the keel dev of the world serves (not killed).
 func (w *simWorld) alive() bool { return w.n.keel != nil && !w.n.keel.done() && w.n.c != nil }
-
-// answerLost reports whether err is the loss of an answer: keel dev
-// died under the request, or the connection failed.
-func (w *simWorld) answerLost(err error) bool {
-	if err == nil {
-		return false
-	}
-	if !w.alive() {
-		return true
-	}
-	var ae *api.Error
-	return !errors.As(err, &ae) || ae.Status >= 500
-}
