@@ -278,7 +278,25 @@ CRASH_FLAGS ?=
 MOTO_PYTHON ?= python3
 SOAK_FLAGS = $(if $(KILL_MS),-kill-ms $(KILL_MS)) $(if $(CONTRACT),-contract $(CONTRACT)) $(if $(LEASE),-lease $(LEASE))
 
-.PHONY: crash soak soak-dynamo crash-bins
+# sim: the simulator (issue 40): seeded random interleavings of every
+# channel (create with and without keys, decide via the API, a one-time
+# link and MCP, raise and stop, settle, cancel, input under each policy,
+# fork, restarts) over a pool of runs, with SIGKILLs of keel dev at random
+# moments, racing decisions and at fault points; safety after every step,
+# liveness (each waiting run's named next command, executed, is accepted
+# and moves the run) at every quiesce. ACTIONS steps and KILLS kills at
+# least (defaults: the long run, 20000 and 1000); SEED (0: the clock);
+# STORE=dynamo runs it on moto (every request serialized) with LEASE
+# short (default there) or default; on sqlite LEASE defaults to keel dev's
+# own. A failing simulation prints its script; replay it with
+# `bin/crash -keel bin/keel -pubserver bin/pubserver -replay FILE sim`.
+# `make test` plays a short one (TestSimulator).
+ACTIONS ?= 20000
+KILLS ?= 1000
+SEED ?= 0
+SIM_STORE_FLAGS = $(if $(filter dynamo,$(STORE)),-store dynamo -moto $(MOTO_PYTHON),-store $(STORE))
+
+.PHONY: crash soak soak-dynamo crash-bins sim
 crash-bins:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/keel ./cmd/keel
@@ -294,6 +312,10 @@ soak: crash-bins
 soak-dynamo: crash-bins
 	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver -parallel $(PARALLEL) -n $(call CLI_N,30) -store dynamo \
 		-moto $(MOTO_PYTHON) -kill-ms $(or $(KILL_MS),15:250) -contract $(or $(CONTRACT),mixed) -lease $(or $(LEASE),short) $(CRASH_FLAGS) soak
+
+sim: crash-bins
+	$(BIN)/crash -keel $(BIN)/keel -pubserver $(BIN)/pubserver $(SIM_STORE_FLAGS) $(if $(LEASE),-lease $(LEASE)) \
+		-seed $(SEED) -actions $(ACTIONS) -kills $(KILLS) $(CRASH_FLAGS) sim
 
 # crashtest: `keel crashtest` on both examples at every hit of every fault
 # point (make test plays each point's first hit): the research agent of the

@@ -2,8 +2,12 @@
 //
 //	crash [flags] matrix     every fault point and scenario, one row each
 //	crash [flags] soak       N randomized runs killed at random moments
+//	crash [flags] sim        the simulator: random interleavings of every
+//	                         channel over many runs, SIGKILLs, safety and
+//	                         liveness after every step (-replay FILE plays
+//	                         a failing simulation's script again)
 //
-// `make crash`, `make soak N=…` and `make soak-dynamo` (the soak on the
+// `make crash`, `make soak N=…`, `make sim` and `make soak-dynamo` (the soak on the
 // DynamoDB store, moto serialized) build bin/keel and bin/pubserver and
 // run it. The exit status is 1 when any invariant broke, 2 on a usage
 // error.
@@ -40,7 +44,9 @@ func main() {
 // options are the command line.
 type options struct {
 	keel, pub, script, store, lease, contract, only, dir, moto string
-	parallel, n                                                int
+	parallel, n, actions, kills, episode, pool                 int
+	replay                                                     string
+	verbose                                                    bool
 	seed                                                       uint64
 	task, keep                                                 bool
 	killMin, killMax                                           time.Duration
@@ -61,17 +67,23 @@ func parseFlags() (options, bool) {
 	killMS := flag.String("kill-ms", "0:200", "soak: the suite's random-delay kills land MIN:MAX milliseconds (uniform) after keel dev serves")
 	flag.IntVar(&o.parallel, "parallel", 3, "scenarios played at once")
 	flag.IntVar(&o.n, "n", 100, "soak: number of runs")
-	flag.Uint64Var(&o.seed, "seed", 0, "soak: random seed (0: from the clock)")
+	flag.Uint64Var(&o.seed, "seed", 0, "soak and sim: random seed (0: from the clock)")
+	flag.IntVar(&o.actions, "actions", 2000, "sim: the budget of steps")
+	flag.IntVar(&o.kills, "kills", 100, "sim: the budget of keel dev SIGKILLs (steps are drawn until both budgets are spent)")
+	flag.IntVar(&o.episode, "episode", 150, "sim: steps played in one world (one destination contract, one data directory) before it is checked and replaced")
+	flag.IntVar(&o.pool, "pool", 6, "sim: live runs a world keeps at most")
+	flag.StringVar(&o.replay, "replay", "", "sim: play this script (written by a failing simulation) instead of drawing one")
+	flag.BoolVar(&o.verbose, "v", false, "sim: print every step and what it did")
 	flag.StringVar(&o.only, "only", "", "matrix: only rows whose name matches this regexp")
 	flag.BoolVar(&o.task, "task", true, "matrix: include the rows that kill the long-running task child (over two minutes each, run in parallel)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the directories of passing scenarios too")
 	flag.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary one)")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: crash [flags] matrix|soak\n")
+		fmt.Fprintf(os.Stderr, "usage: crash [flags] matrix|soak|sim\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 || (flag.Arg(0) != "matrix" && flag.Arg(0) != "soak") {
+	if flag.NArg() != 1 || !slices.Contains([]string{"matrix", "soak", "sim"}, flag.Arg(0)) {
 		flag.Usage()
 		return o, false
 	}
@@ -86,6 +98,9 @@ func parseFlags() (options, bool) {
 	}
 	if err == nil && !slices.Contains(crash.Contracts, o.contract) {
 		err = fmt.Errorf("-contract %q: want one of %s", o.contract, strings.Join(crash.Contracts, ", "))
+	}
+	if err == nil && (o.actions <= 0 || o.kills < 0 || o.episode <= 0 || o.pool <= 0) {
+		err = errors.New("-actions, -episode and -pool must be positive, -kills not negative")
 	}
 	if err == nil && o.moto != "" && o.store != "dynamo" {
 		err = errors.New("-moto serves the dynamo store: add -store dynamo")
@@ -117,7 +132,12 @@ func run() int {
 	if !ok {
 		return 2
 	}
-	if o.dir == "" {
+	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "crash: -dir:", err)
+			return 2
+		}
+	} else {
 		d, err := os.MkdirTemp("", "keel-crash-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "crash:", err)
@@ -189,6 +209,8 @@ func play(ctx context.Context, cfg crash.Config, o options, where string) int {
 		if sum.Violations > 0 || sum.Runs < o.n {
 			return 1
 		}
+	case "sim":
+		return simulate(ctx, cfg, o, where)
 	}
 	return 0
 }
@@ -236,4 +258,40 @@ func awsEndpoint(ctx context.Context, python, dir string) (*crash.AWS, error) {
 	}
 	cfg.BaseEndpoint = aws.String(endpoint)
 	return crash.ExternalAWS(cfg, endpoint), nil
+}
+
+// simulate runs the simulator (or replays a script) and returns the exit
+// status.
+func simulate(ctx context.Context, cfg crash.Config, o options, where string) int {
+	opt := crash.SimOptions{Seed: o.seed, Actions: o.actions, Kills: o.kills, Episode: o.episode, Pool: o.pool}
+	if opt.Seed == 0 {
+		opt.Seed = uint64(time.Now().UnixNano())
+	}
+	if o.replay != "" {
+		f, err := os.Open(o.replay)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crash: -replay:", err)
+			return 2
+		}
+		opt.Replay, err = crash.ReadScript(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crash: -replay:", err)
+			return 2
+		}
+	}
+	if o.verbose {
+		opt.Log = os.Stderr
+	}
+	what := fmt.Sprintf("seed %d, %d steps and %d kills at least", opt.Seed, opt.Actions, opt.Kills)
+	if o.replay != "" {
+		what = fmt.Sprintf("replaying %s (%d steps)", o.replay, len(opt.Replay))
+	}
+	fmt.Fprintf(os.Stderr, "crash sim: %s on %s, %d runs a world, %d steps a world (scratch %s)\n", what, where, opt.Pool, opt.Episode, o.dir)
+	sum := crash.Sim(ctx, cfg, opt)
+	crash.PrintSim(os.Stdout, sum)
+	if !sum.Pass() {
+		return 1
+	}
+	return 0
 }

@@ -39,6 +39,19 @@
 // cannot confirm, a model stream cut inside a tool call's arguments, faults
 // inside the long-running task child). Soak plays N randomized runs.
 //
+// Sim is the simulator of issue 40 (sim*.go): a seeded script of random
+// steps over a pool of runs in one world at a time — create with and
+// without Idempotency-Key (and a key repeated), decide through the API, a
+// one-time link (read from a webhook the simulator serves) and MCP,
+// raise and stop, settle, cancel, input under each policy, fork, restarts,
+// SIGKILLs at random moments, racing a decision, and at fault points
+// (the harness's and before_wake) — with safety checked after every step
+// (nothing twice at the destination, every decision keel accepted stands,
+// no run ended over an unsettled operation, needs_human left only by a
+// person) and liveness at every quiesce (each run not ended is moved by
+// keel, or its person's command named by its records is accepted and
+// moves it). A failing simulation writes its script for Sim's Replay.
+//
 // The suite can fail: built with `-tags keel_skip_reconcile`, keel skips
 // reconciliation, and the after_dispatch row reports a duplicate
 // publication (TestBrokenBuildIsCaught).

@@ -1,0 +1,146 @@
+package crash
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/keelrun/keel/internal/kernel/run"
+)
+
+// finalRounds bounds the rounds of next moves a world's end plays to
+// bring every run to its end (a research run needs at most a raise, an
+// approval and a settle or two).
+const finalRounds = 8
+
+// endWorld brings every run of the world to its end by playing next
+// moves, then stops keel dev and holds each run's records — read from
+// the store, not the API — to the destination's log: the log tells each
+// operation's story, and each operation's status is the destination's
+// truth.
+func (s *sim) endWorld(ctx context.Context) error {
+	w := s.w
+	defer func() { s.w = nil }()
+	for range finalRounds {
+		if _, err := s.quiesce(ctx, true); err != nil {
+			w.close()
+			return err
+		}
+		if err := w.ensure(ctx); err != nil {
+			w.close()
+			return err
+		}
+		if err := s.safety(ctx); err != nil {
+			w.close()
+			return err
+		}
+		open := 0
+		for _, r := range w.live() {
+			if !r.abandoned {
+				open++
+			}
+		}
+		if open == 0 {
+			break
+		}
+	}
+	for _, r := range w.live() {
+		if !r.abandoned {
+			s.livenessFail(r, "NOT ENDED: after %d rounds of next moves the run is %s", finalRounds, r.status)
+		}
+	}
+	evs := map[*simRun]*Evidence{}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, r := range w.runs {
+		ev := &Evidence{}
+		if err := w.n.collectAPI(cctx, r.id, ev); err != nil {
+			w.close()
+			return fmt.Errorf("world's end: run %s: %w", r.id, err)
+		}
+		evs[r] = ev
+	}
+	w.n.keel.stop()
+	pubs, err := readPublications(w.n.pubLog)
+	if err != nil {
+		w.close()
+		return err
+	}
+	st, err := w.n.records(ctx)
+	if err != nil {
+		w.close()
+		return err
+	}
+	known := map[string]bool{}
+	for r, ev := range evs {
+		if ev.Ops, err = st.ListOperations(ctx, r.id, false); err != nil {
+			st.Close()
+			w.close()
+			return fmt.Errorf("operations of %s: %w", r.id, err)
+		}
+		for _, op := range ev.Ops {
+			known[op.ID] = true
+		}
+	}
+	st.Close()
+	for r, ev := range evs {
+		var v Verdict
+		checkLog(*ev, &v)
+		checkTruth(*ev, pubs, &v)
+		for _, msg := range v.Violations {
+			s.safetyFail(r, "at the world's end: %s", msg)
+		}
+	}
+	for _, p := range pubs {
+		if !known[p.OperationID] {
+			s.safetyFail(nil, "at the world's end: the destination holds publication %s for operation %q, which Keel never recorded", p.ID, p.OperationID)
+		}
+	}
+	s.sum.Kills += w.kills
+	s.sum.Runs += len(w.runs)
+	s.sum.Publications += len(pubs)
+	fmt.Fprintf(s.log, "world %d ended: %d runs, %d publications, %d kills, %d keel dev starts\n", s.worlds, len(w.runs), len(pubs), w.kills, w.restarts)
+	w.close()
+	if !w.failed && !s.cfg.Keep {
+		_ = os.RemoveAll(w.n.dir)
+		if w.n.table != "" {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			_ = s.cfg.AWS.dropWorld(dctx, w.n.table, w.n.bucket)
+			cancel()
+		}
+	} else {
+		fmt.Fprintf(s.log, "world kept in %s\n", w.n.dir)
+	}
+	return nil
+}
+
+// checkTruth holds a run's operations to the destination's log: a
+// succeeded operation's publication is there under its id (and Keel
+// records its id), a failed one's is not, and a run that ended left none
+// pending.
+func checkTruth(ev Evidence, pubs []Publication, v *Verdict) {
+	byOp := map[string][]Publication{}
+	for _, p := range pubs {
+		byOp[p.OperationID] = append(byOp[p.OperationID], p)
+	}
+	for _, op := range ev.Ops {
+		at := byOp[op.ID]
+		switch op.Status {
+		case run.OpSucceeded:
+			if len(at) == 0 {
+				v.fail("operation %s is succeeded but the destination has no publication for it", op.ID)
+			} else if op.ExternalID != at[0].ID {
+				v.fail("operation %s records external id %s, the destination's publication is %s", op.ID, op.ExternalID, at[0].ID)
+			}
+		case run.OpFailed:
+			if len(at) != 0 {
+				v.fail("operation %s is failed but the destination holds %d publications for it", op.ID, len(at))
+			}
+		case run.OpPending:
+			if ended(ev.Run.Status) {
+				v.fail("operation %s left pending by a %s run", op.ID, ev.Run.Status)
+			}
+		}
+	}
+}
