@@ -33,17 +33,7 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		// A cancel that arrived during the model call that proposed this
-		// action stops it before a person is asked: cancellation stops
-		// new calls, and an approval asked after it would wait for a
-		// decision on an action its person asked to cancel.
-		sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
-		if err != nil {
-			return false, Decision{}, true, &RetryableError{Err: err}
-		}
-		if sig.CancelRequested {
-			s.run.CancelRequested = true
-			d, err := s.cancel(ctx)
+		if d, stop, err := s.cancelBeforeAsking(ctx); stop || err != nil {
 			return false, d, true, err
 		}
 		ap = run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, PlanItemID: it.ID, Tool: it.Tool, Mode: mode,
@@ -89,6 +79,25 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		s.finishItem(it, run.PlanDenied, tool.Result{Content: msg}, true)
 		return false, Decision{}, false, nil
 	}
+}
+
+// cancelBeforeAsking ends the run cancelled when a cancel arrived since
+// the Step last read the run (during the model call that proposed the
+// action, or the check that paused it at a limit): cancellation stops new
+// calls, and an approval asked after it would wait for a person's
+// decision on an action they asked to cancel. Every new approval is
+// asked through here.
+func (s *step) cancelBeforeAsking(ctx context.Context) (Decision, bool, error) {
+	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+	if err != nil {
+		return Decision{}, true, &RetryableError{Err: err}
+	}
+	if !sig.CancelRequested {
+		return Decision{}, false, nil
+	}
+	s.run.CancelRequested = true
+	d, err := s.cancel(ctx)
+	return d, true, err
 }
 
 func (s *step) approvalDecision(apID string) Decision {

@@ -85,6 +85,9 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		if d, stop, err := s.cancelBeforeAsking(ctx); stop || err != nil {
+			return d, err
+		}
 		return s.askRaise(ctx, apID, args)
 	case err != nil:
 		return Decision{}, &RetryableError{Err: err}
