@@ -170,50 +170,7 @@ func drawSteps(o SimOptions) []SimStep {
 			x -= k.w
 		}
 		s := SimStep{Kind: kind, Pick: rng.IntN(1 << 16)}
-		switch kind {
-		case stepCreate:
-			s.Arg = []string{"new", "new", "none", "repeat"}[rng.IntN(4)]
-			s.Arg2 = []string{"queue", "reject", "interrupt", "rollback"}[rng.IntN(4)]
-			if rng.IntN(3) == 0 {
-				s.Arg2 += "+tight"
-			}
-		case stepDecide:
-			s.Arg = []string{"api", "link", "mcp"}[rng.IntN(3)]
-			s.Arg2 = "approve"
-			if rng.IntN(6) == 0 {
-				s.Arg2 = "deny"
-			}
-		case stepLimit:
-			s.Arg = "raise"
-			if rng.IntN(5) == 0 {
-				s.Arg = "stop"
-			}
-		case stepSettle:
-			s.Arg = []string{"api", "mcp"}[rng.IntN(2)]
-			s.Arg2 = "truth"
-			if rng.IntN(4) == 0 {
-				s.Arg2 = "give_up"
-			}
-		case stepFork:
-			s.Arg = fmt.Sprint(rng.IntN(64))
-		case stepWait:
-			s.Wait = time.Duration(10+rng.IntN(290)) * time.Millisecond
-		case stepFault:
-			p := points[rng.IntN(len(points))]
-			if rng.IntN(5) < 2 {
-				p = "before_wake"
-			}
-			s.Arg = fmt.Sprintf("%s:%d", p, 1+rng.IntN(simPoints[p]))
-		}
-		// A kill racing the request: most land within the few
-		// milliseconds a decision takes to commit, some later.
-		if (kind == stepDecide || kind == stepLimit || kind == stepSettle) && rng.IntN(5) == 0 {
-			if rng.IntN(2) == 0 {
-				s.Kill = time.Duration(rng.Int64N(int64(5*time.Millisecond))) + time.Microsecond
-			} else {
-				s.Kill = time.Duration(rng.Int64N(int64(30*time.Millisecond))) + time.Microsecond
-			}
-		}
+		drawArgs(rng, &s, points)
 		// Kills the budget can count on: fault points may not be reached.
 		if kind == stepKill || kind == stepFault || s.Kill > 0 {
 			kills++
@@ -225,4 +182,53 @@ func drawSteps(o SimOptions) []SimStep {
 		steps[i].N = i + 1
 	}
 	return steps
+}
+
+// drawArgs draws the arguments of step s of its kind, and whether a kill
+// races its request, in the order the script's seed fixes.
+func drawArgs(rng *rand.Rand, s *SimStep, points []string) {
+	switch s.Kind {
+	case stepCreate:
+		s.Arg = []string{"new", "new", "none", "repeat"}[rng.IntN(4)]
+		s.Arg2 = []string{"queue", "reject", "interrupt", "rollback"}[rng.IntN(4)]
+		if rng.IntN(3) == 0 {
+			s.Arg2 += "+tight"
+		}
+	case stepDecide:
+		s.Arg = []string{"api", "link", "mcp"}[rng.IntN(3)]
+		s.Arg2 = "approve"
+		if rng.IntN(6) == 0 {
+			s.Arg2 = "deny"
+		}
+	case stepLimit:
+		s.Arg = "raise"
+		if rng.IntN(5) == 0 {
+			s.Arg = "stop"
+		}
+	case stepSettle:
+		s.Arg = []string{"api", "mcp"}[rng.IntN(2)]
+		s.Arg2 = "truth"
+		if rng.IntN(4) == 0 {
+			s.Arg2 = "give_up"
+		}
+	case stepFork:
+		s.Arg = fmt.Sprint(rng.IntN(64))
+	case stepWait:
+		s.Wait = time.Duration(10+rng.IntN(290)) * time.Millisecond
+	case stepFault:
+		p := points[rng.IntN(len(points))]
+		if rng.IntN(5) < 2 {
+			p = "before_wake"
+		}
+		s.Arg = fmt.Sprintf("%s:%d", p, 1+rng.IntN(simPoints[p]))
+	}
+	// A kill racing the request: most land within the few
+	// milliseconds a decision takes to commit, some later.
+	if (s.Kind == stepDecide || s.Kind == stepLimit || s.Kind == stepSettle) && rng.IntN(5) == 0 {
+		if rng.IntN(2) == 0 {
+			s.Kill = time.Duration(rng.Int64N(int64(5*time.Millisecond))) + time.Microsecond
+		} else {
+			s.Kill = time.Duration(rng.Int64N(int64(30*time.Millisecond))) + time.Microsecond
+		}
+	}
 }

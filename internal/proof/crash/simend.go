@@ -22,17 +22,44 @@ const finalRounds = 8
 func (s *sim) endWorld(ctx context.Context) error {
 	w := s.w
 	defer func() { s.w = nil }()
+	if err := s.playOut(ctx, w); err != nil {
+		w.close()
+		return err
+	}
+	pubs, err := s.checkWorld(ctx, w)
+	if err != nil {
+		w.close()
+		return err
+	}
+	s.sum.Kills += w.kills
+	s.sum.Runs += len(w.runs)
+	s.sum.Publications += len(pubs)
+	fmt.Fprintf(s.log, "world %d ended: %d runs, %d publications, %d kills, %d keel dev starts\n", s.worlds, len(w.runs), len(pubs), w.kills, w.restarts)
+	w.close()
+	if !w.failed && !s.cfg.Keep {
+		_ = os.RemoveAll(w.n.dir)
+		if w.n.table != "" {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			_ = s.cfg.AWS.dropWorld(dctx, w.n.table, w.n.bucket)
+			cancel()
+		}
+	} else {
+		fmt.Fprintf(s.log, "world kept in %s\n", w.n.dir)
+	}
+	return nil
+}
+
+// playOut plays next moves until every run of w ended (finalRounds at
+// most); a run still open after them is a liveness violation.
+func (s *sim) playOut(ctx context.Context, w *simWorld) error {
 	for range finalRounds {
 		if _, err := s.quiesce(ctx, true); err != nil {
-			w.close()
 			return err
 		}
 		if err := w.ensure(ctx); err != nil {
-			w.close()
 			return err
 		}
 		if err := s.safety(ctx); err != nil {
-			w.close()
 			return err
 		}
 		open := 0
@@ -50,34 +77,36 @@ func (s *sim) endWorld(ctx context.Context) error {
 			s.livenessFail(r, "NOT ENDED: after %d rounds of next moves the run is %s", finalRounds, r.status)
 		}
 	}
+	return nil
+}
+
+// checkWorld stops w's keel dev and holds every run's records to the
+// destination's log; it returns the publications.
+func (s *sim) checkWorld(ctx context.Context, w *simWorld) ([]Publication, error) {
 	evs := map[*simRun]*Evidence{}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, r := range w.runs {
 		ev := &Evidence{}
 		if err := w.n.collectAPI(cctx, r.id, ev); err != nil {
-			w.close()
-			return fmt.Errorf("world's end: run %s: %w", r.id, err)
+			return nil, fmt.Errorf("world's end: run %s: %w", r.id, err)
 		}
 		evs[r] = ev
 	}
 	w.n.keel.stop()
 	pubs, err := readPublications(w.n.pubLog)
 	if err != nil {
-		w.close()
-		return err
+		return nil, err
 	}
 	st, err := w.n.records(ctx)
 	if err != nil {
-		w.close()
-		return err
+		return nil, err
 	}
 	known := map[string]bool{}
 	for r, ev := range evs {
 		if ev.Ops, err = st.ListOperations(ctx, r.id, false); err != nil {
 			st.Close()
-			w.close()
-			return fmt.Errorf("operations of %s: %w", r.id, err)
+			return nil, fmt.Errorf("operations of %s: %w", r.id, err)
 		}
 		for _, op := range ev.Ops {
 			known[op.ID] = true
@@ -97,22 +126,7 @@ func (s *sim) endWorld(ctx context.Context) error {
 			s.safetyFail(nil, "at the world's end: the destination holds publication %s for operation %q, which Keel never recorded", p.ID, p.OperationID)
 		}
 	}
-	s.sum.Kills += w.kills
-	s.sum.Runs += len(w.runs)
-	s.sum.Publications += len(pubs)
-	fmt.Fprintf(s.log, "world %d ended: %d runs, %d publications, %d kills, %d keel dev starts\n", s.worlds, len(w.runs), len(pubs), w.kills, w.restarts)
-	w.close()
-	if !w.failed && !s.cfg.Keep {
-		_ = os.RemoveAll(w.n.dir)
-		if w.n.table != "" {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			_ = s.cfg.AWS.dropWorld(dctx, w.n.table, w.n.bucket)
-			cancel()
-		}
-	} else {
-		fmt.Fprintf(s.log, "world kept in %s\n", w.n.dir)
-	}
-	return nil
+	return pubs, nil
 }
 
 // checkTruth holds a run's operations to the destination's log: a
