@@ -15,6 +15,26 @@ import (
 
 type waker struct{ woken []string }
 
+// leasedRun is a store holding run id, leased by a worker.
+func leasedRun(t *testing.T, id string) (*sqlite.Store, run.Run) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, _, err := st.CreateRun(ctx, run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
+		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := st.AcquireLease(ctx, id, "worker", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, lr
+}
+
 func (w *waker) Resume(_ context.Context, ap run.Approval) error {
 	w.woken = append(w.woken, ap.ID+":"+string(ap.Status))
 	return nil
@@ -38,20 +58,8 @@ func TestSweepWakesADecidedWait(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
 			const id = "run_wake1"
-			if _, _, err := st.CreateRun(ctx, run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
-				InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}); err != nil {
-				t.Fatal(err)
-			}
-			lr, err := st.AcquireLease(ctx, id, "worker", time.Hour)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, lr := leasedRun(t, id)
 			args := json.RawMessage(`{"a":1}`)
 			hash, _ := run.ArgsHash(args)
 			if _, err := st.Commit(ctx, store.Commit{RunID: id, Token: lr.Lease.Token,
@@ -96,20 +104,8 @@ func TestSweepWakesADecidedWait(t *testing.T) {
 // sweep withdraws it and wakes the wait, so the Step ends the run.
 func TestSweepWithdrawsAnApprovalAskedAfterCancel(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "keel.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	const id = "run_wake2"
-	if _, _, err := st.CreateRun(ctx, run.Run{ID: id, SessionID: "s", Owner: "o", Agent: "a", Request: "r",
-		InputPolicy: run.InputQueue, Limits: run.Limits{}.WithDefaults()}); err != nil {
-		t.Fatal(err)
-	}
-	lr, err := st.AcquireLease(ctx, id, "worker", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, lr := leasedRun(t, id)
 	if _, _, err := st.RequestCancel(ctx, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
