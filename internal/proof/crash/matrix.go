@@ -20,6 +20,7 @@ var Points = []string{
 	harness.FaultInModelStream,
 	harness.FaultInStepCommit,
 	harness.FaultAwaitApproval,
+	harness.FaultBeforeWake,
 	harness.FaultAfterDecision,
 	harness.FaultBeforeIntent,
 	harness.FaultAfterIntent,

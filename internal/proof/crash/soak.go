@@ -65,6 +65,7 @@ var hits = map[string]int{
 	harness.FaultInModelStream: 6,
 	harness.FaultInStepCommit:  13,
 	harness.FaultAwaitApproval: 1,
+	harness.FaultBeforeWake:    1,
 	harness.FaultAfterDecision: 1,
 	harness.FaultBeforeIntent:  1,
 	harness.FaultAfterIntent:   1,
