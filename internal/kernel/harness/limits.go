@@ -69,7 +69,7 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	if !s.agent.OnLimit.Pause || cur == nil || *cur <= 0 {
 		return s.exceeded(ctx, limit, value, "")
 	}
-	if why, err := s.shareOfParent(ctx, limit); err != nil || why != "" {
+	if why, err := shareOfParent(ctx, s.h.opt.Store, s.run, limit); err != nil || why != "" {
 		if err != nil {
 			return Decision{}, err
 		}
@@ -127,20 +127,25 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 // a person raises the parent's limit if more is wanted. "" when the run
 // is not a child, or its parent does not bound this limit (the share was
 // then only a default, and a raise takes nothing from the parent).
-func (s *step) shareOfParent(ctx context.Context, limit string) (string, error) {
-	if s.run.Caller.RunID == "" || limit == "max_steps" {
+// parentReader reads a child run's parent.
+type parentReader interface {
+	GetRun(ctx context.Context, id string) (run.Run, error)
+}
+
+func shareOfParent(ctx context.Context, runs parentReader, r run.Run, limit string) (string, error) {
+	if r.Caller.RunID == "" || limit == "max_steps" {
 		return "", nil
 	}
-	p, err := s.h.opt.Store.GetRun(ctx, s.run.Caller.RunID)
+	p, err := runs.GetRun(ctx, r.Caller.RunID)
 	if err != nil {
-		return "", &RetryableError{Err: fmt.Errorf("parent run %s: %w", s.run.Caller.RunID, err)}
+		return "", &RetryableError{Err: fmt.Errorf("parent run %s: %w", r.Caller.RunID, err)}
 	}
 	pl := p.Limits
 	if f := limitField(&pl, limit); f == nil || *f <= 0 {
 		return "", nil
 	}
 	return fmt.Sprintf("; run %s is a sub-agent of run %s and its %s is its share of that run's budget: "+
-		"a raise would pass the parent's limit, so none is asked (raise run %s's limit instead)", s.run.ID, p.ID, limit, p.ID), nil
+		"a raise would pass the parent's limit, so none is asked (raise run %s's limit instead)", r.ID, p.ID, limit, p.ID), nil
 }
 
 // askRaise commits the request for a raise: the approval (and so its
