@@ -22,6 +22,17 @@ normalisation (StateTaskServiceSfn._normalise_parameters); and an error
 answer without a request id no longer hides the error's name behind a
 KeyError('RequestId') (StateTaskServiceSfn._from_error).
 
+Two changes of moto's DynamoDB cost, not of its answers (a simulation
+of thousands of steps spent most of its time in them, and the cost grew
+with the table):
+  * TransactWriteItems deep-copied every table it touches before it
+    began, to restore it on a cancel: O(table) per transaction. It now
+    saves only the items the transaction names and puts them back
+    (fast_transact_write_items).
+  * Query on the table's own key compared the key of every item of the
+    table: O(table) per query. It now reads the one partition the key
+    names (partition_query); a query on an index is unchanged.
+
 Two more settings, not patches:
   * moto's Step Functions engine is turned on (stepfunctions
     execute_state_machine), so executions run the definition.
@@ -52,6 +63,9 @@ from werkzeug.serving import run_simple
 from moto.awslambda import models as lambda_models
 from moto.core.config import default_user_config
 from moto.core.exceptions import JsonRESTError
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from moto.stepfunctions.models import StateMachine
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -173,6 +187,75 @@ def sfn_from_error(self, env, ex):
     return _sfn_from_error(self, env, ex)
 
 
+class _TableCopyIsTheTable:
+    """moto's DynamoDB models module's view of copy: a Table is not copied
+    (fast_transact_write_items restores what a transaction touched)."""
+
+    def __getattr__(self, name):
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(x, memo=None):
+        if isinstance(x, Table):
+            return x
+        return copy.deepcopy(x, memo)
+
+
+_transact_write_items = dynamodb_models.DynamoDBBackend.transact_write_items
+
+
+def fast_transact_write_items(self, transact_items):
+    saved = []
+    for entry in transact_items[:100]:
+        if len(entry) != 1:
+            continue
+        _, op = next(iter(entry.items()))
+        table = self.tables.get(op.get("TableName"))
+        key = op.get("Item") if "Item" in op else op.get("Key")
+        if table is None or not isinstance(key, dict) or table.hash_key_attr not in key:
+            continue
+        hash_value = DynamoType(key[table.hash_key_attr])
+        range_value = None
+        if table.range_key_attr is not None:
+            if table.range_key_attr not in key:
+                continue
+            range_value = DynamoType(key[table.range_key_attr])
+        old = table.get_item(hash_value, range_value)
+        saved.append((table, hash_value, range_value, copy.deepcopy(old)))
+    try:
+        return _transact_write_items(self, transact_items)
+    except Exception:
+        for table, hash_value, range_value, old in reversed(saved):
+            if range_value is None:
+                table.items.pop(hash_value, None)
+                if old is not None:
+                    table.items[hash_value] = old
+                continue
+            part = table.items[hash_value]
+            part.pop(range_value, None)
+            if old is not None:
+                part[range_value] = old
+            elif not part:
+                table.items.pop(hash_value, None)
+        raise
+
+
+_table_query = Table.query
+
+
+def partition_query(self, hash_key, *args, **kwargs):
+    index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+    if index_name or hash_key is None or self.range_key_attr is None:
+        return _table_query(self, hash_key, *args, **kwargs)
+    part = self.items.get(hash_key, {})
+    # Requests are serialized (Serialized): no other request sees this.
+    self.all_items = lambda: list(part.values())
+    try:
+        return _table_query(self, hash_key, *args, **kwargs)
+    finally:
+        del self.all_items
+
+
 class Serialized:
     """One request at a time, except Lambda Invoke (see the module doc)."""
 
@@ -197,6 +280,9 @@ def main():
     StateMachine.__deepcopy__ = state_machine_deepcopy
     state_task_service_sfn.StateTaskServiceSfn._normalise_parameters = sfn_normalise_parameters
     state_task_service_sfn.StateTaskServiceSfn._from_error = sfn_from_error
+    dynamodb_models.copy = _TableCopyIsTheTable()
+    dynamodb_models.DynamoDBBackend.transact_write_items = fast_transact_write_items
+    Table.query = partition_query
     app = DomainDispatcherApplication(create_backend_app)
     run_simple("127.0.0.1", port, Serialized(app), threaded=True)
 
