@@ -1,22 +1,48 @@
-package harness_test
+package otelkeel_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/harness/harnesstest"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/observe/otelkeel"
 	"github.com/keelrun/keel/internal/observe/otelkeel/otlptest"
-	"github.com/keelrun/keel/internal/proof/fixture"
 )
 
-// TestTelemetryOverTheWire runs a run of two Steps (an approval between
-// them) with the OTLP exporters pointed at a real OTLP/HTTP receiver, and
+// vault is a read-only tool holding a credential from its constructor
+// (tool.SecretHolder) and using it on every call; on account acct-2 it
+// fails with an error that carries it, as net/http's would.
+type vault struct{ apiKey string }
+
+func (v vault) Info() tool.Info {
+	return tool.Info{Name: "vault", Mode: run.ModeSafeReadonly, Description: "reads the balance",
+		Schema: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"}},"required":["account"]}`)}
+}
+
+// Secrets names the credential (tool.SecretHolder).
+func (v vault) Secrets() []string { return []string{v.apiKey} }
+
+func (v vault) Run(_ context.Context, c tool.Call) (tool.Result, error) {
+	if strings.Contains(string(c.Args), "acct-2") {
+		return tool.Result{}, &url.Error{Op: "Get", URL: "https://bank.example/balance?key=" + v.apiKey, Err: errors.New("connection refused")}
+	}
+	c.Progress(1, 2, "authenticated")
+	c.Progress(2, 2, "read")
+	return tool.Result{Content: "balance 42", Data: json.RawMessage(`{"balance":42}`)}, nil
+}
+
+// TestTelemetryOverTheWire runs a run of two Steps of the kernel's harness
+// (an approval between them; harnesstest's store, scripted model and
+// ledger) with the OTLP exporters pointed at a real OTLP/HTTP receiver, and
 // checks what arrived: the GenAI span names and attributes, one trace for
 // the run with both Steps children of its stored trace context, Keel's
 // own spans, the metrics — and that the tool's credential, planted as a
@@ -40,9 +66,9 @@ func testTelemetry(t *testing.T, capture bool) {
 		t.Fatal(err)
 	}
 	defer prov.Shutdown(context.Background())
-	e := newEnv(t)
+	e := harnesstest.NewEnv(t)
 	v := vault{apiKey: "key:" + credCanary}
-	n := note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}
+	n := harnesstest.Note{Mode: run.ModeMutating, To: harnesstest.NewLedger("ledger", harnesstest.LedgerOptions{Lookup: true, Idempotent: true})}
 	script := `{"turns":[{"tool_calls":[{"name":"vault","args":{"account":"acct-1"}}]},` +
 		`{"tool_calls":[{"name":"vault","args":{"account":"acct-2"}}]},` +
 		`{"tool_calls":[{"name":"note","args":{"text":"the balance is 42"}}]},{"text":"done"}]}`
@@ -50,14 +76,14 @@ func testTelemetry(t *testing.T, capture bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents := harness.AgentMap{"a": {Name: "a", Model: e.scripted(script), Tools: reg, MaxTokens: 100, Provider: "keel.scripted", ModelName: "scripted"}}
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Telemetry = prov.Telemetry() })
-	r := e.createRun("a", "ses_otel", func(r *run.Run) { r.TraceParent = run.NewTraceParent() })
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+	agents := harness.AgentMap{"a": {Name: "a", Model: e.Scripted(script), Tools: reg, MaxTokens: 100, Provider: "keel.scripted", ModelName: "scripted"}}
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Telemetry = prov.Telemetry() })
+	r := e.CreateRun("a", "ses_otel", func(r *run.Run) { r.TraceParent = run.NewTraceParent() })
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextApproval {
 		t.Fatalf("%+v", d)
 	}
-	e.decide(r.ID, e.pendingApproval(r.ID), true)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	e.Decide(r.ID, e.PendingApproval(r.ID), true)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
 	if err := prov.Flush(t.Context()); err != nil {
