@@ -107,8 +107,8 @@ func keelSteps(b *testing.B, n int) (time.Duration, int64, int64) {
 	e := newEnv(b)
 	r, per, empty := keelRun(b, e, n, time.Now)
 	b.ReportMetric(r.fsyncs, "fsyncs/step")
-	size := fileSize(b, e.store.DB(), filepath.Join(e.dir, "keel.db"))
-	reportTables(b, e.store.DB(), n)
+	size := fileSize(b, e.Store.DB(), filepath.Join(e.Dir, "keel.db"))
+	reportTables(b, e.Store.DB(), n)
 	return per, size, empty
 }
 
@@ -118,22 +118,22 @@ type keelRunStats struct{ fsyncs float64 }
 // harness's clock set to clock, and returns the commits per iteration, the
 // time per iteration, and the store's size freshly migrated.
 func keelRun(tb testing.TB, e *env, n int, clock func() time.Time) (keelRunStats, time.Duration, int64) {
-	path := filepath.Join(e.dir, "keel.db")
-	empty := fileSize(tb, e.store.DB(), path)
+	path := filepath.Join(e.Dir, "keel.db")
+	empty := fileSize(tb, e.Store.DB(), path)
 	ec := &echo{}
 	script := fmt.Sprintf(`{"turns":[{"repeat":%d,"tool_calls":[{"name":"echo","args":{"text":"hello"}}],"usage":{"input_tokens":20,"output_tokens":10}}]}`, n)
-	h := e.harness(nil, e.agent("a", script, ec), func(o *harness.Options) { o.Clock = clock })
-	r := e.createRun("a", "s1", func(r *run.Run) {
+	h := e.Harness(nil, e.Agent("a", script, ec), func(o *harness.Options) { o.Clock = clock })
+	r := e.CreateRun("a", "s1", func(r *run.Run) {
 		r.Limits.MaxSteps, r.Limits.MaxToolCalls, r.Limits.MaxTokens = int64(10*n), int64(10*n), 1<<40
 	})
-	before := e.store.WriteStats()
+	before := e.Store.WriteStats()
 	start := time.Now()
 	d, err := h.Step(context.Background(), r.ID, time.Hour)
 	if err != nil || d.Next != harness.NextDone {
 		tb.Fatalf("%+v %v", d, err)
 	}
 	per := time.Since(start) / time.Duration(n+1)
-	txs := e.store.WriteStats().Transactions - before.Transactions
+	txs := e.Store.WriteStats().Transactions - before.Transactions
 	if ec.calls.Load() != int64(n) {
 		tb.Fatalf("tool ran %d times", ec.calls.Load())
 	}
@@ -152,7 +152,7 @@ func TestStoreWithinTwiceTheFloor(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	var ticks atomic.Int64
 	stats, _, _ := keelRun(t, e, n, func() time.Time { return t0.Add(time.Duration(ticks.Add(1)) * 50 * time.Microsecond) })
-	size := fileSize(t, e.store.DB(), filepath.Join(e.dir, "keel.db"))
+	size := fileSize(t, e.Store.DB(), filepath.Join(e.Dir, "keel.db"))
 	t.Logf("store %d B, floor %d B: %.3f×; %.3f commits per iteration", size, floor, float64(size)/float64(floor), stats.fsyncs)
 	if size > 2*floor {
 		t.Fatalf("the store is %d bytes after %d iterations, more than twice the floor's %d", size, n, floor)

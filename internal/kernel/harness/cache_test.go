@@ -40,13 +40,13 @@ func TestRunCacheSkipsRebuildUntilTheLogMoves(t *testing.T) {
 	result := func(cacheRuns int, poke bool) (reads int64, out string, tools int64, steps int64) {
 		e := newEnv(t)
 		ec := &echo{}
-		rc := &readCounter{Store: e.store}
-		h := e.harness(rc, e.agent("a", script, ec), func(o *harness.Options) { o.CacheRuns = cacheRuns })
-		r := e.createRun("a", "s1", nil)
+		rc := &readCounter{Store: e.Store}
+		h := e.Harness(rc, e.Agent("a", script, ec), func(o *harness.Options) { o.CacheRuns = cacheRuns })
+		r := e.CreateRun("a", "s1", nil)
 		for i := 0; ; i++ {
 			// A budget of a few clock ticks: a Step runs an iteration or
 			// two and returns continue.
-			d, err := h.Step(e.ctx, r.ID, 5*time.Millisecond)
+			d, err := h.Step(e.Ctx, r.ID, 5*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,10 +59,10 @@ func TestRunCacheSkipsRebuildUntilTheLogMoves(t *testing.T) {
 			if i == 2 && poke {
 				before := rc.checkpoints.Load()
 				// Another writer appends to the run's log.
-				if _, err := e.store.AppendEvents(e.ctx, r.ID, []run.Event{{Type: run.EventInputReceived}}); err != nil {
+				if _, err := e.Store.AppendEvents(e.Ctx, r.ID, []run.Event{{Type: run.EventInputReceived}}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := h.Step(e.ctx, r.ID, 5*time.Millisecond); err != nil {
+				if _, err := h.Step(e.Ctx, r.ID, 5*time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
 				if rc.checkpoints.Load() == before {
@@ -70,7 +70,7 @@ func TestRunCacheSkipsRebuildUntilTheLogMoves(t *testing.T) {
 				}
 			}
 		}
-		got, err := e.store.GetRun(e.ctx, r.ID)
+		got, err := e.Store.GetRun(e.Ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,18 +133,18 @@ func TestRunCacheHoldsTheWindowOnly(t *testing.T) {
 	result := func(cacheRuns int) outcome {
 		e := newEnv(t)
 		ec := &echo{}
-		agents := e.agent("a", script, ec)
+		agents := e.Agent("a", script, ec)
 		a := agents["a"]
 		rec := &windowRecorder{inner: a.Model}
 		// 150 tokens less 100 for the answer: 200 characters, a few
 		// iterations of echo.
 		a.Model, a.ContextTokens = rec, 150
 		agents["a"] = a
-		h := e.harness(nil, agents, func(o *harness.Options) { o.CacheRuns = cacheRuns })
-		r := e.createRun("a", "s1", func(r *run.Run) { r.Limits.MaxSteps, r.Limits.MaxToolCalls = 2*n, 2*n })
+		h := e.Harness(nil, agents, func(o *harness.Options) { o.CacheRuns = cacheRuns })
+		r := e.CreateRun("a", "s1", func(r *run.Run) { r.Limits.MaxSteps, r.Limits.MaxToolCalls = 2*n, 2*n })
 		out := outcome{maxCached: -1}
 		for i := 0; ; i++ {
-			d, err := h.Step(e.ctx, r.ID, 5*time.Millisecond)
+			d, err := h.Step(e.Ctx, r.ID, 5*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,8 +160,8 @@ func TestRunCacheHoldsTheWindowOnly(t *testing.T) {
 			t.Fatalf("echo ran %d times, want %d", ec.calls.Load(), n)
 		}
 		out.reqs, out.lastWin, out.omitted = rec.reqs, len(rec.last.Messages), rec.last.Omitted
-		out.output = e.getRun(r.ID).Output
-		cps, err := e.store.ListCheckpoints(e.ctx, r.ID, 0, 10000)
+		out.output = e.GetRun(r.ID).Output
+		cps, err := e.Store.ListCheckpoints(e.Ctx, r.ID, 0, 10000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,20 +37,20 @@ func TestDuplicateToolCallIDs(t *testing.T) {
 	t.Run("tool calls", func(t *testing.T) {
 		e := newEnv(t)
 		ec := &echo{}
-		agents := e.agent("a", `{"turns":[{"tool_calls":[{"name":"echo","args":{"text":"first"}},{"name":"echo","args":{"text":"second"}}]},`+
+		agents := e.Agent("a", `{"turns":[{"tool_calls":[{"name":"echo","args":{"text":"first"}},{"name":"echo","args":{"text":"second"}}]},`+
 			`{"tool_calls":[{"name":"echo","args":{"text":"third"}}]}],"final":"done"}`, ec)
 		a := agents["a"]
 		a.Model = sameIDs{Model: a.Model, id: "toolu_1"}
 		agents["a"] = a
-		h := e.harness(nil, agents, nil)
-		r := e.createRun("a", "s1", nil)
-		if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		h := e.Harness(nil, agents, nil)
+		r := e.CreateRun("a", "s1", nil)
+		if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 			t.Fatalf("%+v", d)
 		}
 		if n := ec.calls.Load(); n != 3 {
 			t.Fatalf("echo ran %d times, want 3 (one per call)", n)
 		}
-		items, err := e.store.ListPlanItems(e.ctx, r.ID)
+		items, err := e.Store.ListPlanItems(e.Ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestDuplicateToolCallIDs(t *testing.T) {
 			t.Fatalf("plan items by call id: %v", ids)
 		}
 		var renamed int
-		for _, ev := range e.checkGapless(r.ID) {
+		for _, ev := range e.CheckGapless(r.ID) {
 			if ev.Type == run.EventModelCallCompleted && strings.Contains(string(ev.Data), `"renamed_call_ids"`) {
 				renamed++
 			}
@@ -74,18 +74,18 @@ func TestDuplicateToolCallIDs(t *testing.T) {
 	})
 	t.Run("sub-agent calls", func(t *testing.T) {
 		e := newEnv(t)
-		k := &kids{st: e.store}
-		agents := e.agent("coord", `{"turns":[`+subCalls("work", "part A", "part B")+`],"final":"all done"}`,
+		k := &kids{st: e.Store}
+		agents := e.Agent("coord", `{"turns":[`+subCalls("work", "part A", "part B")+`],"final":"all done"}`,
 			sub{"work", tool.Delegation{Agent: "worker"}})
 		c := agents["coord"]
 		c.Model = sameIDs{Model: c.Model, id: "toolu_1"}
 		agents["coord"] = c
-		for n, a := range e.agent("worker", `{"turns":[],"final":"worked"}`) {
+		for n, a := range e.Agent("worker", `{"turns":[],"final":"worked"}`) {
 			agents[n] = a
 		}
-		h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k })
-		p := e.createRun("coord", "s1", nil)
-		if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+		h := e.Harness(nil, agents, func(o *harness.Options) { o.Children = k })
+		p := e.CreateRun("coord", "s1", nil)
+		if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 			t.Fatalf("%+v %v", d, err)
 		}
 		kidsOf := e.children(p.ID)
@@ -94,16 +94,16 @@ func TestDuplicateToolCallIDs(t *testing.T) {
 		}
 		var childTokens int64
 		for _, c := range kidsOf {
-			if d := e.stepUntil(h, c.ID); d.Next != harness.NextDone {
+			if d := e.StepUntil(h, c.ID); d.Next != harness.NextDone {
 				t.Fatalf("child: %+v", d)
 			}
-			childTokens += e.getRun(c.ID).Budget.TokensUsed
+			childTokens += e.GetRun(c.ID).Budget.TokensUsed
 		}
-		if d := e.stepUntil(h, p.ID); d.Next != harness.NextDone {
+		if d := e.StepUntil(h, p.ID); d.Next != harness.NextDone {
 			t.Fatalf("parent: %+v", d)
 		}
 		var own, ended int64
-		for _, ev := range e.checkGapless(p.ID) {
+		for _, ev := range e.CheckGapless(p.ID) {
 			switch ev.Type {
 			case run.EventModelCallCompleted:
 				own += tokensOf(t, ev)
@@ -111,7 +111,7 @@ func TestDuplicateToolCallIDs(t *testing.T) {
 				ended++
 			}
 		}
-		if got := e.getRun(p.ID).Budget.TokensUsed; ended != 2 || got != own+childTokens {
+		if got := e.GetRun(p.ID).Budget.TokensUsed; ended != 2 || got != own+childTokens {
 			t.Fatalf("parent used %d tokens, want its own %d + its children's %d once (child_ended %d)", got, own, childTokens, ended)
 		}
 	})

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/harness/harnesstest"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/tool"
-	"github.com/keelrun/keel/internal/proof/fixture"
 )
 
 // sub is a sub-agent tool.
@@ -80,30 +80,31 @@ func subCalls(tool string, inputs ...string) string {
 
 // children lists the runs that sub-agent calls of parent started.
 func (e *env) children(parent string) []run.Run {
-	e.t.Helper()
-	page, err := e.store.ListRuns(e.ctx, store.ListRunsQuery{Parent: parent})
+	e.T.Helper()
+	page, err := e.Store.ListRuns(e.Ctx, store.ListRunsQuery{Parent: parent})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return page.Runs
 }
 
 func TestSubAgentsFanOutAndAnswer(t *testing.T) {
 	e := newEnv(t)
-	k := &kids{st: e.store}
-	agents := e.agent("coord", `{"turns":[`+subCalls("delegate_writer", "part A")+`,`+subCalls("delegate_checker", "part B")+`],"final":"all done"}`,
+	k := &kids{st: e.Store}
+	to := ledger()
+	agents := e.Agent("coord", `{"turns":[`+subCalls("delegate_writer", "part A")+`,`+subCalls("delegate_checker", "part B")+`],"final":"all done"}`,
 		sub{"delegate_writer", tool.Delegation{Agent: "writer"}}, sub{"delegate_checker", tool.Delegation{Agent: "checker", Limits: run.Limits{MaxTokens: 5000}}})
-	for n, a := range e.agent("writer", `{"turns":[],"final":"A is written"}`) {
+	for n, a := range e.Agent("writer", `{"turns":[],"final":"A is written"}`) {
 		agents[n] = a
 	}
-	for n, a := range e.agent("checker", `{"turns":[{"tool_calls":[{"name":"note","args":{"text":"checked B"}}]}],"final":"B is checked"}`,
-		note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}) {
+	for n, a := range e.Agent("checker", `{"turns":[{"tool_calls":[{"name":"note","args":{"text":"checked B"}}]}],"final":"B is checked"}`,
+		harnesstest.Note{Mode: run.ModeMutating, To: to}) {
 		agents[n] = a
 	}
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k })
-	p := e.createRun("coord", "s1", nil)
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Children = k })
+	p := e.CreateRun("coord", "s1", nil)
 
-	d, err := h.Step(e.ctx, p.ID, time.Minute)
+	d, err := h.Step(e.Ctx, p.ID, time.Minute)
 	if err != nil || d.Next != harness.NextWait || !strings.Contains(d.Error, "waiting for child runs") {
 		t.Fatalf("first step: %+v %v", d, err)
 	}
@@ -119,14 +120,14 @@ func TestSubAgentsFanOutAndAnswer(t *testing.T) {
 		t.Fatal("the child shares its parent's session without InheritGrants")
 	}
 	// The parent's Step while its child runs changes nothing and waits again.
-	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+	if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 		t.Fatalf("step while the child runs: %+v %v", d, err)
 	}
-	if d := e.stepUntil(h, w.ID); d.Next != harness.NextDone {
+	if d := e.StepUntil(h, w.ID); d.Next != harness.NextDone {
 		t.Fatalf("writer: %+v", d)
 	}
 	// Second answer: the checker, whose effect asks for approval.
-	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+	if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 		t.Fatalf("parent after the writer: %+v %v", d, err)
 	}
 	var checker run.Run
@@ -138,17 +139,17 @@ func TestSubAgentsFanOutAndAnswer(t *testing.T) {
 	if checker.ID == "" || checker.Limits.MaxTokens != 5000 {
 		t.Fatalf("checker %+v (limits narrowed to 5000 tokens)", checker)
 	}
-	if d := e.stepUntil(h, checker.ID); d.Next != harness.NextApproval {
+	if d := e.StepUntil(h, checker.ID); d.Next != harness.NextApproval {
 		t.Fatalf("checker: %+v", d)
 	}
-	e.decide(checker.ID, e.pendingApproval(checker.ID), true)
-	if d := e.stepUntil(h, checker.ID); d.Next != harness.NextDone {
+	e.Decide(checker.ID, e.PendingApproval(checker.ID), true)
+	if d := e.StepUntil(h, checker.ID); d.Next != harness.NextDone {
 		t.Fatalf("checker after approval: %+v", d)
 	}
-	if d := e.stepUntil(h, p.ID); d.Next != harness.NextDone {
+	if d := e.StepUntil(h, p.ID); d.Next != harness.NextDone {
 		t.Fatalf("parent: %+v", d)
 	}
-	items, err := e.store.ListPlanItems(e.ctx, p.ID)
+	items, err := e.Store.ListPlanItems(e.Ctx, p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +161,14 @@ func TestSubAgentsFanOutAndAnswer(t *testing.T) {
 	if !strings.Contains(all, "A is written") || !strings.Contains(all, "B is checked") {
 		t.Fatalf("the parent's calls were answered %s", all)
 	}
-	evs := e.checkGapless(p.ID)
+	evs := e.CheckGapless(p.ID)
 	if count(evs, run.EventChildStarted) != 2 || count(evs, run.EventChildEnded) != 2 {
 		t.Fatalf("child_started %d, child_ended %d", count(evs, run.EventChildStarted), count(evs, run.EventChildEnded))
 	}
-	if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 1 {
+	if n := len(to.Entries()); n != 1 {
 		t.Fatalf("the checker's effect happened %d times", n)
 	}
-	got, parentUsed := e.getRun(p.ID), int64(0)
+	got, parentUsed := e.GetRun(p.ID), int64(0)
 	for _, c := range e.children(p.ID) {
 		parentUsed += c.Budget.TokensUsed
 	}
@@ -178,17 +179,17 @@ func TestSubAgentsFanOutAndAnswer(t *testing.T) {
 
 func TestSubAgentsShareTheSpendCap(t *testing.T) {
 	e := newEnv(t)
-	k := &kids{st: e.store}
+	k := &kids{st: e.Store}
 	const capUSD = 1_000_000
-	agents := e.agent("coord", `{"turns":[`+subCalls("spend", "1", "2", "3", "4", "5")+`],"final":"done"}`,
+	agents := e.Agent("coord", `{"turns":[`+subCalls("spend", "1", "2", "3", "4", "5")+`],"final":"done"}`,
 		sub{"spend", tool.Delegation{Agent: "spender"}})
 	// Each child tries to spend the whole cap: 40 calls of a tenth of it.
-	sp := e.agent("spender", `{"turns":[{"repeat":40,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"spent"}`, &echo{})["spender"]
+	sp := e.Agent("spender", `{"turns":[{"repeat":40,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"spent"}`, &echo{})["spender"]
 	sp.Model = priced{Model: sp.Model, cost: capUSD / 10}
 	agents["spender"] = sp
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k })
-	p := e.createRun("coord", "s1", func(r *run.Run) { r.Limits.MaxSpendMicroUSD = capUSD })
-	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Children = k })
+	p := e.CreateRun("coord", "s1", func(r *run.Run) { r.Limits.MaxSpendMicroUSD = capUSD })
+	if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 		t.Fatalf("%+v %v", d, err)
 	}
 	kidsOf := e.children(p.ID)
@@ -200,21 +201,21 @@ func TestSubAgentsShareTheSpendCap(t *testing.T) {
 		if c.Limits.MaxSpendMicroUSD != capUSD/5 {
 			t.Fatalf("child %s has a spend limit of %d, want a fifth of the cap", c.ID, c.Limits.MaxSpendMicroUSD)
 		}
-		if d := e.stepUntil(h, c.ID); d.Next != harness.NextFailed || !strings.Contains(d.Error, "max_spend") {
+		if d := e.StepUntil(h, c.ID); d.Next != harness.NextFailed || !strings.Contains(d.Error, "max_spend") {
 			t.Fatalf("child: %+v", d)
 		}
-		total += e.getRun(c.ID).Budget.SpendUsedMicroUSD
+		total += e.GetRun(c.ID).Budget.SpendUsedMicroUSD
 	}
-	if d := e.stepUntil(h, p.ID); d.Next != harness.NextDone && d.Next != harness.NextFailed {
+	if d := e.StepUntil(h, p.ID); d.Next != harness.NextDone && d.Next != harness.NextFailed {
 		t.Fatalf("parent: %+v", d)
 	}
-	got := e.getRun(p.ID)
+	got := e.GetRun(p.ID)
 	t.Logf("spend: children %d micro-USD, parent recorded %d, cap %d", total, got.Budget.SpendUsedMicroUSD, capUSD)
 	if total > capUSD || got.Budget.SpendUsedMicroUSD > capUSD || got.Budget.SpendUsedMicroUSD < total {
 		t.Fatalf("children spent %d, the parent recorded %d, cap %d", total, got.Budget.SpendUsedMicroUSD, capUSD)
 	}
 	// The children's failures reached the parent's model as answers.
-	items, _ := e.store.ListPlanItems(e.ctx, p.ID)
+	items, _ := e.Store.ListPlanItems(e.Ctx, p.ID)
 	for _, it := range items {
 		if !strings.Contains(string(it.Result), "failed: budget exceeded: max_spend") {
 			t.Fatalf("call answered %s", it.Result)
@@ -224,14 +225,14 @@ func TestSubAgentsShareTheSpendCap(t *testing.T) {
 
 func TestSubAgentCancelCascades(t *testing.T) {
 	e := newEnv(t)
-	k := &kids{st: e.store}
+	k := &kids{st: e.Store}
 	ec := &echo{}
-	agents := e.agent("coord", `{"turns":[`+subCalls("work", "1", "2", "3")+`],"final":"done"}`,
+	agents := e.Agent("coord", `{"turns":[`+subCalls("work", "1", "2", "3")+`],"final":"done"}`,
 		sub{"work", tool.Delegation{Agent: "worker"}})
-	agents["worker"] = e.agent("worker", `{"turns":[{"repeat":50,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"w"}`, ec)["worker"]
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k })
-	p := e.createRun("coord", "s1", nil)
-	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+	agents["worker"] = e.Agent("worker", `{"turns":[{"repeat":50,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"w"}`, ec)["worker"]
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Children = k })
+	p := e.CreateRun("coord", "s1", nil)
+	if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 		t.Fatalf("%+v %v", d, err)
 	}
 	kidsOf := e.children(p.ID)
@@ -240,22 +241,22 @@ func TestSubAgentCancelCascades(t *testing.T) {
 	}
 	// Each child runs a little: one short Step each.
 	for _, c := range kidsOf {
-		if _, err := h.Step(e.ctx, c.ID, time.Nanosecond); err != nil {
+		if _, err := h.Step(e.Ctx, c.ID, time.Nanosecond); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := e.store.RequestCancel(e.ctx, p.ID, "alice"); err != nil {
+	if _, _, err := e.Store.RequestCancel(e.Ctx, p.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if d := e.stepUntil(h, p.ID); d.Next != harness.NextCancelled {
+	if d := e.StepUntil(h, p.ID); d.Next != harness.NextCancelled {
 		t.Fatalf("parent: %+v", d)
 	}
 	before := ec.calls.Load()
 	for _, c := range kidsOf {
-		if got := e.getRun(c.ID); !got.CancelRequested {
+		if got := e.GetRun(c.ID); !got.CancelRequested {
 			t.Fatalf("child %s not asked to cancel", c.ID)
 		}
-		if d := e.stepUntil(h, c.ID); d.Next != harness.NextCancelled {
+		if d := e.StepUntil(h, c.ID); d.Next != harness.NextCancelled {
 			t.Fatalf("child: %+v", d)
 		}
 	}
@@ -269,30 +270,30 @@ func TestSubAgentCancelReachesALateChild(t *testing.T) {
 	// start) stops at its first Step: it reads its parent.
 	e := newEnv(t)
 	ec := &echo{}
-	h := e.harness(nil, e.agent("worker", `{"turns":[{"repeat":5,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"w"}`, ec), nil)
-	p := e.createRun("worker", "s1", nil)
-	if _, _, err := e.store.RequestCancel(e.ctx, p.ID, "alice"); err != nil {
+	h := e.Harness(nil, e.Agent("worker", `{"turns":[{"repeat":5,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"w"}`, ec), nil)
+	p := e.CreateRun("worker", "s1", nil)
+	if _, _, err := e.Store.RequestCancel(e.Ctx, p.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	c := e.createRun("worker", "s2", func(r *run.Run) {
+	c := e.CreateRun("worker", "s2", func(r *run.Run) {
 		r.ID = run.ChildRunID(p.ID, "op_1")
 		r.Caller = run.Caller{RunID: p.ID, OperationID: "op_1", Depth: 1}
 	})
-	if d := e.stepUntil(h, c.ID); d.Next != harness.NextCancelled || ec.calls.Load() != 0 {
+	if d := e.StepUntil(h, c.ID); d.Next != harness.NextCancelled || ec.calls.Load() != 0 {
 		t.Fatalf("late child: %+v after %d calls", d, ec.calls.Load())
 	}
 }
 
 func TestSubAgentLimits(t *testing.T) {
 	e := newEnv(t)
-	k := &kids{st: e.store}
-	agents := e.agent("coord", `{"turns":[`+subCalls("work", "1", "2", "3")+`],"final":"done"}`, sub{"work", tool.Delegation{Agent: "coord"}})
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k; o.MaxChildFanOut = 2; o.MaxChildDepth = 1 })
-	p := e.createRun("coord", "s1", nil)
-	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+	k := &kids{st: e.Store}
+	agents := e.Agent("coord", `{"turns":[`+subCalls("work", "1", "2", "3")+`],"final":"done"}`, sub{"work", tool.Delegation{Agent: "coord"}})
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Children = k; o.MaxChildFanOut = 2; o.MaxChildDepth = 1 })
+	p := e.CreateRun("coord", "s1", nil)
+	if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 		t.Fatalf("%+v %v", d, err)
 	}
-	items, _ := e.store.ListPlanItems(e.ctx, p.ID)
+	items, _ := e.Store.ListPlanItems(e.Ctx, p.ID)
 	var refused string
 	for _, it := range items {
 		if it.Status == run.PlanFailed {
@@ -304,13 +305,13 @@ func TestSubAgentLimits(t *testing.T) {
 	}
 	// A child at the depth limit cannot start its own.
 	c := e.children(p.ID)[0]
-	if _, err := h.Step(e.ctx, c.ID, time.Minute); err != nil {
+	if _, err := h.Step(e.Ctx, c.ID, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.children(c.ID)); n != 0 {
 		t.Fatalf("a child at the depth limit started %d children", n)
 	}
-	citems, _ := e.store.ListPlanItems(e.ctx, c.ID)
+	citems, _ := e.Store.ListPlanItems(e.Ctx, c.ID)
 	if len(citems) == 0 || !strings.Contains(string(citems[0].Result), "max child depth") {
 		t.Fatalf("depth: %+v", citems)
 	}
@@ -323,29 +324,29 @@ func TestSubAgentLimits(t *testing.T) {
 // ends within its own limit.
 func TestSubAgentCannotRaisePastItsShare(t *testing.T) {
 	e := newEnv(t)
-	k := &kids{st: e.store}
+	k := &kids{st: e.Store}
 	ec := &echo{}
-	agents := e.agent("coord", `{"turns":[`+subCalls("work", "do it")+`],"final":"done"}`, sub{"work", tool.Delegation{Agent: "worker"}})
-	w := e.agent("worker", `{"turns":[{"repeat":8,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"worked"}`, ec)["worker"]
+	agents := e.Agent("coord", `{"turns":[`+subCalls("work", "do it")+`],"final":"done"}`, sub{"work", tool.Delegation{Agent: "worker"}})
+	w := e.Agent("worker", `{"turns":[{"repeat":8,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}],"final":"worked"}`, ec)["worker"]
 	w.OnLimit = harness.LimitPolicy{Pause: true}
 	agents["worker"] = w
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Children = k })
-	p := e.createRun("coord", "s1", func(r *run.Run) { r.Limits.MaxToolCalls = 4 })
-	if d, err := h.Step(e.ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Children = k })
+	p := e.CreateRun("coord", "s1", func(r *run.Run) { r.Limits.MaxToolCalls = 4 })
+	if d, err := h.Step(e.Ctx, p.ID, time.Minute); err != nil || d.Next != harness.NextWait {
 		t.Fatalf("%+v %v", d, err)
 	}
 	c := e.children(p.ID)[0]
 	// Were the child to pause, a person approves every raise it asks.
-	d := e.stepUntil(h, c.ID)
+	d := e.StepUntil(h, c.ID)
 	for i := 0; d.Next == harness.NextApproval && i < 10; i++ {
-		e.decide(c.ID, e.pendingApproval(c.ID), true)
-		d = e.stepUntil(h, c.ID)
+		e.Decide(c.ID, e.PendingApproval(c.ID), true)
+		d = e.StepUntil(h, c.ID)
 	}
 	if d.Next != harness.NextFailed || !strings.Contains(d.Error, "share of that run's budget") {
 		t.Fatalf("child: %+v, want failed at its share", d)
 	}
 	var why string
-	for _, ev := range e.checkGapless(c.ID) {
+	for _, ev := range e.CheckGapless(c.ID) {
 		if ev.Type == run.EventBudgetExceeded {
 			why = string(ev.Data)
 		}
@@ -353,11 +354,11 @@ func TestSubAgentCannotRaisePastItsShare(t *testing.T) {
 	if !strings.Contains(why, p.ID) || !strings.Contains(why, "max_tool_calls") {
 		t.Fatalf("the child's budget_exceeded says %s", why)
 	}
-	if aps, err := e.store.ListApprovals(e.ctx, c.ID); err != nil || len(aps) != 0 {
+	if aps, err := e.Store.ListApprovals(e.Ctx, c.ID); err != nil || len(aps) != 0 {
 		t.Fatalf("the child asked for raises: %+v %v", aps, err)
 	}
-	e.stepUntil(h, p.ID)
-	got := e.getRun(p.ID)
+	e.StepUntil(h, p.ID)
+	got := e.GetRun(p.ID)
 	if got.Budget.ToolCallsUsed > got.Limits.MaxToolCalls {
 		t.Fatalf("the parent used %d tool calls against its limit of %d", got.Budget.ToolCallsUsed, got.Limits.MaxToolCalls)
 	}

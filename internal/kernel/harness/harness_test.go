@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,13 +14,11 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/harness/harnesstest"
 	"github.com/keelrun/keel/internal/kernel/model"
-	"github.com/keelrun/keel/internal/kernel/ops"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 )
 
 // echo is a read-only test tool that counts its calls; gate, when set, is
@@ -58,91 +55,70 @@ func (e *echo) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
 	return tool.Result{Content: a.Text}, nil
 }
 
-// note is an effectful test tool writing its text to a publisher.
-type note struct {
-	mode run.Mode
-	to   fixture.Publisher
+// ledger is a destination that honours lookups and idempotency keys
+// both: what a well-behaved external system promises.
+func ledger() *harnesstest.Ledger {
+	return harnesstest.NewLedger("ledger", harnesstest.LedgerOptions{Lookup: true, Idempotent: true})
 }
 
-func (n note) Info() tool.Info {
-	return tool.Info{Name: "note", Mode: n.mode, Description: "publish a note",
-		Schema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","minLength":1}},"required":["text"],"additionalProperties":false}`)}
-}
-func (n note) Run(context.Context, tool.Call) (tool.Result, error) {
-	return tool.Result{}, errors.New("effectful")
-}
-func (n note) Name() string           { return n.to.Name() }
-func (n note) Contract() ops.Contract { return fixturetest.Contract(n.to) }
-func (n note) text(args json.RawMessage) string {
-	var a struct{ Text string }
-	_ = json.Unmarshal(args, &a)
-	return a.Text
-}
-func (n note) Intent(_ context.Context, c tool.Call) (tool.Intent, error) {
-	return tool.Intent{ArtifactHash: run.HashBytes([]byte(n.text(c.Args)))}, nil
-}
-func (n note) Dispatch(ctx context.Context, op run.Operation) (ops.Outcome, error) {
-	out, err := n.to.Publish(ctx, op.IdempotencyKey, op.ArtifactHash, []byte(n.text(op.Args)))
-	return ops.Outcome{ExternalID: out.ExternalID, Result: out.Result}, err
-}
-func (n note) Lookup(ctx context.Context, op run.Operation) (ops.Outcome, bool, error) {
-	out, found, err := n.to.Find(ctx, op.IdempotencyKey)
-	return ops.Outcome{ExternalID: out.ExternalID, Result: out.Result}, found, err
-}
-func (n note) Describe(op run.Operation) tool.Result {
-	return tool.Result{Content: "published " + op.ExternalID}
-}
-
-func TestResearchRunEndToEnd(t *testing.T) {
+// TestReportRunEndToEnd: the report agent's whole run, through an
+// approval of the exact report, publishes it exactly once.
+func TestReportRunEndToEnd(t *testing.T) {
 	e := newEnv(t)
-	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(fixture.AgentName, "s1", nil)
+	to := ledger()
+	h := e.Harness(nil, e.ReportAgent(to), nil)
+	r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
 
-	d := e.stepUntil(h, r.ID)
+	d := e.StepUntil(h, r.ID)
 	if d.Next != harness.NextApproval || d.ApprovalID == "" || d.ApprovalTimeoutSeconds <= 0 {
 		t.Fatalf("want an approval decision, got %+v", d)
 	}
-	if got := e.getRun(r.ID).Status; got != run.StatusAwaitingApproval {
+	if got := e.GetRun(r.ID).Status; got != run.StatusAwaitingApproval {
 		t.Fatalf("status = %s, want awaiting_approval", got)
 	}
-	ap := e.pendingApproval(r.ID)
-	if ap.ID != d.ApprovalID || ap.Tool != "publish_report" {
+	ap := e.PendingApproval(r.ID)
+	if ap.ID != d.ApprovalID || ap.Tool != "publish" {
 		t.Fatalf("approval %+v does not match decision %+v", ap, d)
 	}
 	if want, _ := run.ArgsHash(ap.Args); want != ap.ArgsHash {
 		t.Fatalf("approval hash %s is not the hash of its args (%s)", ap.ArgsHash, want)
 	}
 	// A Step while the approval is pending changes nothing and asks again.
-	if d2 := e.stepUntil(h, r.ID); d2.Next != harness.NextApproval || d2.ApprovalID != ap.ID {
+	if d2 := e.StepUntil(h, r.ID); d2.Next != harness.NextApproval || d2.ApprovalID != ap.ID {
 		t.Fatalf("second step: %+v", d2)
 	}
-	if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 0 {
+	if n := len(to.Entries()); n != 0 {
 		t.Fatalf("published %d before approval", n)
 	}
-	e.decide(r.ID, ap, true)
-	d = e.stepUntil(h, r.ID)
+	e.Decide(r.ID, ap, true)
+	d = e.StepUntil(h, r.ID)
 	if d.Next != harness.NextDone {
 		t.Fatalf("after approval: %+v", d)
 	}
-	if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 1 {
-		t.Fatalf("publications = %d, want exactly 1", n)
+	pubs := to.Entries()
+	if len(pubs) != 1 {
+		t.Fatalf("publications = %d, want exactly 1", len(pubs))
 	}
-	got := e.getRun(r.ID)
+	var args struct{ SHA256 string }
+	if err := json.Unmarshal(ap.Args, &args); err != nil || run.HashBytes(pubs[0].Content) != args.SHA256 {
+		t.Fatalf("published %d bytes that are not the approved report %s (%v)", len(pubs[0].Content), ap.Args, err)
+	}
+	got := e.GetRun(r.ID)
 	if got.Status != run.StatusCompleted || !strings.Contains(got.Output, "published") {
 		t.Fatalf("run = %s %q", got.Status, got.Output)
 	}
-	evs := e.checkGapless(r.ID)
+	evs := e.CheckGapless(r.ID)
 	for typ, want := range map[run.EventType]int{run.EventRunCompleted: 1, run.EventOpIntent: 1, run.EventOpSucceeded: 1,
-		run.EventApprovalRequested: 1, run.EventApprovalGranted: 1, run.EventToolCompleted: 4, run.EventModelCallCompleted: 5} {
+		run.EventApprovalRequested: 1, run.EventApprovalGranted: 1, run.EventToolCompleted: 3, run.EventModelCallCompleted: 4} {
 		if got := count(evs, typ); got != want {
 			t.Errorf("%s events = %d, want %d", typ, got, want)
 		}
 	}
 	if count(evs, run.EventToolProgress) == 0 {
-		t.Error("analyze_documents reported no progress")
+		t.Error("gather reported no progress")
 	}
 	// A finished run stays finished.
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("step of a finished run: %+v", d)
 	}
 }
@@ -150,66 +126,67 @@ func TestResearchRunEndToEnd(t *testing.T) {
 func TestApprovals(t *testing.T) {
 	t.Run("stale hash refused", func(t *testing.T) {
 		e := newEnv(t)
-		h := e.harness(nil, e.researchAgents(nil), nil)
-		r := e.createRun(fixture.AgentName, "s1", nil)
-		e.stepUntil(h, r.ID)
-		ap := e.pendingApproval(r.ID)
-		_, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: ap.ID, Approve: true, ArgsHash: strings.Repeat("0", 64), DecidedBy: "bob"})
+		to := ledger()
+		h := e.Harness(nil, e.ReportAgent(to), nil)
+		r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
+		e.StepUntil(h, r.ID)
+		ap := e.PendingApproval(r.ID)
+		_, err := e.Store.DecideApproval(e.Ctx, store.Decision{RunID: r.ID, ApprovalID: ap.ID, Approve: true, ArgsHash: strings.Repeat("0", 64), DecidedBy: "bob"})
 		if !errors.Is(err, store.ErrHashMismatch) {
 			t.Fatalf("decision with a stale hash: %v, want ErrHashMismatch", err)
 		}
-		if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+		if d := e.StepUntil(h, r.ID); d.Next != harness.NextApproval {
 			t.Fatalf("run moved on without a valid approval: %+v", d)
 		}
-		if n, _ := (fixture.DirPublisher{Dir: e.pubDir}).Count(); n != 0 {
+		if n := len(to.Entries()); n != 0 {
 			t.Fatal("published without approval")
 		}
 	})
 	t.Run("changed args need a new approval", func(t *testing.T) {
 		e := newEnv(t)
-		to := fixture.DirPublisher{Dir: e.pubDir}
+		to := ledger()
 		script := `{"turns":[
 			{"tool_calls":[{"name":"note","args":{"text":"first draft"}}]},
 			{"tool_calls":[{"name":"note","args":{"text":"second draft"}}]}]}`
-		h := e.harness(nil, e.agent("a", script, note{mode: run.ModeMutating, to: to}), nil)
-		r := e.createRun("a", "s1", nil)
-		d1 := e.stepUntil(h, r.ID)
-		ap1 := e.pendingApproval(r.ID)
-		e.decide(r.ID, ap1, false) // denied: the model re-plans with other args
-		d2 := e.stepUntil(h, r.ID)
+		h := e.Harness(nil, e.Agent("a", script, harnesstest.Note{Mode: run.ModeMutating, To: to}), nil)
+		r := e.CreateRun("a", "s1", nil)
+		d1 := e.StepUntil(h, r.ID)
+		ap1 := e.PendingApproval(r.ID)
+		e.Decide(r.ID, ap1, false) // denied: the model re-plans with other args
+		d2 := e.StepUntil(h, r.ID)
 		if d2.Next != harness.NextApproval || d2.ApprovalID == d1.ApprovalID {
 			t.Fatalf("re-planned call: %+v (first %s)", d2, d1.ApprovalID)
 		}
-		ap2 := e.pendingApproval(r.ID)
+		ap2 := e.PendingApproval(r.ID)
 		if ap2.ArgsHash == ap1.ArgsHash {
 			t.Fatal("new approval has the old hash")
 		}
 		// The old approval's hash cannot approve the new action.
-		_, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: ap2.ID, Approve: true, ArgsHash: ap1.ArgsHash, DecidedBy: "bob"})
+		_, err := e.Store.DecideApproval(e.Ctx, store.Decision{RunID: r.ID, ApprovalID: ap2.ID, Approve: true, ArgsHash: ap1.ArgsHash, DecidedBy: "bob"})
 		if !errors.Is(err, store.ErrHashMismatch) {
 			t.Fatalf("old hash on new approval: %v", err)
 		}
-		e.decide(r.ID, ap2, true)
-		if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		e.Decide(r.ID, ap2, true)
+		if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 			t.Fatalf("%+v", d)
 		}
-		if n, _ := to.Count(); n != 1 {
+		if n := len(to.Entries()); n != 1 {
 			t.Fatalf("publications = %d, want 1 (the denied one must not run)", n)
 		}
 	})
 	t.Run("confirm_once asks once per session", func(t *testing.T) {
 		e := newEnv(t)
-		to := fixture.DirPublisher{Dir: e.pubDir}
+		to := ledger()
 		script := `{"turns":[
 			{"tool_calls":[{"name":"note","args":{"text":"one"}}]},
 			{"tool_calls":[{"name":"note","args":{"text":"two"}}]}]}`
-		agents := e.agent("a", script, note{mode: run.ModeConfirmOnce, to: to})
-		h := e.harness(nil, agents, nil)
+		agents := e.Agent("a", script, harnesstest.Note{Mode: run.ModeConfirmOnce, To: to})
+		h := e.Harness(nil, agents, nil)
 		asked := func(session string) int {
-			r := e.createRun("a", session, nil)
+			r := e.CreateRun("a", session, nil)
 			n := 0
 			for {
-				d := e.stepUntil(h, r.ID)
+				d := e.StepUntil(h, r.ID)
 				if d.Next == harness.NextDone {
 					return n
 				}
@@ -217,7 +194,7 @@ func TestApprovals(t *testing.T) {
 					t.Fatalf("%+v", d)
 				}
 				n++
-				e.decide(r.ID, e.pendingApproval(r.ID), true)
+				e.Decide(r.ID, e.PendingApproval(r.ID), true)
 			}
 		}
 		if n := asked("s1"); n != 1 {
@@ -232,6 +209,9 @@ func TestApprovals(t *testing.T) {
 	})
 }
 
+// TestReconcileAfterLostResult: the destination acted but the commit of
+// its result failed; the next Step reconciles the pending operation by
+// what the destination promises, and never makes a second effect.
 func TestReconcileAfterLostResult(t *testing.T) {
 	isResult := func(c store.Commit) bool {
 		for _, u := range c.OperationUpdates {
@@ -243,62 +223,50 @@ func TestReconcileAfterLostResult(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		server     fixture.ServerOptions
-		publisher  func(url string) fixture.Publisher
+		promises   harnesstest.LedgerOptions
 		wantNext   harness.Next
 		wantPosts  int
 		wantStatus run.OpStatus
 	}{
-		{"lookup finds it", fixture.ServerOptions{},
-			func(u string) fixture.Publisher { return fixture.HTTPPublisher{Base: u} },
+		{"lookup finds it", harnesstest.LedgerOptions{Lookup: true, Idempotent: true},
 			harness.NextDone, 1, run.OpSucceeded},
-		{"idempotent retry without lookup", fixture.ServerOptions{NoLookup: true},
-			func(u string) fixture.Publisher { return fixture.HTTPPublisher{Base: u, NoLookup: true} },
+		{"idempotent retry without lookup", harnesstest.LedgerOptions{Idempotent: true},
 			harness.NextDone, 1, run.OpSucceeded},
-		{"none destination needs a human", fixture.ServerOptions{NoLookup: true, NoIdempotency: true},
-			func(u string) fixture.Publisher {
-				return fixture.HTTPPublisher{Base: u, NoLookup: true, NotIdempotent: true}
-			},
+		{"none destination needs a human", harnesstest.LedgerOptions{},
 			harness.NextNeedsHuman, 1, run.OpNeedsHuman},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			srv, err := fixture.NewPublicationServer(tc.server)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts := httptest.NewServer(srv)
-			defer ts.Close()
-			faulty := &faultyStore{Store: e.store, fail: isResult}
-			agents := e.researchAgents(tc.publisher(ts.URL))
-			h := e.harness(faulty, agents, nil)
-			r := e.createRun(fixture.AgentName, "s1", nil)
-			e.stepUntil(h, r.ID)
-			e.decide(r.ID, e.pendingApproval(r.ID), true)
-			if _, err := h.Step(e.ctx, r.ID, time.Minute); err == nil {
+			to := harnesstest.NewLedger("ledger", tc.promises)
+			faulty := &faultyStore{Store: e.Store, fail: isResult}
+			h := e.Harness(faulty, e.ReportAgent(to), nil)
+			r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
+			e.StepUntil(h, r.ID)
+			e.Decide(r.ID, e.PendingApproval(r.ID), true)
+			if _, err := h.Step(e.Ctx, r.ID, time.Minute); err == nil {
 				t.Fatal("the step whose result commit failed reported success")
 			}
 			if faulty.hits != 1 {
 				t.Fatalf("fault hit %d times", faulty.hits)
 			}
-			if len(srv.Publications()) != 1 {
-				t.Fatalf("destination has %d publications after dispatch", len(srv.Publications()))
+			if len(to.Entries()) != 1 {
+				t.Fatalf("destination has %d publications after dispatch", len(to.Entries()))
 			}
 			faulty.fail = nil
-			e.clock.Advance(time.Hour) // the failed step's lease expires
-			d := e.stepUntil(h, r.ID)
+			e.Clock.Advance(time.Hour) // the failed step's lease expires
+			d := e.StepUntil(h, r.ID)
 			if d.Next != tc.wantNext {
 				t.Fatalf("recovery decision %+v, want %s", d, tc.wantNext)
 			}
-			if got := len(srv.Publications()); got != tc.wantPosts {
+			if got := len(to.Entries()); got != tc.wantPosts {
 				t.Fatalf("publications = %d, want %d", got, tc.wantPosts)
 			}
-			opsList, _ := e.store.ListOperations(e.ctx, r.ID, false)
+			opsList, _ := e.Store.ListOperations(e.Ctx, r.ID, false)
 			if len(opsList) != 1 || opsList[0].Status != tc.wantStatus {
 				t.Fatalf("operations: %+v", opsList)
 			}
-			evs := e.checkGapless(r.ID)
+			evs := e.CheckGapless(r.ID)
 			if tc.wantNext == harness.NextDone && count(evs, run.EventOpReconciled) != 1 {
 				t.Fatal("no op_reconciled event tells the recovery")
 			}
@@ -312,42 +280,35 @@ func TestReconcileAfterLostResult(t *testing.T) {
 func TestUncertainDispatch(t *testing.T) {
 	t.Run("lost response is reconciled, not resent blindly", func(t *testing.T) {
 		e := newEnv(t)
-		srv, _ := fixture.NewPublicationServer(fixture.ServerOptions{DropResponses: 1})
-		ts := httptest.NewServer(srv)
-		defer ts.Close()
-		h := e.harness(nil, e.researchAgents(fixture.HTTPPublisher{Base: ts.URL}), nil)
-		r := e.createRun(fixture.AgentName, "s1", nil)
-		e.stepUntil(h, r.ID)
-		e.decide(r.ID, e.pendingApproval(r.ID), true)
-		if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+		to := harnesstest.NewLedger("ledger", harnesstest.LedgerOptions{Lookup: true, Idempotent: true, LoseResponses: 1})
+		h := e.Harness(nil, e.ReportAgent(to), nil)
+		r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
+		e.StepUntil(h, r.ID)
+		e.Decide(r.ID, e.PendingApproval(r.ID), true)
+		if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 			t.Fatalf("%+v", d)
 		}
-		if n := len(srv.Publications()); n != 1 {
+		if n := len(to.Entries()); n != 1 {
 			t.Fatalf("publications = %d", n)
 		}
-		if count(e.events(r.ID), run.EventOpUncertain) != 1 {
+		if count(e.Events(r.ID), run.EventOpUncertain) != 1 {
 			t.Fatal("the lost response was not recorded as uncertain")
 		}
 	})
 	t.Run("timeout without lookup or idempotency needs a human", func(t *testing.T) {
 		e := newEnv(t)
-		srv, _ := fixture.NewPublicationServer(fixture.ServerOptions{Hang: true, NoLookup: true, NoIdempotency: true})
-		ts := httptest.NewServer(srv)
-		defer ts.Close()
-		pub := fixture.HTTPPublisher{Base: ts.URL, NoLookup: true, NotIdempotent: true}
-		pub.Client = ts.Client()
-		pub.Client.Timeout = 200 * time.Millisecond
-		h := e.harness(nil, e.researchAgents(pub), nil)
-		r := e.createRun(fixture.AgentName, "s1", nil)
-		e.stepUntil(h, r.ID)
-		e.decide(r.ID, e.pendingApproval(r.ID), true)
-		if d := e.stepUntil(h, r.ID); d.Next != harness.NextNeedsHuman {
+		to := harnesstest.NewLedger("ledger", harnesstest.LedgerOptions{Hang: 200 * time.Millisecond})
+		h := e.Harness(nil, e.ReportAgent(to), nil)
+		r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
+		e.StepUntil(h, r.ID)
+		e.Decide(r.ID, e.PendingApproval(r.ID), true)
+		if d := e.StepUntil(h, r.ID); d.Next != harness.NextNeedsHuman {
 			t.Fatalf("%+v", d)
 		}
-		if n := len(srv.Publications()); n != 1 {
+		if n := len(to.Entries()); n != 1 {
 			t.Fatalf("the destination got %d requests, want exactly 1 (no second request)", n)
 		}
-		if got := e.getRun(r.ID); got.Status != run.StatusNeedsHuman || got.Error == "" {
+		if got := e.GetRun(r.ID); got.Status != run.StatusNeedsHuman || got.Error == "" {
 			t.Fatalf("run %s %q", got.Status, got.Error)
 		}
 	})
@@ -358,26 +319,26 @@ func TestTwoConcurrentSteps(t *testing.T) {
 	gate, entered, release := holdFirst()
 	ec := &echo{gate: gate}
 	script := `{"turns":[{"tool_calls":[{"name":"echo","args":{"text":"x"}}]},{"tool_calls":[{"name":"echo","args":{"text":"y"}}]}]}`
-	agents := e.agent("a", script, ec)
-	h1 := e.harness(nil, agents, func(o *harness.Options) { o.Owner = "w1"; o.LeaseTTL = time.Second })
-	h2 := e.harness(nil, agents, func(o *harness.Options) { o.Owner = "w2"; o.LeaseTTL = time.Second })
-	r := e.createRun("a", "s1", nil)
+	agents := e.Agent("a", script, ec)
+	h1 := e.Harness(nil, agents, func(o *harness.Options) { o.Owner = "w1"; o.LeaseTTL = time.Second })
+	h2 := e.Harness(nil, agents, func(o *harness.Options) { o.Owner = "w2"; o.LeaseTTL = time.Second })
+	r := e.CreateRun("a", "s1", nil)
 
 	var err1 error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err1 = h1.Step(e.ctx, r.ID, time.Second)
+		_, err1 = h1.Step(e.Ctx, r.ID, time.Second)
 	}()
 	<-entered // w1 holds the lease and is inside a tool
 	// Contention is a wait, never an error the state machine could count
 	// down to a failed run.
-	if d, err := h2.Step(e.ctx, r.ID, time.Second); err != nil || d.Next != harness.NextWait || !d.Busy || d.WaitSeconds < 1 {
+	if d, err := h2.Step(e.Ctx, r.ID, time.Second); err != nil || d.Next != harness.NextWait || !d.Busy || d.WaitSeconds < 1 {
 		t.Fatalf("second worker during a live lease: %+v, %v; want a busy wait", d, err)
 	}
-	e.clock.Advance(time.Hour) // w1 stalls past its lease: w2 takes over
-	d := e.stepUntil(h2, r.ID)
+	e.Clock.Advance(time.Hour) // w1 stalls past its lease: w2 takes over
+	d := e.StepUntil(h2, r.ID)
 	close(release) // now the stale w1 wakes up and tries to commit
 	wg.Wait()
 	if !errors.As(err1, new(*harness.FencedError)) {
@@ -386,7 +347,7 @@ func TestTwoConcurrentSteps(t *testing.T) {
 	if d.Next != harness.NextDone {
 		t.Fatalf("new worker: %+v", d)
 	}
-	evs := e.checkGapless(r.ID)
+	evs := e.CheckGapless(r.ID)
 	if n := count(evs, run.EventRunCompleted); n != 1 {
 		t.Fatalf("run_completed %d times", n)
 	}
@@ -404,20 +365,20 @@ func TestBudgets(t *testing.T) {
 			calls = append(calls, fmt.Sprintf(`{"name":"echo","args":{"text":"%d"}}`, i))
 		}
 		script := `{"turns":[{"tool_calls":[` + strings.Join(calls, ",") + `]}]}`
-		h := e.harness(nil, e.agent("a", script, ec), nil)
-		r := e.createRun("a", "s1", func(r *run.Run) { r.Limits.MaxToolCalls = 4 })
-		d := e.stepUntil(h, r.ID)
+		h := e.Harness(nil, e.Agent("a", script, ec), nil)
+		r := e.CreateRun("a", "s1", func(r *run.Run) { r.Limits.MaxToolCalls = 4 })
+		d := e.StepUntil(h, r.ID)
 		if d.Next != harness.NextFailed {
 			t.Fatalf("%+v", d)
 		}
 		if n := ec.calls.Load(); n != 4 {
 			t.Fatalf("ran %d tool calls with a limit of 4", n)
 		}
-		got := e.getRun(r.ID)
+		got := e.GetRun(r.ID)
 		if got.Budget.ToolCallsUsed != 4 || got.Budget.ToolCallsReserved != 0 {
 			t.Fatalf("budget %+v", got.Budget)
 		}
-		if count(e.events(r.ID), run.EventBudgetExceeded) != 1 {
+		if count(e.Events(r.ID), run.EventBudgetExceeded) != 1 {
 			t.Fatal("no budget_exceeded event")
 		}
 	})
@@ -434,18 +395,18 @@ func TestBudgets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			ec := &echo{}
-			h := e.harness(nil, e.agent("a", `{"turns":[{"repeat":10,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}]}`, ec), nil)
-			r := e.createRun("a", "s1", func(r *run.Run) { tc.limits(&r.Limits, e.clock.Now()) })
-			d := e.stepUntil(h, r.ID)
+			h := e.Harness(nil, e.Agent("a", `{"turns":[{"repeat":10,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}]}`, ec), nil)
+			r := e.CreateRun("a", "s1", func(r *run.Run) { tc.limits(&r.Limits, e.Clock.Now()) })
+			d := e.StepUntil(h, r.ID)
 			if d.Next != harness.NextFailed || !strings.Contains(d.Error, tc.limit) {
 				t.Fatalf("%+v", d)
 			}
-			got := e.getRun(r.ID)
+			got := e.GetRun(r.ID)
 			if got.Status != run.StatusFailed || !strings.Contains(got.Error, tc.limit) {
 				t.Fatalf("run %s %q", got.Status, got.Error)
 			}
 			var ev run.Event
-			for _, x := range e.checkGapless(r.ID) {
+			for _, x := range e.CheckGapless(r.ID) {
 				if x.Type == run.EventBudgetExceeded {
 					ev = x
 				}
@@ -465,18 +426,18 @@ func TestCancelMidRun(t *testing.T) {
 	gate, entered, release := holdFirst()
 	ec := &echo{gate: gate}
 	script := `{"turns":[{"repeat":5,"tool_calls":[{"name":"echo","args":{"text":"x"}}]}]}`
-	h := e.harness(nil, e.agent("a", script, ec), nil)
-	r := e.createRun("a", "s1", nil)
+	h := e.Harness(nil, e.Agent("a", script, ec), nil)
+	r := e.CreateRun("a", "s1", nil)
 	done := make(chan harness.Decision)
 	go func() {
-		d, err := h.Step(e.ctx, r.ID, time.Minute)
+		d, err := h.Step(e.Ctx, r.ID, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}
 		done <- d
 	}()
 	<-entered // a tool call is in flight
-	if _, _, err := e.store.RequestCancel(e.ctx, r.ID, "bob"); err != nil {
+	if _, _, err := e.Store.RequestCancel(e.Ctx, r.ID, "bob"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -487,7 +448,7 @@ func TestCancelMidRun(t *testing.T) {
 	if n := ec.calls.Load(); n != 1 {
 		t.Fatalf("%d tool calls ran; no call may start after the cancel", n)
 	}
-	evs := e.checkGapless(r.ID)
+	evs := e.CheckGapless(r.ID)
 	if count(evs, run.EventToolCompleted) != 1 || count(evs, run.EventCancelRequested) != 1 || count(evs, run.EventRunCancelled) != 1 {
 		t.Fatalf("events: in-flight effect recorded=%d, cancel_requested=%d, run_cancelled=%d",
 			count(evs, run.EventToolCompleted), count(evs, run.EventCancelRequested), count(evs, run.EventRunCancelled))
@@ -495,7 +456,7 @@ func TestCancelMidRun(t *testing.T) {
 	if count(evs, run.EventModelCallCompleted) != 1 {
 		t.Fatal("a model call was made after the cancel")
 	}
-	if got := e.getRun(r.ID).Status; got != run.StatusCancelled {
+	if got := e.GetRun(r.ID).Status; got != run.StatusCancelled {
 		t.Fatal(got)
 	}
 }
@@ -508,7 +469,7 @@ type cancelDuring struct {
 }
 
 func (c cancelDuring) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	if _, _, err := c.e.store.RequestCancel(ctx, c.runID, "bob"); err != nil {
+	if _, _, err := c.e.Store.RequestCancel(ctx, c.runID, "bob"); err != nil {
 		return model.Response{}, err
 	}
 	return c.Model.Generate(ctx, req)
@@ -517,40 +478,40 @@ func (c cancelDuring) Generate(ctx context.Context, req model.Request) (model.Re
 func TestCancelDuringModelCall(t *testing.T) {
 	e := newEnv(t)
 	ec := &echo{}
-	agents := e.agent("a", `{"turns":[{"tool_calls":[{"name":"echo","args":{"text":"x"}}]}]}`, ec)
-	r := e.createRun("a", "s1", nil)
+	agents := e.Agent("a", `{"turns":[{"tool_calls":[{"name":"echo","args":{"text":"x"}}]}]}`, ec)
+	r := e.CreateRun("a", "s1", nil)
 	a := agents["a"]
 	a.Model = cancelDuring{Model: a.Model, e: e, runID: r.ID}
 	agents["a"] = a
-	h := e.harness(nil, agents, nil)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextCancelled {
+	h := e.Harness(nil, agents, nil)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextCancelled {
 		t.Fatalf("%+v", d)
 	}
 	if n := ec.calls.Load(); n != 0 {
 		t.Fatalf("%d tool calls started after a cancel that arrived during the model call", n)
 	}
-	if count(e.checkGapless(r.ID), run.EventToolStarted) != 0 {
+	if count(e.CheckGapless(r.ID), run.EventToolStarted) != 0 {
 		t.Fatal("tool_started after the cancel")
 	}
 }
 
 func TestCancelWhileAwaitingApproval(t *testing.T) {
 	e := newEnv(t)
-	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(fixture.AgentName, "s1", nil)
-	e.stepUntil(h, r.ID)
-	_, cancelled, err := e.store.RequestCancel(e.ctx, r.ID, "bob")
+	h := e.Harness(nil, e.ReportAgent(ledger()), nil)
+	r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
+	e.StepUntil(h, r.ID)
+	_, cancelled, err := e.Store.RequestCancel(e.Ctx, r.ID, "bob")
 	if err != nil || len(cancelled) != 1 {
 		t.Fatalf("cancel: %v, %d approvals cancelled", err, len(cancelled))
 	}
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextCancelled {
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextCancelled {
 		t.Fatalf("%+v", d)
 	}
-	aps, _ := e.store.ListApprovals(e.ctx, r.ID)
+	aps, _ := e.Store.ListApprovals(e.Ctx, r.ID)
 	if aps[0].Status != run.ApprovalCancelled {
 		t.Fatalf("approval %s", aps[0].Status)
 	}
-	if _, err := e.store.DecideApproval(e.ctx, store.Decision{RunID: r.ID, ApprovalID: aps[0].ID, Approve: true, ArgsHash: aps[0].ArgsHash, DecidedBy: "bob"}); !errors.Is(err, store.ErrConflict) {
+	if _, err := e.Store.DecideApproval(e.Ctx, store.Decision{RunID: r.ID, ApprovalID: aps[0].ID, Approve: true, ArgsHash: aps[0].ArgsHash, DecidedBy: "bob"}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("approving a cancelled approval: %v", err)
 	}
 }
@@ -575,28 +536,28 @@ func TestInputPolicies(t *testing.T) {
 			e := newEnv(t)
 			gate, entered, release := holdFirst()
 			ec := &echo{gate: gate}
-			h := e.harness(nil, e.agent("a", tc.script, ec), nil)
-			r := e.createRun("a", "s1", func(r *run.Run) { r.InputPolicy = tc.policy })
+			h := e.Harness(nil, e.Agent("a", tc.script, ec), nil)
+			r := e.CreateRun("a", "s1", func(r *run.Run) { r.InputPolicy = tc.policy })
 			done := make(chan harness.Decision)
-			go func() { d, _ := h.Step(e.ctx, r.ID, time.Minute); done <- d }()
+			go func() { d, _ := h.Step(e.Ctx, r.ID, time.Minute); done <- d }()
 			<-entered
-			if _, err := e.store.EnqueueInput(e.ctx, r.ID, "new instructions"); err != nil {
+			if _, err := e.Store.EnqueueInput(e.Ctx, r.ID, "new instructions"); err != nil {
 				t.Fatal(err)
 			}
 			close(release)
 			if d := <-done; d.Next != harness.NextDone {
 				t.Fatalf("%+v", d)
 			}
-			if got := e.getRun(r.ID).Output; got != tc.wantOutput {
+			if got := e.GetRun(r.ID).Output; got != tc.wantOutput {
 				t.Fatalf("output %q, want %q", got, tc.wantOutput)
 			}
 			if n := ec.calls.Load(); n != tc.wantCalls {
 				t.Fatalf("tool calls = %d, want %d", n, tc.wantCalls)
 			}
-			if pending, _ := e.store.ListInputs(e.ctx, r.ID, true); len(pending) != 0 {
+			if pending, _ := e.Store.ListInputs(e.Ctx, r.ID, true); len(pending) != 0 {
 				t.Fatal("input not consumed")
 			}
-			if count(e.events(r.ID), run.EventTurnStarted) != 2 {
+			if count(e.Events(r.ID), run.EventTurnStarted) != 2 {
 				t.Fatal("want two turns")
 			}
 		})
@@ -605,29 +566,29 @@ func TestInputPolicies(t *testing.T) {
 
 func TestForkReusesRecordedEffects(t *testing.T) {
 	e := newEnv(t)
-	to := fixture.DirPublisher{Dir: e.pubDir}
-	h := e.harness(nil, e.researchAgents(to), nil)
-	r := e.createRun(fixture.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
-	e.stepUntil(h, r.ID)
+	to := ledger()
+	h := e.Harness(nil, e.ReportAgent(to), nil)
+	r := e.CreateRun(harnesstest.ReportAgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
+	e.StepUntil(h, r.ID)
 	// The checkpoint taken at the approval holds the publish call, not its result.
-	cpAtApproval := e.getRun(r.ID).CheckpointID
-	e.decide(r.ID, e.pendingApproval(r.ID), true)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	cpAtApproval := e.GetRun(r.ID).CheckpointID
+	e.Decide(r.ID, e.PendingApproval(r.ID), true)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
-	fork := e.createRun(fixture.AgentName, "s1", func(f *run.Run) {
+	fork := e.CreateRun(harnesstest.ReportAgentName, "s1", func(f *run.Run) {
 		f.ParentRunID, f.ForkCheckpointID = r.ID, cpAtApproval
 	})
-	if d := e.stepUntil(h, fork.ID); d.Next != harness.NextDone {
+	if d := e.StepUntil(h, fork.ID); d.Next != harness.NextDone {
 		t.Fatalf("fork: %+v", d)
 	}
-	if n, _ := to.Count(); n != 1 {
+	if n := len(to.Entries()); n != 1 {
 		t.Fatalf("publications = %d after the fork, want 1: an effect was repeated", n)
 	}
-	if got := e.getRun(fork.ID); got.Status != run.StatusCompleted {
+	if got := e.GetRun(fork.ID); got.Status != run.StatusCompleted {
 		t.Fatal(got.Status)
 	}
-	evs := e.events(fork.ID)
+	evs := e.Events(fork.ID)
 	if count(evs, run.EventOpIntent) != 0 || count(evs, run.EventApprovalRequested) != 0 {
 		t.Fatal("the fork asked again or dispatched again")
 	}
@@ -638,15 +599,15 @@ func TestInvalidToolCallsNeverDispatched(t *testing.T) {
 	ec := &echo{}
 	script := `{"turns":[{"tool_calls":[{"name":"echo","args":{"wrong":1}},{"name":"nope","args":{}},` +
 		`{"name":"echo","args":{"text":"pay","amount":18446744073709551615}}]},{"text":"ok"}]}`
-	h := e.harness(nil, e.agent("a", script, ec), nil)
-	r := e.createRun("a", "s1", nil)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	h := e.Harness(nil, e.Agent("a", script, ec), nil)
+	r := e.CreateRun("a", "s1", nil)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
 	if ec.calls.Load() != 0 {
 		t.Fatal("an invalid call was dispatched")
 	}
-	evs := e.events(r.ID)
+	evs := e.Events(r.ID)
 	if count(evs, run.EventToolFailed) != 3 {
 		t.Fatalf("tool_failed = %d", count(evs, run.EventToolFailed))
 	}
@@ -669,11 +630,11 @@ func TestInvalidToolCallsNeverDispatched(t *testing.T) {
 
 func TestCheckpointBytesPerStepStayFlat(t *testing.T) {
 	e := newEnv(t)
-	ms := &meteredStore{Store: e.store}
+	ms := &meteredStore{Store: e.Store}
 	ec := &echo{}
-	h := e.harness(ms, e.agent("a", `{"turns":[{"repeat":1000,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}]}`, ec), nil)
-	r := e.createRun("a", "s1", func(r *run.Run) { r.Limits.MaxSteps = 2000; r.Limits.MaxToolCalls = 2000; r.Limits.MaxTokens = 1 << 40 })
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	h := e.Harness(ms, e.Agent("a", `{"turns":[{"repeat":1000,"tool_calls":[{"name":"echo","args":{"text":"hello"}}]}]}`, ec), nil)
+	r := e.CreateRun("a", "s1", func(r *run.Run) { r.Limits.MaxSteps = 2000; r.Limits.MaxToolCalls = 2000; r.Limits.MaxTokens = 1 << 40 })
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
 	if len(ms.sizes) < 1000 {
@@ -708,25 +669,25 @@ func TestStaleWorkerProgressIsFenced(t *testing.T) {
 	entered, release := make(chan struct{}, 2), make(chan struct{})
 	p := progressing{gate: func() { entered <- struct{}{}; <-release }}
 	script := `{"turns":[{"tool_calls":[{"name":"progressing","args":{}},{"name":"progressing","args":{}}]},{"text":"ok"}]}`
-	h := e.harness(nil, e.agent("a", script, p), func(o *harness.Options) { o.LeaseTTL = time.Second })
-	r := e.createRun("a", "s1", nil)
+	h := e.Harness(nil, e.Agent("a", script, p), func(o *harness.Options) { o.LeaseTTL = time.Second })
+	r := e.CreateRun("a", "s1", nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := h.Step(e.ctx, r.ID, time.Second)
+		_, err := h.Step(e.Ctx, r.ID, time.Second)
 		errc <- err
 	}()
 	<-entered
 	<-entered // both calls run, concurrently, under w1's lease
-	e.clock.Advance(time.Hour)
-	if _, err := e.store.AcquireLease(e.ctx, r.ID, "w2", time.Hour); err != nil {
+	e.Clock.Advance(time.Hour)
+	if _, err := e.Store.AcquireLease(e.Ctx, r.ID, "w2", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	before := e.events(r.ID)
+	before := e.Events(r.ID)
 	close(release)
 	if err := <-errc; !errors.As(err, new(*harness.FencedError)) {
 		t.Fatalf("stale worker: %v, want FencedError", err)
 	}
-	after := e.events(r.ID)
+	after := e.Events(r.ID)
 	if len(after) != len(before) {
 		t.Fatalf("the stale worker wrote %d events after it lost its lease: %v", len(after)-len(before), after[len(before):])
 	}
@@ -740,20 +701,20 @@ func TestStaleWorkerProgressIsFenced(t *testing.T) {
 func TestCancelReportsSkippedCalls(t *testing.T) {
 	e := newEnv(t)
 	ec := &echo{}
-	n := note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}
+	n := harnesstest.Note{Mode: run.ModeMutating, To: ledger()}
 	script := `{"turns":[{"tool_calls":[{"name":"note","args":{"text":"a"}},{"name":"echo","args":{"text":"b"}},{"name":"echo","args":{"text":"c"}}]}]}`
-	h := e.harness(nil, e.agent("a", script, ec, n), nil)
-	r := e.createRun("a", "s1", nil)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+	h := e.Harness(nil, e.Agent("a", script, ec, n), nil)
+	r := e.CreateRun("a", "s1", nil)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextApproval {
 		t.Fatalf("%+v", d)
 	}
-	if _, _, err := e.store.RequestCancel(e.ctx, r.ID, "bob"); err != nil {
+	if _, _, err := e.Store.RequestCancel(e.Ctx, r.ID, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextCancelled {
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextCancelled {
 		t.Fatalf("%+v", d)
 	}
-	evs := e.events(r.ID)
+	evs := e.Events(r.ID)
 	last := evs[len(evs)-1]
 	var got struct {
 		Skipped   int `json:"skipped_calls"`
@@ -772,30 +733,30 @@ func TestCancelReportsSkippedCalls(t *testing.T) {
 // with an empty result (here: a fork reusing its parent's publication).
 func TestCorruptRecordFailsLoudly(t *testing.T) {
 	e := newEnv(t)
-	h := e.harness(nil, e.researchAgents(nil), nil)
-	r := e.createRun(fixture.AgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
-	e.stepUntil(h, r.ID)
-	cpAtApproval := e.getRun(r.ID).CheckpointID
-	e.decide(r.ID, e.pendingApproval(r.ID), true)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	h := e.Harness(nil, e.ReportAgent(ledger()), nil)
+	r := e.CreateRun(harnesstest.ReportAgentName, "s1", func(r *run.Run) { r.InputPolicy = run.InputRollback })
+	e.StepUntil(h, r.ID)
+	cpAtApproval := e.GetRun(r.ID).CheckpointID
+	e.Decide(r.ID, e.PendingApproval(r.ID), true)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "keel.db")+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.Dir, "keel.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if res, err := db.Exec(`UPDATE plan_items SET result = '{"content":' WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND tool = 'publish_report'`, r.ID); err != nil {
+	if res, err := db.Exec(`UPDATE plan_items SET result = '{"content":' WHERE rk = (SELECT rk FROM runs WHERE id = ?) AND tool = 'publish'`, r.ID); err != nil {
 		t.Fatal(err)
 	} else if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("%d publish items", n)
 	}
-	fork := e.createRun(fixture.AgentName, "s1", func(f *run.Run) {
+	fork := e.CreateRun(harnesstest.ReportAgentName, "s1", func(f *run.Run) {
 		f.ParentRunID, f.ForkCheckpointID = r.ID, cpAtApproval
 	})
 	var ce *harness.CorruptRecordError
 	for i := 0; i < 20; i++ {
-		d, err := h.Step(e.ctx, fork.ID, time.Minute)
+		d, err := h.Step(e.Ctx, fork.ID, time.Minute)
 		if errors.As(err, &ce) {
 			return
 		}
@@ -812,17 +773,17 @@ func TestCorruptRecordFailsLoudly(t *testing.T) {
 // effect runs once, its operation carrying the legacy hash.
 func TestLegacyHashApprovalStillDecides(t *testing.T) {
 	e := newEnv(t)
-	to := fixture.DirPublisher{Dir: e.pubDir}
-	h := e.harness(nil, e.researchAgents(to), nil)
-	r := e.createRun(fixture.AgentName, "s1", nil)
-	e.stepUntil(h, r.ID)
-	ap := e.pendingApproval(r.ID)
+	to := ledger()
+	h := e.Harness(nil, e.ReportAgent(to), nil)
+	r := e.CreateRun(harnesstest.ReportAgentName, "s1", nil)
+	e.StepUntil(h, r.ID)
+	ap := e.PendingApproval(r.ID)
 	legacy, err := run.LegacyArgsHash(ap.Args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldID := "apr_" + strings.TrimPrefix(ap.PlanItemID, "item_") + "_" + legacy[:16]
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "keel.db")+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.Dir, "keel.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -839,18 +800,18 @@ func TestLegacyHashApprovalStillDecides(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := e.pendingApproval(r.ID)
+	old := e.PendingApproval(r.ID)
 	if old.ID != oldID || old.ArgsHash != legacy {
 		t.Fatalf("approval as stored: %+v", old)
 	}
-	e.decide(r.ID, old, true)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	e.Decide(r.ID, old, true)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("after approving the legacy hash: %+v", d)
 	}
-	if n, _ := to.Count(); n != 1 {
+	if n := len(to.Entries()); n != 1 {
 		t.Fatalf("publications = %d, want 1", n)
 	}
-	ops, err := e.store.ListOperations(e.ctx, r.ID, false)
+	ops, err := e.Store.ListOperations(e.Ctx, r.ID, false)
 	if err != nil || len(ops) != 1 || ops[0].ArgsHash != legacy || ops[0].Status != run.OpSucceeded {
 		t.Fatalf("operations %+v (%v)", ops, err)
 	}
@@ -865,34 +826,34 @@ func TestFinishedRunClosesItsApproval(t *testing.T) {
 		end  func(e *env, h *harness.Harness, r run.Run)
 	}{
 		{"deadline during the wait", func(e *env, h *harness.Harness, r run.Run) {
-			e.clock.Advance(2 * time.Hour)
-			if d := e.stepUntil(h, r.ID); d.Next != harness.NextFailed {
+			e.Clock.Advance(2 * time.Hour)
+			if d := e.StepUntil(h, r.ID); d.Next != harness.NextFailed {
 				t.Fatalf("after the deadline: %+v", d)
 			}
 		}},
 		{"finalize", func(e *env, h *harness.Harness, r run.Run) {
-			if _, err := h.Finalize(e.ctx, r.ID, "States.Timeout: the approval timed out"); err != nil {
+			if _, err := h.Finalize(e.Ctx, r.ID, "States.Timeout: the approval timed out"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			h := e.harness(nil, e.researchAgents(nil), nil)
-			r := e.createRun(fixture.AgentName, "s1", func(r *run.Run) { r.Limits.Deadline = e.clock.Now().Add(time.Hour) })
-			if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+			h := e.Harness(nil, e.ReportAgent(ledger()), nil)
+			r := e.CreateRun(harnesstest.ReportAgentName, "s1", func(r *run.Run) { r.Limits.Deadline = e.Clock.Now().Add(time.Hour) })
+			if d := e.StepUntil(h, r.ID); d.Next != harness.NextApproval {
 				t.Fatalf("%+v", d)
 			}
 			tc.end(e, h, r)
-			if st := e.getRun(r.ID).Status; st != run.StatusFailed {
+			if st := e.GetRun(r.ID).Status; st != run.StatusFailed {
 				t.Fatalf("status %s", st)
 			}
-			aps, _ := e.store.ListApprovals(e.ctx, r.ID)
+			aps, _ := e.Store.ListApprovals(e.Ctx, r.ID)
 			if len(aps) != 1 || aps[0].Status != run.ApprovalCancelled {
 				t.Fatalf("approvals %+v, want the one cancelled", aps)
 			}
 			// Closed in the same write, before run_failed, the log's last word.
-			evs := e.checkGapless(r.ID)
+			evs := e.CheckGapless(r.ID)
 			if evs[len(evs)-1].Type != run.EventRunFailed || count(evs, run.EventApprovalCancelled) != 1 {
 				t.Fatalf("last event %s, %d approval_cancelled", evs[len(evs)-1].Type, count(evs, run.EventApprovalCancelled))
 			}

@@ -48,24 +48,24 @@ func TestJudgedToolPerRun(t *testing.T) {
 		ran.Add(1)
 		return tool.Result{Content: "seen"}, nil
 	}}, modes: map[string]run.Mode{}}
-	h := e.harness(nil, e.agent("a", `{"turns":[{"tool_calls":[{"name":"peek","args":{}}]}],"final":"done"}`, j), nil)
-	read, ask, down := e.createRun("a", "ses_1", nil), e.createRun("a", "ses_1", nil), e.createRun("a", "ses_1", nil)
+	h := e.Harness(nil, e.Agent("a", `{"turns":[{"tool_calls":[{"name":"peek","args":{}}]}],"final":"done"}`, j), nil)
+	read, ask, down := e.CreateRun("a", "ses_1", nil), e.CreateRun("a", "ses_1", nil), e.CreateRun("a", "ses_1", nil)
 	j.modes[read.ID], j.modes[ask.ID] = run.ModeSafeReadonly, run.ModeConfirmOnce
 
-	if d := e.stepUntil(h, read.ID); d.Next != harness.NextDone || ran.Load() != 1 {
+	if d := e.StepUntil(h, read.ID); d.Next != harness.NextDone || ran.Load() != 1 {
 		t.Fatalf("judged a read: %s, ran %d times, want done after 1", d.Next, ran.Load())
 	}
-	if d := e.stepUntil(h, ask.ID); d.Next != harness.NextApproval || ran.Load() != 1 {
+	if d := e.StepUntil(h, ask.ID); d.Next != harness.NextApproval || ran.Load() != 1 {
 		t.Fatalf("judged confirm_once: %s, ran %d times, want an approval before it runs", d.Next, ran.Load())
 	}
-	if ap := e.pendingApproval(ask.ID); ap.Mode != run.ModeConfirmOnce || ap.Tool != "peek" {
+	if ap := e.PendingApproval(ask.ID); ap.Mode != run.ModeConfirmOnce || ap.Tool != "peek" {
 		t.Errorf("approval %+v, want peek confirm_once", ap)
 	}
-	if d := e.stepUntil(h, down.ID); d.Next != harness.NextDone || ran.Load() != 1 {
+	if d := e.StepUntil(h, down.ID); d.Next != harness.NextDone || ran.Load() != 1 {
 		t.Fatalf("a failed judgement: %s, ran %d times, want done without running", d.Next, ran.Load())
 	}
 	failed := false
-	for _, ev := range e.events(down.ID) {
+	for _, ev := range e.Events(down.ID) {
 		failed = failed || (ev.Type == run.EventToolFailed && strings.Contains(string(ev.Data), "the server does not answer"))
 	}
 	if !failed {

@@ -18,7 +18,6 @@ import (
 	"github.com/keelrun/keel/internal/kernel/ops"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"
-	"github.com/keelrun/keel/internal/observe/explain"
 )
 
 // readonly is a read-only test tool doing whatever do does.
@@ -135,30 +134,41 @@ func checkPanicLogged(t *testing.T, logs *logLines, want int, tool, value, frame
 	}
 }
 
-// checkExplained wants explain's first error to be the panic, not the
-// earlier failure of lint.
-func checkExplained(t *testing.T, e *env, runID string, kind run.EventType, msg string) {
+// checkPanicRecorded wants the run's records to tell of the panic as
+// their readers (explain, the viewer) find it: the first event whose error
+// or reason tells of a panic (run.TellsOfPanic) is of kind and carries
+// msg, even after lint's earlier, ordinary failure; and no operation is
+// left pending, as if it could still be reconciled. (The story explain
+// tells of these same runs is held by explain's TestHarnessPanicStory.)
+func checkPanicRecorded(t *testing.T, e *env, runID string, kind run.EventType, msg string) {
 	t.Helper()
-	s, err := explain.Explain(e.ctx, e.store, runID)
+	var first *run.Event
+	evs := e.CheckGapless(runID)
+	for i, ev := range evs {
+		var d struct{ Error, Reason string }
+		_ = json.Unmarshal(ev.Data, &d) // an event of another shape has neither
+		if run.TellsOfPanic(d.Error) || run.TellsOfPanic(d.Reason) {
+			first = &evs[i]
+			break
+		}
+	}
+	if first == nil || first.Type != kind || !strings.Contains(string(first.Data), msg) {
+		t.Fatalf("first event telling of a panic %+v, want the panic %q in %s", first, msg, kind)
+	}
+	opList, err := e.Store.ListOperations(e.Ctx, runID, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := s.FirstErr; f == nil || !f.Panic || f.Kind != string(kind) || !strings.Contains(f.Message, msg) {
-		t.Fatalf("first error %+v, want the panic %q in %s\n%s", s.FirstErr, msg, kind, s.Text)
-	}
-	if !strings.Contains(s.Text, "a panic: its stack is in the worker's log") {
-		t.Errorf("the story does not say where the stack is:\n%s", s.Text)
-	}
-	for _, o := range s.Open {
-		if strings.HasPrefix(o.Why, "pending") {
-			t.Errorf("explain says %s will be reconciled: %s", o.ID, o.Why)
+	for _, op := range opList {
+		if op.Status == run.OpPending {
+			t.Errorf("operation %s is still pending", op.ID)
 		}
 	}
 }
 
 func newLoggedHarness(e *env, agents harness.AgentMap) (*harness.Harness, *logLines) {
 	logs := &logLines{}
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	return h, logs
 }
 
@@ -178,14 +188,14 @@ func TestReadonlyToolPanic(t *testing.T) {
 			e := newEnv(t)
 			boom := readonly{name: "boom", do: func() (tool.Result, error) { panic("index out of range [3] with length 3") }}
 			script := `{"turns":[{"tool_calls":[{"name":"lint","args":{}}]},{"tool_calls":` + tc.calls + `}],"final":"done"}`
-			h, logs := newLoggedHarness(e, e.agent("a", script, failing, boom, &echo{}))
-			r := e.createRun("a", "s1", nil)
-			if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+			h, logs := newLoggedHarness(e, e.Agent("a", script, failing, boom, &echo{}))
+			r := e.CreateRun("a", "s1", nil)
+			if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 				t.Fatalf("decision %+v: the run should go on after the panic and finish", d)
 			}
 			const want = "tool boom panicked: index out of range [3] with length 3"
 			var failed []string
-			for _, ev := range e.checkGapless(r.ID) {
+			for _, ev := range e.CheckGapless(r.ID) {
 				if ev.Type == run.EventToolFailed {
 					var d struct{ Tool, Error string }
 					_ = json.Unmarshal(ev.Data, &d)
@@ -195,7 +205,7 @@ func TestReadonlyToolPanic(t *testing.T) {
 			if len(failed) != 2 || failed[1] != "boom: "+want {
 				t.Fatalf("tool_failed events %q, want lint's then boom: %s", failed, want)
 			}
-			items, err := e.store.ListPlanItems(e.ctx, r.ID)
+			items, err := e.Store.ListPlanItems(e.Ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +215,7 @@ func TestReadonlyToolPanic(t *testing.T) {
 				}
 			}
 			checkPanicLogged(t, logs, 1, "boom", "index out of range", "panics_test.go")
-			checkExplained(t, e, r.ID, run.EventToolFailed, want)
+			checkPanicRecorded(t, e, r.ID, run.EventToolFailed, want)
 		})
 	}
 }
@@ -217,14 +227,14 @@ func TestReadonlyToolPanic(t *testing.T) {
 // answer. No case leaves the operation pending once the run stops.
 func TestEffectPanic(t *testing.T) {
 	cases := []struct {
-		name        string
-		eff         *panicky
-		status      run.Status
-		op          run.OpStatus // "" when no operation may exist
-		panics      int
-		explainKind run.EventType
-		explainMsg  string
-		frame       string
+		name      string
+		eff       *panicky
+		status    run.Status
+		op        run.OpStatus // "" when no operation may exist
+		panics    int
+		panicKind run.EventType
+		panicMsg  string
+		frame     string
 	}{
 		{"intent", &panicky{intentPanics: 1, contract: ops.Contract{Lookup: true}}, run.StatusCompleted, "", 1,
 			run.EventToolFailed, "tool pub panicked: intent exploded", "(*panicky).Intent"},
@@ -240,16 +250,16 @@ func TestEffectPanic(t *testing.T) {
 			e := newEnv(t)
 			tc.eff.applied = map[string]bool{}
 			script := `{"turns":[{"tool_calls":[{"name":"lint","args":{}}]},{"tool_calls":[{"name":"pub","args":{}}]}],"final":"done"}`
-			h, logs := newLoggedHarness(e, e.agent("a", script, failing, tc.eff))
-			r := e.createRun("a", "s1", nil)
-			e.stepUntil(h, r.ID)
-			e.decide(r.ID, e.pendingApproval(r.ID), true)
-			e.stepUntil(h, r.ID)
-			got := e.getRun(r.ID)
+			h, logs := newLoggedHarness(e, e.Agent("a", script, failing, tc.eff))
+			r := e.CreateRun("a", "s1", nil)
+			e.StepUntil(h, r.ID)
+			e.Decide(r.ID, e.PendingApproval(r.ID), true)
+			e.StepUntil(h, r.ID)
+			got := e.GetRun(r.ID)
 			if got.Status != tc.status {
 				t.Fatalf("run %s (%q), want %s", got.Status, got.Error, tc.status)
 			}
-			opList, err := e.store.ListOperations(e.ctx, r.ID, false)
+			opList, err := e.Store.ListOperations(e.Ctx, r.ID, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +270,7 @@ func TestEffectPanic(t *testing.T) {
 				t.Errorf("the destination applied %d operations, want 1", n)
 			}
 			checkPanicLogged(t, logs, tc.panics, "pub", "", tc.frame)
-			checkExplained(t, e, r.ID, tc.explainKind, tc.explainMsg)
+			checkPanicRecorded(t, e, r.ID, tc.panicKind, tc.panicMsg)
 		})
 	}
 }
@@ -283,30 +293,30 @@ func TestFinalizeHandsOverAnOperationInFlight(t *testing.T) {
 	e := newEnv(t)
 	eff := &panicky{contract: ops.Contract{Lookup: true}, applied: map[string]bool{}}
 	script := `{"turns":[{"tool_calls":[{"name":"lint","args":{}}]},{"tool_calls":[{"name":"pub","args":{}}]}],"final":"done"}`
-	agents := e.agent("a", script, failing, eff)
-	r := e.createRun("a", "s1", nil)
-	e.stepUntil(e.harness(nil, agents, nil), r.ID)
-	e.decide(r.ID, e.pendingApproval(r.ID), true)
-	h := e.harness(nil, agents, func(o *harness.Options) { o.Faults = panicAt(harness.FaultAfterIntent) })
+	agents := e.Agent("a", script, failing, eff)
+	r := e.CreateRun("a", "s1", nil)
+	e.StepUntil(e.Harness(nil, agents, nil), r.ID)
+	e.Decide(r.ID, e.PendingApproval(r.ID), true)
+	h := e.Harness(nil, agents, func(o *harness.Options) { o.Faults = panicAt(harness.FaultAfterIntent) })
 	func() {
 		defer func() { _ = recover() }()
-		_, _ = h.Step(e.ctx, r.ID, time.Minute)
+		_, _ = h.Step(e.Ctx, r.ID, time.Minute)
 		t.Fatal("the step did not panic")
 	}()
-	if _, err := h.Finalize(e.ctx, r.ID, run.HandlerPanicked("worker defect at after_intent")); err != nil {
+	if _, err := h.Finalize(e.Ctx, r.ID, run.HandlerPanicked("worker defect at after_intent")); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.getRun(r.ID); got.Status != run.StatusNeedsHuman {
+	if got := e.GetRun(r.ID); got.Status != run.StatusNeedsHuman {
 		t.Fatalf("run %s, want needs_human", got.Status)
 	}
-	opList, err := e.store.ListOperations(e.ctx, r.ID, false)
+	opList, err := e.Store.ListOperations(e.Ctx, r.ID, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(opList) != 1 || opList[0].Status != run.OpNeedsHuman || !strings.Contains(opList[0].Error, "ask wiki for idempotency key "+opList[0].ID) {
 		t.Fatalf("operations %+v, want one needs_human naming its key", opList)
 	}
-	items, err := e.store.ListPlanItems(e.ctx, r.ID)
+	items, err := e.Store.ListPlanItems(e.Ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,5 +325,5 @@ func TestFinalizeHandsOverAnOperationInFlight(t *testing.T) {
 			t.Errorf("the operation's plan item is %s, want needs_human", it.Status)
 		}
 	}
-	checkExplained(t, e, r.ID, run.EventOpNeedsHuman, "handler panic: worker defect at after_intent")
+	checkPanicRecorded(t, e, r.ID, run.EventOpNeedsHuman, "handler panic: worker defect at after_intent")
 }

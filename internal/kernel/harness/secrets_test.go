@@ -15,10 +15,10 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/kernel/harness/harnesstest"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"
-	"github.com/keelrun/keel/internal/proof/fixture"
 )
 
 // recordingModel keeps every request the harness sends to the model.
@@ -66,34 +66,36 @@ func (v vault) Run(_ context.Context, c tool.Call) (tool.Result, error) {
 
 // TestSecretsNeverRecorded is harness contract 10's canary: secrets planted
 // in the environment and in a tool's credential appear in none of the model
-// requests, events, checkpoints, plan items, operations, logs, artifacts or
-// the database files of a run that used them through a tool and an effect,
-// even when the tool's error carries its credential (as a *url.Error does).
+// requests, events, checkpoints, plan items, operations, logs, artifacts,
+// publications or the database files of a run that used them through a
+// tool and an effect, even when the tool's error carries its credential
+// (as a *url.Error does).
 func TestSecretsNeverRecorded(t *testing.T) {
 	const envCanary = "canary-env-5b0d0c8e1f"
 	const credCanary = "canary-cred-9a77e21c44"
 	t.Setenv("KEEL_CANARY_API_KEY", envCanary)
 	e := newEnv(t)
 	v := vault{apiKey: os.Getenv("KEEL_CANARY_API_KEY") + ":" + credCanary}
-	n := note{mode: run.ModeMutating, to: fixture.DirPublisher{Dir: e.pubDir}}
+	to := ledger()
+	n := harnesstest.Note{Mode: run.ModeMutating, To: to}
 	script := `{"turns":[{"tool_calls":[{"name":"vault","args":{"account":"acct-1"}}]},` +
 		`{"tool_calls":[{"name":"vault","args":{"account":"acct-2"}}]},` +
 		`{"tool_calls":[{"name":"note","args":{"text":"the balance is 42"}}]},{"text":"done"}]}`
-	rec := &recordingModel{m: e.scripted(script)}
+	rec := &recordingModel{m: e.Scripted(script)}
 	reg, err := tool.NewRegistry(v, n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	h := e.harness(nil, harness.AgentMap{"a": {Name: "a", Model: rec, Tools: reg, MaxTokens: 100}}, func(o *harness.Options) {
+	h := e.Harness(nil, harness.AgentMap{"a": {Name: "a", Model: rec, Tools: reg, MaxTokens: 100}}, func(o *harness.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	r := e.createRun("a", "s1", nil)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextApproval {
+	r := e.CreateRun("a", "s1", nil)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextApproval {
 		t.Fatalf("%+v", d)
 	}
-	e.decide(r.ID, e.pendingApproval(r.ID), true)
-	if d := e.stepUntil(h, r.ID); d.Next != harness.NextDone {
+	e.Decide(r.ID, e.PendingApproval(r.ID), true)
+	if d := e.StepUntil(h, r.ID); d.Next != harness.NextDone {
 		t.Fatalf("%+v", d)
 	}
 
@@ -109,27 +111,30 @@ func TestSecretsNeverRecorded(t *testing.T) {
 		b, _ := json.Marshal(v)
 		records[name] = b
 	}
-	add("run", e.getRun(r.ID), nil)
-	add("events", e.events(r.ID), nil)
-	items, err := e.store.ListPlanItems(e.ctx, r.ID)
+	add("run", e.GetRun(r.ID), nil)
+	add("events", e.Events(r.ID), nil)
+	items, err := e.Store.ListPlanItems(e.Ctx, r.ID)
 	add("plan items", items, err)
-	opList, err := e.store.ListOperations(e.ctx, r.ID, false)
+	opList, err := e.Store.ListOperations(e.Ctx, r.ID, false)
 	add("operations", opList, err)
-	aps, err := e.store.ListApprovals(e.ctx, r.ID)
+	aps, err := e.Store.ListApprovals(e.Ctx, r.ID)
 	add("approvals", aps, err)
-	cps, err := e.store.ListCheckpoints(e.ctx, r.ID, 0, 1000)
+	cps, err := e.Store.ListCheckpoints(e.Ctx, r.ID, 0, 1000)
 	add("checkpoints", cps, err)
 	for _, cp := range cps {
-		full, err := e.store.GetCheckpoint(e.ctx, r.ID, cp.ID)
+		full, err := e.Store.GetCheckpoint(e.Ctx, r.ID, cp.ID)
 		add("checkpoint "+cp.ID, full, err)
 	}
-	// Every byte on disk: the database (and its WAL), artifacts, publications.
-	err = filepath.WalkDir(e.dir, func(path string, d fs.DirEntry, err error) error {
+	for _, en := range to.Entries() {
+		records["publication "+en.ID] = append([]byte(en.Key+"\n"), en.Content...)
+	}
+	// Every byte on disk: the database (and its WAL), artifacts.
+	err = filepath.WalkDir(e.Dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(path)
-		records["file "+strings.TrimPrefix(path, e.dir)] = b
+		records["file "+strings.TrimPrefix(path, e.Dir)] = b
 		return err
 	})
 	if err != nil {
@@ -138,7 +143,7 @@ func TestSecretsNeverRecorded(t *testing.T) {
 	if !bytes.Contains(records["events"], []byte("connection refused")) || !bytes.Contains(records["events"], []byte(`key=[redacted]`)) {
 		t.Fatalf("the failing call was not recorded with its secret redacted: %s", records["events"])
 	}
-	if len(rec.reqs) < 4 || count(e.events(r.ID), run.EventToolProgress) == 0 {
+	if len(rec.reqs) < 4 || count(e.Events(r.ID), run.EventToolProgress) == 0 {
 		t.Fatalf("the run did not exercise the tools: %d model requests", len(rec.reqs))
 	}
 	for name, b := range records {

@@ -31,32 +31,32 @@ func TestSettledRunTellsTheTruth(t *testing.T) {
 			e := newEnv(t)
 			eff := &panicky{dispatchPanics: 1, applied: map[string]bool{}} // promises nothing: the panic leaves it unknown
 			script := `{"turns":[{"tool_calls":[{"name":"pub","args":{}}]}],"final":"done"}`
-			h := e.harness(nil, e.agent("a", script, eff), nil)
-			r := e.createRun("a", "s1", nil)
-			e.stepUntil(h, r.ID)
-			e.decide(r.ID, e.pendingApproval(r.ID), true)
-			e.stepUntil(h, r.ID)
-			if got := e.getRun(r.ID); got.Status != run.StatusNeedsHuman {
+			h := e.Harness(nil, e.Agent("a", script, eff), nil)
+			r := e.CreateRun("a", "s1", nil)
+			e.StepUntil(h, r.ID)
+			e.Decide(r.ID, e.PendingApproval(r.ID), true)
+			e.StepUntil(h, r.ID)
+			if got := e.GetRun(r.ID); got.Status != run.StatusNeedsHuman {
 				t.Fatalf("run %s, want needs_human", got.Status)
 			}
-			seen := len(e.events(r.ID))
-			if d, err := h.Step(e.ctx, r.ID, 0); err != nil || d.Next != "needs_human" || len(e.events(r.ID)) != seen {
-				t.Fatalf("a Step on needs_human: %+v %v, wrote %d events", d, err, len(e.events(r.ID))-seen)
+			seen := len(e.Events(r.ID))
+			if d, err := h.Step(e.Ctx, r.ID, 0); err != nil || d.Next != "needs_human" || len(e.Events(r.ID)) != seen {
+				t.Fatalf("a Step on needs_human: %+v %v, wrote %d events", d, err, len(e.Events(r.ID))-seen)
 			}
-			ops, err := e.store.ListOperations(e.ctx, r.ID, false)
+			ops, err := e.Store.ListOperations(e.Ctx, r.ID, false)
 			if err != nil || len(ops) != 1 {
 				t.Fatalf("operations %+v %v", ops, err)
 			}
-			if _, err := e.store.SettleOperation(e.ctx, store.Settlement{RunID: r.ID, OperationID: ops[0].ID, Outcome: tc.outcome,
+			if _, err := e.Store.SettleOperation(e.Ctx, store.Settlement{RunID: r.ID, OperationID: ops[0].ID, Outcome: tc.outcome,
 				ExternalID: tc.ext, By: tc.settleBy, Reason: "looked at the destination"}); err != nil {
 				t.Fatal(err)
 			}
-			e.stepUntil(h, r.ID)
-			got := e.getRun(r.ID)
+			e.StepUntil(h, r.ID)
+			got := e.GetRun(r.ID)
 			if got.Status != tc.status {
 				t.Fatalf("run %s (%q) after the settle, want %s", got.Status, got.Error, tc.status)
 			}
-			items, err := e.store.ListPlanItems(e.ctx, r.ID)
+			items, err := e.Store.ListPlanItems(e.Ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestSettledRunTellsTheTruth(t *testing.T) {
 			if got := eff.dispatches.Load(); got != dispatches || !eff.applied[ops[0].ID] {
 				t.Fatalf("%d dispatches (keys %v), want %d with key %s", got, eff.applied, dispatches, ops[0].ID)
 			}
-			after, err := e.store.ListOperations(e.ctx, r.ID, false)
+			after, err := e.Store.ListOperations(e.Ctx, r.ID, false)
 			if err != nil || len(after) != 1 || after[0].Status != tc.op || after[0].Attempts != attempts {
 				t.Fatalf("operations after the settle %+v %v: want one, %s, %d attempts", after, err, tc.op, attempts)
 			}
