@@ -15,7 +15,7 @@ import (
 
 // env is one test's world: a store, artifacts and a clock with the moves
 // of a harness test (harnesstest.Env), plus what only these tests add to
-// it (children).
+// it (children, pausingAgent).
 type env struct{ *harnesstest.Env }
 
 func newEnv(t testing.TB) *env { return &env{harnesstest.NewEnv(t)} }
