@@ -42,7 +42,7 @@ lint: $(BIN)/staticcheck
 # test: everything CI runs. Long soaks and benchmarks have their own targets.
 test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
 
-# sandbox-deps: the run sandbox (internal/kernel/sandbox) isolates commands with
+# sandbox-deps: the run sandbox (internal/sandbox) isolates commands with
 # Debian's bubblewrap, and relays AllowHosts' proxy into it with socat; its
 # isolation tests also use curl. Installed with
 # apt-get when missing (as root), as test-viewer installs Chromium.
@@ -164,7 +164,7 @@ localstack-e2e:
 	$(MAKE) --no-print-directory localstack-up && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) AWS_REGION=us-east-1 \
 		$(GO) test -count=1 -timeout 15m -v -run 'TestConformance|TestRequestsPerCall|TestCheckpointSpillsToS3|TestForeignObjectIsCorrupt' \
-		./internal/kernel/store/dynamo/ ./internal/kernel/artifact/s3/ && \
+		./internal/backend/store/dynamo/ ./internal/backend/artifact/s3/ && \
 	$(MAKE) --no-print-directory $(AWSLOCAL_TEMPLATE) && \
 	KEEL_E2E_LOCALSTACK=1 AWS_ENDPOINT_URL=$(LOCALSTACK_ENDPOINT) \
 		$(GO) test -count=1 -timeout 30m -v -run 'TestBootstrapRebuild|TestLocalStack$$' ./internal/proof/awslocal/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \

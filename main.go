@@ -12,9 +12,9 @@ import (
 
 	"github.com/keelrun/keel/internal/agentdef"
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/model/provider"
 	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/kernel/model/provider"
 	"github.com/keelrun/keel/internal/kernel/model/scripted"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"

@@ -9,9 +9,9 @@ import (
 
 	"github.com/keelrun/keel/internal/agentdef"
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/kernel/runspace"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // WorkspaceConfig gives every run of an agent a workspace: a directory tree

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel"
-	"github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/workspace"
 )

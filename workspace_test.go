@@ -13,8 +13,8 @@ import (
 
 	"github.com/keelrun/keel"
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
-	"github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/workspace"
 	"github.com/keelrun/keel/keeltest"

@@ -31,11 +31,11 @@ const k = "github.com/keelrun/keel/"
 // state machine and the crash suite with its test servers; each
 // keel_no_<provider> its provider's SDK.
 func TestLambdaBuildLeavesOut(t *testing.T) {
-	local := []string{"modernc.org/sqlite", k + "internal/kernel/store/sqlite", k + "internal/local/devserver", k + "internal/aws/states",
+	local := []string{"modernc.org/sqlite", k + "internal/backend/store/sqlite", k + "internal/local/devserver", k + "internal/aws/states",
 		k + "internal/proof/crash", k + "internal/proof/crash/localaws", "github.com/truora/minidyn", "github.com/johannesboyne/gofakes3"}
 	providers := map[string]string{
-		"keel_no_anthropic": k + "internal/kernel/model/anthropic",
-		"keel_no_openai":    k + "internal/kernel/model/openai",
+		"keel_no_anthropic": k + "internal/backend/model/anthropic",
+		"keel_no_openai":    k + "internal/backend/model/openai",
 		"keel_no_bedrock":   "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 	}
 	def := deps(t, "lambda.norpc")
@@ -51,7 +51,7 @@ func TestLambdaBuildLeavesOut(t *testing.T) {
 		}
 	}
 	// What every role needs stays in.
-	for _, p := range []string{k + "internal/kernel/store/dynamo", k + "internal/kernel/artifact/s3", k + "internal/aws/roles", "github.com/aws/aws-lambda-go/lambda"} {
+	for _, p := range []string{k + "internal/backend/store/dynamo", k + "internal/backend/artifact/s3", k + "internal/aws/roles", "github.com/aws/aws-lambda-go/lambda"} {
 		if !slices.Contains(lam, p) {
 			t.Errorf("-tags keel_lambda lost %s", p)
 		}

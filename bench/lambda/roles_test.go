@@ -32,7 +32,7 @@ const roleBase = awslocal.CDKBuildTags
 // a role tag leaves out by reachability rather than by import (the command
 // line) is checked on a built binary by TestRoleBuildLinks.
 func TestRoleBuildsLeaveOut(t *testing.T) {
-	sdks := []string{k + "internal/kernel/model/anthropic", k + "internal/kernel/model/openai", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
+	sdks := []string{k + "internal/backend/model/anthropic", k + "internal/backend/model/openai", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"}
 	all := deps(t, roleBase)
 	for _, p := range sdks {
 		if !slices.Contains(all, p) {
@@ -93,7 +93,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 				}
 			}
 			// Every role keeps its records and the Lambda runtime client.
-			for _, p := range []string{k + "internal/kernel/store/dynamo", k + "internal/kernel/artifact/s3", "github.com/aws/aws-lambda-go/lambda"} {
+			for _, p := range []string{k + "internal/backend/store/dynamo", k + "internal/backend/artifact/s3", "github.com/aws/aws-lambda-go/lambda"} {
 				if !slices.Contains(got, p) {
 					t.Errorf("keel_role_%s lost %s", tc.role, p)
 				}
@@ -161,7 +161,7 @@ func TestRoleBuildLinks(t *testing.T) {
 // is also built whole by TestRoleBuildLinks, and every role's by the CDK
 // app's tests), and two role tags at once, which must not compile.
 func TestRoleBuildsCompile(t *testing.T) {
-	pkgs := []string{"./internal/aws/roles", "./internal/kernel/model/provider", "./internal/compose", "./internal/cli", "./cmd/keel"}
+	pkgs := []string{"./internal/aws/roles", "./internal/backend/model/provider", "./internal/compose", "./internal/cli", "./cmd/keel"}
 	for _, r := range []string{"api", "task"} {
 		if out, err := goCmd(append([]string{"build", "-tags", awslocal.RoleBuildTags(r)}, pkgs...)...); err != nil {
 			t.Errorf("keel_role_%s: %v\n%s", r, err, out)

@@ -11,16 +11,16 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/local/devserver"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 )
 
 // Config is one load run.

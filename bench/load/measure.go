@@ -48,7 +48,7 @@ func cpuSeconds() float64 {
 }
 
 // dirSize is the bytes of the files under dir, each file once: a small
-// artifact's key is a hard link to its object (internal/kernel/artifact/fs), not
+// artifact's key is a hard link to its object (internal/backend/artifact/fs), not
 // a second copy.
 func dirSize(dir string) (int64, error) {
 	var n int64

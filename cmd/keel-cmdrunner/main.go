@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/keelrun/keel/internal/aws/cmdrunner"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 func main() {

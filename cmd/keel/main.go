@@ -1,6 +1,6 @@
 // Command keel is Keel's stock program: the command-line client of any
 // Keel API (run, approve, events, ...), `keel init` for a new agent
-// module, and — with the research agent of internal/proof/fixture built in —
+// module, and — with the research agent of internal/fixture built in —
 // `keel dev` and every role of a deployment (KEEL_ROLE). The demo, the
 // crash suite and `keel crashtest` run this binary, which is why its agent
 // is the tests' fixture and not the research example: the example may change
@@ -13,7 +13,7 @@ import (
 	"os"
 
 	"github.com/keelrun/keel"
-	"github.com/keelrun/keel/internal/proof/fixture"
+	"github.com/keelrun/keel/internal/fixture"
 )
 
 // main reads the research agent's own configuration (RESEARCH_*) and hands

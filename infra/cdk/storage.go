@@ -17,7 +17,7 @@ type Storage struct {
 	Bucket awss3.Bucket
 }
 
-// The table's key and index layout, exactly as internal/kernel/store/dynamo
+// The table's key and index layout, exactly as internal/backend/store/dynamo
 // expects it (see its doc.go and TableInput): keys pk/sk, and four sparse
 // run-listing indexes sorted on g_sort.
 const (
@@ -29,7 +29,7 @@ const (
 // runIndex is one run-listing index: its name and partition key.
 type runIndex struct{ Name, PartitionKey string }
 
-// runIndexes are the run-listing indexes of internal/kernel/store/dynamo.
+// runIndexes are the run-listing indexes of internal/backend/store/dynamo.
 func runIndexes() []runIndex {
 	return []runIndex{
 		{"runs-all", "g_all"},

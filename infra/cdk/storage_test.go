@@ -29,7 +29,7 @@ func TestStorage(t *testing.T) {
 		})
 	})
 
-	t.Run("indexes match internal/kernel/store/dynamo", func(t *testing.T) {
+	t.Run("indexes match internal/backend/store/dynamo", func(t *testing.T) {
 		table := s.only(t, "AWS::DynamoDB::Table").Props()
 		// The store's doc.go: four sparse indexes sorted on g_sort,
 		// projecting g_owner and g_status.

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 )
 
 // TestTableMatchesStore compares the synthesized table with the store's

@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // FuzzRequestBodies sends arbitrary bodies to every endpoint that reads

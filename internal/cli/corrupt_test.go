@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // TestVerifyCorrupt is issue #32 item 6: `keel verify` of a run in a

@@ -31,7 +31,7 @@ var (
 	keelBin, pubBin   string
 	notesBin          string // testdata/notes: the setups of issue 25
 	buildErr          error
-	researchScript, _ = filepath.Abs("../proof/fixture/script.json")
+	researchScript, _ = filepath.Abs("../fixture/script.json")
 )
 
 func binaries(t *testing.T) (string, string) {

@@ -8,8 +8,8 @@ import (
 	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 )
 
 // TestUnknownConfigurationStops is item 10 of issue #32: an unknown

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 const token = "tok-cli"

@@ -15,11 +15,11 @@ import (
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/local/devserver"
 	"github.com/keelrun/keel/internal/observe/explain"
 	"github.com/keelrun/keel/internal/observe/telemetry"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 )
 
 // devRuntime is keel dev with the research agent, in this process.

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // TestUndeliveredInputsAndSteps is issue #32 item 8: a run that ended

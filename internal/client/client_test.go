@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 type nopStarter struct{}

@@ -9,14 +9,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/keelrun/keel/internal/aws/awsbackend"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/model/provider"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
-	"github.com/keelrun/keel/internal/kernel/model/provider"
-	"github.com/keelrun/keel/internal/kernel/runspace"
 	"github.com/keelrun/keel/internal/kernel/store"
+	"github.com/keelrun/keel/internal/runspace"
 )
 
 // Backends open what a configuration names beyond the embedded default:

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keelrun/keel/internal/backend/model/provider"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/kernel/model/provider"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"

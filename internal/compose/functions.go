@@ -12,7 +12,7 @@ import (
 	"github.com/keelrun/keel/internal/aws/apigw"
 	"github.com/keelrun/keel/internal/aws/awsbackend"
 	"github.com/keelrun/keel/internal/aws/roles"
-	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/aws/sfnclient"
 	"github.com/keelrun/keel/internal/aws/sweeper"
 	"github.com/keelrun/keel/internal/config"
 )

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"

@@ -26,15 +26,15 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	miniserver "github.com/truora/minidyn/server"
 
+	"github.com/keelrun/keel/internal/aws/sfnclient"
 	"github.com/keelrun/keel/internal/aws/states"
-	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 	"github.com/keelrun/keel/stepfunctions"
 )
 
@@ -48,7 +48,7 @@ import (
 // executor runs stepfunctions/run.asl.json with its Lambda tasks bound to
 // the very functions under test, so a run goes through the state machine
 // as on AWS. The minidyn and gofakes3 differences from AWS are listed in
-// internal/kernel/store/dynamo and internal/kernel/artifact/s3's tests; one more shows
+// internal/backend/store/dynamo and internal/backend/artifact/s3's tests; one more shows
 // here: minidyn sends no X-Amz-Crc32 header (DynamoDB always does), and the
 // SDK's DynamoDB client then compares the body with checksum 0 when it
 // closes it, so the tasks/fargate child (whose SDK logs to stderr) logs

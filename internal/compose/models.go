@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/keelrun/keel/internal/aws/roles"
+	"github.com/keelrun/keel/internal/backend/model/provider"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/model"
-	"github.com/keelrun/keel/internal/kernel/model/provider"
 )
 
 // awsModels is the NewModel of the AWS roles. Only step and the task call

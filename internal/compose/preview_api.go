@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 
 	"github.com/keelrun/keel/internal/api"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/agentver"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"

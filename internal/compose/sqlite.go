@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 )
 
 // SQLiteStore and SQLiteOptions are the embedded store's, in every build

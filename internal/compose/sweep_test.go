@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/aws/sfnclient"
 	"github.com/keelrun/keel/internal/aws/sweeper"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/kernel/run"

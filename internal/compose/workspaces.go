@@ -14,8 +14,8 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/harness"
-	"github.com/keelrun/keel/internal/kernel/runspace"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // workspaces builds the agents' workspace managers, sharing one sandbox

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/model/provider"
-	"github.com/keelrun/keel/internal/proof/faults"
+	"github.com/keelrun/keel/internal/backend/model/provider"
+	"github.com/keelrun/keel/internal/faults"
 )
 
 // Roles a Keel binary can play, named by KEEL_ROLE. The Lambda roles run
@@ -138,7 +138,7 @@ type Config struct {
 	// WorkspaceRoot is KEEL_WORKSPACE_ROOT: where this worker keeps its
 	// copies of runs' workspaces (a cache: the record is in the artifact
 	// store). Empty: a directory under the system's temporary directory
-	// named after the store (internal/kernel/runspace says why not the data dir).
+	// named after the store (internal/runspace says why not the data dir).
 	WorkspaceRoot string
 	// Sandbox is KEEL_SANDBOX: "bubblewrap" (default) isolates agents'
 	// commands with Linux namespaces and refuses to start where they are

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/mcptool"
 	"github.com/keelrun/keel/keeltest"
 )

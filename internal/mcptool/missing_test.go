@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/internal/kernel/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/mcptool"
 )
 

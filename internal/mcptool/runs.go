@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/runspace"
+	"github.com/keelrun/keel/internal/runspace"
 )
 
 // A sandboxed stdio server (Server.Sandboxed) serves one run: what one

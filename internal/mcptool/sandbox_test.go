@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/internal/kernel/artifact/fs"
-	"github.com/keelrun/keel/internal/kernel/runspace"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
+	"github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/mcptool"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
 	"github.com/keelrun/keel/keeltest"
 )
 

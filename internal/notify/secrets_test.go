@@ -14,9 +14,9 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/notify"
 	"github.com/keelrun/keel/internal/scrub"
 )

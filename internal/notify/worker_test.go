@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/notify"
 )
 

@@ -26,12 +26,12 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/model/scripted"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/keelrun/keel/internal/aws/cmdrunner/remote"
-	"github.com/keelrun/keel/internal/kernel/runspace"
+	"github.com/keelrun/keel/internal/runspace"
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,12 +13,12 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/aws/sfnclient"
 	"github.com/keelrun/keel/internal/aws/sweeper"
+	keels3 "github.com/keelrun/keel/internal/backend/artifact/s3"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	keels3 "github.com/keelrun/keel/internal/kernel/artifact/s3"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
 )
 
 // Options tune the AWS backends.

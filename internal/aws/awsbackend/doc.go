@@ -2,7 +2,7 @@
 // aws.Config: the openers of the DynamoDB store and the S3 artifact store
 // (so KEEL_STORE=dynamo:TABLE and KEEL_ARTIFACTS=s3:BUCKET work in every
 // role), and the Step Functions client
-// (internal/aws/states/sfnclient) for starting executions and answering task
+// (internal/aws/sfnclient) for starting executions and answering task
 // tokens.
 //
 // Contracts:

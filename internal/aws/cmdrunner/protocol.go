@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // Request is one command for the runner. It carries no credential: every

@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // Runner serves Requests: one at a time, as Lambda gives an execution

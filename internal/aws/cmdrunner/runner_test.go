@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // TestRefusedBeforeAnything: requests the runner must not serve are

@@ -13,12 +13,12 @@ import (
 
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/aws/roles"
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/observe/telemetry"
 )
 

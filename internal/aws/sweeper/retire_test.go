@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/aws/sweeper"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // versions is a step function's published versions; the Lambda API

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/aws/sweeper"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/stepfunctions"
 )
 

@@ -59,7 +59,7 @@ func parseFlags() (options, bool) {
 	var o options
 	flag.StringVar(&o.keel, "keel", "bin/keel", "keel binary under test")
 	flag.StringVar(&o.pub, "pubserver", "bin/pubserver", "publication server binary")
-	flag.StringVar(&o.script, "script", "internal/proof/fixture/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
+	flag.StringVar(&o.script, "script", "internal/fixture/script.json", "the research agent's model script (the stream-cut row adds a fault to it)")
 	flag.StringVar(&o.store, "store", "sqlite", "store backend: sqlite, or dynamo (DynamoDB and S3: moto started by -moto, else at AWS_ENDPOINT_URL when set, e.g. LocalStack, else served in-process by minidyn and gofakes3)")
 	flag.StringVar(&o.moto, "moto", "", "with -store dynamo: start moto with this python (e.g. python3; moto[server] 5 installed) on a loopback port, every request serialized, and stop it at the end")
 	flag.StringVar(&o.lease, "lease", "", "keel dev's lease settings: default (keel dev's own: KEEL_STEP_BUDGET and KEEL_LEASE_TTL unset) or short (2s and 1s); empty: short on dynamo, default on sqlite")

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/keelrun/keel/internal/proof/fixture"
+	"github.com/keelrun/keel/internal/fixture"
 )
 
 func main() {

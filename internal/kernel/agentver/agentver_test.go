@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/agentver"
-	"github.com/keelrun/keel/internal/kernel/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/ops"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/tool"

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // readCounter counts the reads a Step makes to rebuild a run.

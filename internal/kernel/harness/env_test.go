@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/harness/harnesstest"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // env is one test's world: a store, artifacts and a clock with the moves

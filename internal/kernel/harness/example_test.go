@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/harness"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/model/scripted"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
 

@@ -96,7 +96,7 @@ const (
 	FaultLeaseHandover = "lease_handover"
 	FaultInModelStream = "in_model_stream"
 	// FaultInCommand: a sandboxed command of the run's workspace has just
-	// started (internal/kernel/runspace); a worker killed there leaves a tree
+	// started (internal/runspace); a worker killed there leaves a tree
 	// half changed by a command that no checkpoint recorded.
 	FaultInCommand = "in_command"
 	// FaultInWorkspaceSnapshot: the tree's blobs and manifest are stored,

@@ -3,7 +3,7 @@ package harness
 // A run's workspace: opened on this worker before its first tool call of a
 // Step, versioned with each checkpoint written after a tool may have changed
 // it. The version a checkpoint names is what any worker restores; the copy
-// on this worker is only trusted as that version (internal/kernel/runspace).
+// on this worker is only trusted as that version (internal/runspace).
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // Workspaces opens a run's workspace on this worker as of version (empty: a
-// run that never had files). internal/kernel/runspace implements it.
+// run that never had files). internal/runspace implements it.
 type Workspaces func(ctx context.Context, runID, version string) (Workspace, error)
 
 // Workspace is a run's tree on this worker.

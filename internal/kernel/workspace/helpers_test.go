@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	artfs "github.com/keelrun/keel/internal/kernel/artifact/fs"
 )
 
 // counting wraps the real fs backend and counts Puts by CheckpointID.

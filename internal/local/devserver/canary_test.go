@@ -14,12 +14,12 @@ import (
 
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/local/devserver"
 	"github.com/keelrun/keel/internal/observe/otelkeel/otlptest"
 	"github.com/keelrun/keel/internal/observe/telemetry"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/scrub"
 )
 

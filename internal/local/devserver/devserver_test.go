@@ -23,12 +23,12 @@ import (
 	miniserver "github.com/truora/minidyn/server"
 
 	"github.com/keelrun/keel/internal/aws/awsbackend"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/local/devserver"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 )
 
 // awsEndpoint serves DynamoDB (in-process minidyn) and S3 (in-process

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // TestTaskLeaseEndedAtRestart is issue #32 item 5: a task child's lease

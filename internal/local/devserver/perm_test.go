@@ -11,10 +11,10 @@ import (
 
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/local/devserver"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 )
 
 // TestDataDirIsOwnerOnly is item 3 of issue #32: under the usual umask the

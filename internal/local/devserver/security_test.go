@@ -19,9 +19,9 @@ import (
 	"github.com/keelrun/keel/internal/aws/awsbackend"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/local/devserver"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 )
 
 // startDev starts a keel dev on SQLite in a temporary directory. A

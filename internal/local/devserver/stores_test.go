@@ -16,13 +16,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/keelrun/keel/internal/aws/awsbackend"
-	"github.com/keelrun/keel/internal/aws/states/sfnclient"
+	"github.com/keelrun/keel/internal/aws/sfnclient"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
+	"github.com/keelrun/keel/internal/fixture"
+	"github.com/keelrun/keel/internal/fixture/fixturetest"
 	"github.com/keelrun/keel/internal/local/devserver"
-	"github.com/keelrun/keel/internal/proof/fixture"
-	"github.com/keelrun/keel/internal/proof/fixture/fixturetest"
 	"github.com/keelrun/keel/stepfunctions"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/compose"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/tool"
 	"github.com/keelrun/keel/internal/observe/doctor"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // wsFacts are AWS facts (no keel dev gap) with the given workspaces.

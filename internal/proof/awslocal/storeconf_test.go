@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	keels3 "github.com/keelrun/keel/internal/kernel/artifact/s3"
+	keels3 "github.com/keelrun/keel/internal/backend/artifact/s3"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
 	"github.com/keelrun/keel/internal/kernel/store/storetest"
 )
 
@@ -41,7 +41,7 @@ func motoOnly(t *testing.T) *Moto {
 
 // TestStoreConformanceOnMoto runs the store conformance suite on the
 // DynamoDB store against moto, beside the in-process server
-// internal/kernel/store/dynamo's own tests use. moto keeps what that
+// internal/backend/store/dynamo's own tests use. moto keeps what that
 // server does not: a global secondary index holds only its projected
 // attributes, so a query or filter that reads another one finds nothing
 // (ListRuns by parent did, until this suite ran here). The launcher

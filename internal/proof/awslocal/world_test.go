@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
-	"github.com/keelrun/keel/internal/proof/fixture"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
+	"github.com/keelrun/keel/internal/fixture"
 )
 
 // repoRoot is the module root, two levels above this package.

@@ -13,7 +13,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
 )
 
 // On DynamoDB a restarted keel dev does not end the leases of the one that

@@ -193,7 +193,7 @@ func TestSoakScenarioIsRepeatable(t *testing.T) {
 // researchScript is the research agent's script, read as data.
 func researchScript(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "fixture", "script.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "fixture", "script.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/api"
+	"github.com/keelrun/keel/internal/backend/store/dynamo"
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/kernel/store/dynamo"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // node is one scenario's world: a publication server (the external
@@ -194,8 +194,8 @@ func (n *node) collectAPI(ctx context.Context, runID string, ev *Evidence) error
 
 // collectRecords reads what the API does not show, once every keel
 // process has stopped: the operations and plan items, through the store
-// (internal/kernel/store/sqlite on a copy of the SQLite file, so the evidence
-// itself is never written; internal/kernel/store/dynamo on the scenario's table),
+// (internal/backend/store/sqlite on a copy of the SQLite file, so the evidence
+// itself is never written; internal/backend/store/dynamo on the scenario's table),
 // and the publications from the destination's log.
 func (n *node) collectRecords(ctx context.Context, runID string, ev *Evidence) error {
 	var err error
@@ -296,7 +296,7 @@ func readPublications(path string) ([]Publication, error) {
 }
 
 // AgentName is the agent the suite runs: the research fixture
-// (internal/proof/fixture) of the keel binary under test.
+// (internal/fixture) of the keel binary under test.
 const AgentName = "research"
 
 // Publication is one line of the publication server's log (the

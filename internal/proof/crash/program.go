@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/keelrun/keel/internal/faults"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/proof/faults"
 )
 
 // ProgramOptions select the rows of ProgramMatrix.

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelrun/keel/internal/faults"
 	"github.com/keelrun/keel/internal/kernel/run"
-	"github.com/keelrun/keel/internal/proof/faults"
 )
 
 // Config names the binaries under test and how to run scenarios.
@@ -23,7 +23,7 @@ type Config struct {
 	Keel      string // the keel binary (keel dev, keel step, keel task)
 	PubServer string // the publication server binary
 	// Script is the scripted model the keel binary's research agent
-	// plays (internal/proof/fixture/script.json): the stream-cut row adds its
+	// plays (internal/fixture/script.json): the stream-cut row adds its
 	// fault to it. The suite reads it as data: it drives the keel binary
 	// from outside and links no agent.
 	Script []byte
@@ -102,7 +102,7 @@ func (c *Config) Validate() error {
 	bins := []string{c.Keel}
 	if c.Counter == nil {
 		if len(c.Script) == 0 {
-			return errors.New("no research script (-script internal/proof/fixture/script.json)")
+			return errors.New("no research script (-script internal/fixture/script.json)")
 		}
 		bins = append(bins, c.PubServer)
 	}

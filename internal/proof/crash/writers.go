@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelrun/keel/internal/backend/store/sqlite"
 	"github.com/keelrun/keel/internal/kernel/harness"
-	"github.com/keelrun/keel/internal/kernel/store/sqlite"
 )
 
 // Names of the two-writer rows.

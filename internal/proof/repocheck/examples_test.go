@@ -12,7 +12,7 @@ const module = "github.com/keelrun/keel/"
 // (a package's own, test and external-test imports) and names each import
 // that crosses the line between Keel and its examples: outside examples/,
 // no package imports an example (the crash suite and Keel's tests run
-// internal/proof/fixture, so an example can change for readers); under
+// internal/fixture, so an example can change for readers); under
 // examples/, no package imports internal/ (an example is written as a
 // user's program would be, on package keel and keeltest only). The
 // examples that are modules of their own are held by the compiler.
@@ -42,7 +42,7 @@ func TestImportViolations(t *testing.T) {
 		line string
 		bad  bool
 	}{
-		{name: "internal on the fixture", line: module + "internal/proof/crash|" + module + "internal/proof/fixture fmt"},
+		{name: "internal on the fixture", line: module + "internal/proof/crash|" + module + "internal/fixture fmt"},
 		{name: "example on the public API", line: module + "examples/research|" + module[:len(module)-1] + " " + module + "keeltest"},
 		{name: "example on its own package", line: module + "examples/research|" + module + "examples/research/agent"},
 		{name: "internal on an example", line: module + "internal/proof/crash|" + module + "examples/research", bad: true},

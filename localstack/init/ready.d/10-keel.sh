@@ -1,6 +1,6 @@
 #!/bin/bash
 # Creates Keel's DynamoDB table and S3 bucket in LocalStack. The table
-# shape is internal/kernel/store/dynamo.TableInput: keys pk/sk and four run-listing
+# shape is internal/backend/store/dynamo.TableInput: keys pk/sk and four run-listing
 # indexes projecting g_owner and g_status. Idempotent: existing resources
 # are left alone.
 set -euo pipefail

@@ -10,8 +10,8 @@ import (
 
 	"github.com/keelrun/keel/internal/aws/cmdrunner"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	"github.com/keelrun/keel/internal/kernel/runspace"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/runspace"
 )
 
 // accept checks the runner's answer and stores it as a version of the

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/aws/cmdrunner"
+	keels3 "github.com/keelrun/keel/internal/backend/artifact/s3"
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	keels3 "github.com/keelrun/keel/internal/kernel/artifact/s3"
-	"github.com/keelrun/keel/internal/kernel/runspace"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // Presigner is what the client needs of artifact/s3.Presigner.

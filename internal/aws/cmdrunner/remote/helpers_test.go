@@ -22,10 +22,10 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/keelrun/keel/internal/aws/cmdrunner/remote"
-	keels3 "github.com/keelrun/keel/internal/kernel/artifact/s3"
-	"github.com/keelrun/keel/internal/kernel/runspace"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
+	keels3 "github.com/keelrun/keel/internal/backend/artifact/s3"
 	"github.com/keelrun/keel/internal/proof/awslocal"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // The runner's own (fake) credentials: what Lambda gives the runtime.

@@ -1,6 +1,6 @@
 package remote
 
-import "github.com/keelrun/keel/internal/kernel/sandbox"
+import "github.com/keelrun/keel/internal/sandbox"
 
 // Isolation implements runspace.Remote: the facts the deployment holds
 // (infra/cdk asserts each; docs/aws-sandbox.md says which ran where).

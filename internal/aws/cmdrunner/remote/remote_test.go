@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/keelrun/keel/internal/kernel/runspace"
-	"github.com/keelrun/keel/internal/kernel/sandbox"
 	"github.com/keelrun/keel/internal/kernel/workspace"
+	"github.com/keelrun/keel/internal/runspace"
+	"github.com/keelrun/keel/internal/sandbox"
 )
 
 // TestCommandRunner drives the worker's side (runspace with the Remote

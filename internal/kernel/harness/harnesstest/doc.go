@@ -5,7 +5,7 @@
 // id, honoured idempotency keys) are switches.
 //
 // The kernel tests itself on it rather than on the product's research
-// agent (internal/proof/fixture), which is written on package keel and so
+// agent (internal/fixture), which is written on package keel and so
 // links compose and every backend: with harnesstest, a kernel test binary
 // links the kernel and these three test backends only, and the fence test
 // of package harness (TestKernelTestFence) holds it there.
