@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/aws/awsbackend"
 	"github.com/keelrun/keel/internal/aws/roles"
 	"github.com/keelrun/keel/internal/compose"
 	"github.com/keelrun/keel/internal/config"
@@ -54,22 +53,9 @@ func (c *cli) role(ctx context.Context, cfg config.Config) error {
 	if c.getenv("AWS_LAMBDA_RUNTIME_API") == "" {
 		return fmt.Errorf("KEEL_ROLE=%s is a Lambda role, but AWS_LAMBDA_RUNTIME_API is not set (not running under Lambda)", cfg.Role)
 	}
-	// A function's credentials, region and endpoints are in its
-	// environment: no shared-config files, SSO or IMDS to consult.
-	awsCfg, err := awsbackend.EnvConfig(c.getenv)
+	d, err := compose.LambdaDeps(cfg, c.app, c.getenv, log)
 	if err != nil {
 		return err
-	}
-	d := compose.Deps{Config: cfg, App: c.app, Backends: compose.AWSBackends(cfg, awsCfg, log), Logger: log}
-	if compose.NeedsSFN(cfg.Role) {
-		if d.SFN, err = awsbackend.SFN(awsCfg); err != nil {
-			return err
-		}
-	}
-	if roles.Serves(config.RoleSweep) && cfg.Role == config.RoleSweep && cfg.StepFunction != "" {
-		if d.Versions, err = awsbackend.NewStepVersions(awsCfg, cfg.StepFunction); err != nil {
-			return err
-		}
 	}
 	return compose.ServeLambda(ctx, d)
 }
@@ -83,26 +69,11 @@ func (c *cli) runTask(ctx context.Context, cfg config.Config) error {
 	if cfg.RunID == "" || cfg.TaskToken == "" {
 		return usagef("KEEL_RUN_ID and KEEL_TASK_TOKEN are required (keel dev or RunOnFargate sets them)")
 	}
-	var b compose.Backends
-	var tokens roles.HeartbeatTokens
-	var err error
-	if cfg.SFNEndpoint != "" {
-		if b, err = compose.LoadBackends(ctx, cfg, log); err != nil {
-			return err
-		}
-		tokens, err = awsbackend.LocalSFN(cfg.SFNEndpoint, cfg.SFNToken)
-	} else {
-		awsCfg, lerr := compose.LoadAWSConfig(ctx)
-		if lerr != nil {
-			return lerr
-		}
-		b = compose.AWSBackends(cfg, awsCfg, log)
-		tokens, err = awsbackend.SFN(awsCfg)
-	}
+	d, tokens, err := compose.TaskDeps(ctx, cfg, c.app, log)
 	if err != nil {
 		return err
 	}
-	return compose.RunTask(context.WithoutCancel(ctx), compose.Deps{Config: cfg, App: c.app, Backends: b, Logger: log}, tokens, ctx.Done())
+	return compose.RunTask(context.WithoutCancel(ctx), d, tokens, ctx.Done())
 }
 
 // taskCommand is the long-running task run as a child process by keel dev

@@ -10,11 +10,11 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 )
 
-// LoadAWSConfig loads the default AWS configuration (credentials, region,
+// loadAWSConfig loads the default AWS configuration (credentials, region,
 // AWS_ENDPOINT_URL); the region defaults to us-east-1 so a local endpoint
-// needs no more. Only a process's entry calls it; constructors take an
-// aws.Config.
-func LoadAWSConfig(ctx context.Context) (aws.Config, error) {
+// needs no more. Only the process-level constructors call it
+// ([LoadBackends], [TaskDeps]); the others take an aws.Config.
+func loadAWSConfig(ctx context.Context) (aws.Config, error) {
 	c, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return c, fmt.Errorf("AWS configuration: %w", err)

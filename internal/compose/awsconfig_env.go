@@ -11,7 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/aws/awsbackend"
 )
 
-// LoadAWSConfig is, with keel_env_aws (every role's build), the configuration a Lambda
+// loadAWSConfig is, with keel_env_aws (every role's build), the configuration a Lambda
 // function's environment holds, or a Fargate task's (its container
 // credentials endpoint): awsbackend.EnvConfig. A role build has no
 // command line, so nothing reaches this but a role's own wiring; the point
@@ -19,6 +19,6 @@ import (
 // package initialisers alone keep the STS, SSO, sign-in and IMDS clients
 // (their schema tables) in the binary — about a megabyte, and their init
 // time — though a function never uses them.
-func LoadAWSConfig(context.Context) (aws.Config, error) {
+func loadAWSConfig(context.Context) (aws.Config, error) {
 	return awsbackend.EnvConfig(os.Getenv)
 }

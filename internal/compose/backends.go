@@ -70,7 +70,7 @@ func AWSBackends(cfg config.Config, awsCfg aws.Config, log *slog.Logger) Backend
 // region defaults to us-east-1 so a local endpoint needs no more).
 // Otherwise it loads it only when a bedrock model is built.
 func LoadBackends(ctx context.Context, cfg config.Config, log *slog.Logger) (Backends, error) {
-	load := LoadAWSConfig
+	load := loadAWSConfig
 	if cfg.NeedsAWS() || cfg.Role != "" {
 		awsCfg, err := load(ctx)
 		if err != nil {

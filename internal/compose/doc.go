@@ -4,9 +4,12 @@
 // ([Open]) and builds every role of the one binary — the Lambda roles
 // (api, step, approval, finalize, schedule: [NewAPI] ... [NewSchedule],
 // served by [ServeLambda]), the long-running task ([RunTask]) and the
-// parts `keel dev` runs (internal/local/devserver takes a [Runtime]). Because
-// every role is built here from the same values, the dev server and the
-// AWS functions cannot drift: Finalize writes the debug bundle in both.
+// parts `keel dev` runs (internal/local/devserver takes a [Runtime]). A
+// process's entry (internal/cli) only reads the configuration and asks
+// for its Deps: [LambdaDeps] builds a function's AWS clients from its
+// environment, [TaskDeps] the task's. Because every role is built here
+// from the same values, the dev server and the AWS functions cannot
+// drift: Finalize writes the debug bundle in both.
 //
 // Contracts:
 //

@@ -9,12 +9,12 @@ import (
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
-// NeedsSFN reports whether a Lambda role calls Step Functions: the api
+// needsSFN reports whether a Lambda role calls Step Functions: the api
 // (StartExecution, SendTaskSuccess), approval (a decision that came first),
 // schedule (StartExecution) and sweep (DescribeExecution). Step and
 // finalize answer the state machine through their return values only, so
 // their bootstraps need no Step Functions client.
-func NeedsSFN(role string) bool {
+func needsSFN(role string) bool {
 	switch role {
 	case config.RoleAPI, config.RoleApproval, config.RoleSchedule, config.RoleSweep:
 		return roles.Serves(role)

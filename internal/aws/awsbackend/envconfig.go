@@ -18,7 +18,7 @@ import (
 // and all of which cost bootstrap size and start time.
 //
 // It reads AWS_REGION (else AWS_DEFAULT_REGION, else us-east-1, as
-// LoadAWSConfig defaults), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// compose's loadAWSConfig defaults), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 // AWS_SESSION_TOKEN — else a container's credentials endpoint
 // (containerCredentials) —, AWS_ENDPOINT_URL and the service-specific
 // AWS_ENDPOINT_URL_<SERVICE> (AWS_ENDPOINT_URL_SFN, ..._DYNAMODB, ..._S3),
