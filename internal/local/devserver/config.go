@@ -3,6 +3,7 @@
 package devserver
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 
@@ -90,4 +91,34 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 		l.MaxConns = 1024
 	}
 	return l
+}
+
+// withDefaults fills cfg's defaults and refuses what Start cannot serve:
+// an address other than loopback without AllowRemote (allowed, it is
+// logged), or no Runtime.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = ".keel"
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.Principal == "" {
+		cfg.Principal = "dev"
+	}
+	if cfg.StepBudget <= 0 {
+		cfg.StepBudget = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := CheckAddr(cfg.Addr, cfg.AllowRemote); err != nil {
+		return cfg, err
+	} else if !isLoopback(cfg.Addr) {
+		cfg.Logger.Warn("keel dev is serving on a non-loopback address: anyone who reaches it over plain HTTP can try the bearer token", "addr", cfg.Addr)
+	}
+	if cfg.Runtime == nil {
+		return cfg, errors.New("devserver: no runtime")
+	}
+	return cfg, nil
 }

@@ -30,7 +30,6 @@ var sizeAllowed = map[string]string{
 	"internal/proof/crash/drive.go:node.drive":                   "the crash driver's one loop over a keel dev process's life (start, wait, kill, restart)",
 	"internal/proof/crash/matrix.go:Matrix":                      "the matrix is a list of cases, one per line",
 	"internal/proof/crash/scenario.go:Play":                      "one scenario's script, played step by step in order",
-	"internal/local/devserver/devserver.go:Start":                "wires every local component of `keel dev` in dependency order, each closed on the error paths after it; split, the close order would be spread over files",
 	"internal/aws/states/intrinsic.go:intrinsic.eval":            "one switch over the ASL intrinsic functions, one case each",
 	"internal/kernel/store/storetest/badinput.go:testBadInput":   "a conformance table of bad inputs, one line each",
 	"internal/kernel/store/storetest/commit.go:testCommitStep":   "a conformance scenario: one sequence of store calls read top to bottom",
