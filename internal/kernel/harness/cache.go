@@ -110,24 +110,25 @@ func (s *step) fromCache() bool {
 	if e == nil {
 		return false
 	}
-	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = e.msgs, len(e.msgs), e.cpID, e.cpSeq, e.wsVersion
-	s.view, s.items, s.inherited, s.nextOrder = e.view, e.items, e.inherited, e.nextOrder
+	s.tr = transcript{msgs: e.msgs, view: e.view}
+	s.cur.checkpoint, s.cur.seq, s.cur.workspace, s.cur.msgs = e.cpID, e.cpSeq, e.wsVersion, s.tr.size()
+	s.items, s.inherited, s.nextOrder = e.items, e.inherited, e.nextOrder
 	// This worker wrote the run's last records: under its own version.
-	s.recVersion = s.agent.Version
+	s.cur.records = s.agent.Version
 	return true
 }
 
 // toCache keeps the Step's state for the run's next Step, when everything
 // it holds is committed.
 func (s *step) toCache() {
-	if s.committed != len(s.msgs) || !s.pend.empty() || s.items == nil || s.status.Terminal() {
+	if s.cur.msgs != s.tr.size() || !s.pend.empty() || s.items == nil || s.status.Terminal() {
 		return
 	}
 	// Only what the next model call needs: the entry is bounded by the
 	// agent's context window, not by the run's length.
-	s.trimTranscript(true)
-	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, wsVersion: s.wsVersion, msgs: s.msgs,
-		view: s.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
+	s.tr.trim(s.cur.msgs, true)
+	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.cur.head, cpID: s.cur.checkpoint, cpSeq: s.cur.seq, wsVersion: s.cur.workspace, msgs: s.tr.msgs,
+		view: s.tr.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
 }
 
 // liveItems is s.items without the finished items of answered calls: a
@@ -137,7 +138,7 @@ func (s *step) toCache() {
 // only these keeps a long run's entry from growing with its length.
 func (s *step) liveItems() map[string]run.PlanItem {
 	open := map[string]bool{}
-	for _, tc := range s.openCalls() {
+	for _, tc := range s.tr.openCalls() {
 		open[tc.ID] = true
 	}
 	live := make(map[string]run.PlanItem, len(open))

@@ -272,7 +272,7 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, hel
 	t, _ := s.toolFor(ctx, it.Tool)
 	var mu sync.Mutex
 	lastPct := int64(-1)
-	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(done, total int64, note string) {
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cur.checkpoint, Args: it.Args, Progress: func(done, total int64, note string) {
 		if total <= 0 {
 			return
 		}

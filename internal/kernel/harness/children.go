@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"
@@ -68,16 +67,6 @@ func (s *step) delegating(name string) (tool.Delegating, bool) {
 	return d, ok
 }
 
-// lastAnswer is the tool calls of the model's last answer.
-func (s *step) lastAnswer() []model.ToolCall {
-	for i := len(s.msgs) - 1; i >= 0; i-- {
-		if s.msgs[i].Role == model.RoleAssistant {
-			return s.msgs[i].ToolCalls
-		}
-	}
-	return nil
-}
-
 // refuseChild answers a sub-agent call that starts nothing.
 func (s *step) refuseChild(it run.PlanItem, msg string) {
 	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
@@ -88,7 +77,7 @@ func (s *step) refuseChild(it run.PlanItem, msg string) {
 func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegating) (Decision, bool, error) {
 	del := dt.Delegation()
 	nth, n := -1, 0 // this call's place among the answer's sub-agent calls, and their number
-	for _, tc := range s.lastAnswer() {
+	for _, tc := range s.tr.lastCalls() {
 		if _, ok := s.delegating(tc.Name); ok {
 			if tc.ID == it.CallID {
 				nth = n
@@ -108,7 +97,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 		s.refuseChild(it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, s.h.opt.MaxChildFanOut, nth+1, n))
 		return Decision{}, false, nil
 	}
-	if lim, b := s.run.Limits.MaxToolCalls, s.run.Budget; lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
+	if lim := s.run.Limits.MaxToolCalls; lim > 0 && s.cur.inUse(s.pend.used).ToolCalls+1 > lim {
 		d, err := s.exceeded(ctx, "max_tool_calls", lim, "")
 		return d, true, err
 	}
@@ -156,9 +145,9 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 // (see the top of this file), narrowed by del. short names a resource
 // that leaves no share at all.
 func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
-	l, b, p := s.run.Limits, s.run.Budget, s.pend.used
+	l, u := s.run.Limits, s.cur.inUse(s.pend.used)
 	open := int64(0) // calls of this answer not run yet: each takes one of the run's tool calls
-	for _, tc := range s.openCalls() {
+	for _, tc := range s.tr.openCalls() {
 		if it, ok := s.items[tc.ID]; !ok || it.Status == run.PlanPending {
 			open++
 		}
@@ -176,9 +165,9 @@ func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
 	}
 	out := run.Limits{
 		MaxSteps:         share(0, 0, del.Limits.MaxSteps, d.MaxSteps),
-		MaxTokens:        share(l.MaxTokens, b.TokensUsed+b.TokensReserved+p.Tokens, del.Limits.MaxTokens, d.MaxTokens),
-		MaxSpendMicroUSD: share(l.MaxSpendMicroUSD, b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+p.SpendMicroUSD, del.Limits.MaxSpendMicroUSD, d.MaxSpendMicroUSD),
-		MaxToolCalls:     share(l.MaxToolCalls, b.ToolCallsUsed+b.ToolCallsReserved+p.ToolCalls+open, del.Limits.MaxToolCalls, d.MaxToolCalls),
+		MaxTokens:        share(l.MaxTokens, u.Tokens, del.Limits.MaxTokens, d.MaxTokens),
+		MaxSpendMicroUSD: share(l.MaxSpendMicroUSD, u.SpendMicroUSD, del.Limits.MaxSpendMicroUSD, d.MaxSpendMicroUSD),
+		MaxToolCalls:     share(l.MaxToolCalls, u.ToolCalls+open, del.Limits.MaxToolCalls, d.MaxToolCalls),
 		Deadline:         l.Deadline,
 	}
 	if del.Timeout > 0 {
@@ -240,7 +229,7 @@ func (s *step) spawn(ctx context.Context, it run.PlanItem, op run.Operation) (De
 func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	var items []run.PlanItem
 	seen := map[string]bool{} // each child is answered, and its use added, once
-	for _, tc := range s.openCalls() {
+	for _, tc := range s.tr.openCalls() {
 		it, ok := s.items[tc.ID]
 		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
 			seen[it.ID] = true
@@ -353,7 +342,7 @@ func (s *step) childArtifacts(ctx context.Context, childID string) string {
 // their calls are answered as skipped. A child that ended already is
 // left as it is (CancelRun is a no-op on it).
 func (s *step) cancelChildren(ctx context.Context, why string) error {
-	for _, tc := range s.openCalls() {
+	for _, tc := range s.tr.openCalls() {
 		it, ok := s.items[tc.ID]
 		if _, del := s.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || s.h.opt.Children == nil {
 			continue

@@ -19,7 +19,7 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		d, err := s.atLimit(ctx, limit, v)
 		return d, true, err
 	}
-	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cpID, Args: it.Args, Progress: func(int64, int64, string) {}}
+	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cur.checkpoint, Args: it.Args, Progress: func(int64, int64, string) {}}
 	intent, err := t.Intent(ctx, call)
 	if err != nil {
 		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", false)})

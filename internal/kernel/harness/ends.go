@@ -23,7 +23,7 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 	}
 	var cancelApprovals []string
 	skipped := 0
-	for _, tc := range s.openCalls() {
+	for _, tc := range s.tr.openCalls() {
 		it, ok := s.items[tc.ID]
 		if !ok {
 			continue
@@ -54,7 +54,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 		return Decision{}, err
 	}
 	var closeApprovals []string // a finished run asks nobody anything
-	for _, tc := range s.openCalls() {
+	for _, tc := range s.tr.openCalls() {
 		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
@@ -137,19 +137,6 @@ func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, err
 		s.log.Warn("lease not released; it will expire", "err", rerr)
 	}
 	return d, err
-}
-
-func coalesce(msgs []model.Message) []model.Message {
-	out := make([]model.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if m.Role == model.RoleTool && len(out) > 0 && out[len(out)-1].Role == model.RoleTool {
-			last := &out[len(out)-1]
-			last.ToolResults = append(append([]model.ToolResult(nil), last.ToolResults...), m.ToolResults...)
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 func specs(r *tool.Registry) []model.ToolSpec {

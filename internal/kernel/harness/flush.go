@@ -70,12 +70,12 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 // store.MaxInlineState, in the artifact store; its checkpoint_written
 // event joins the pending events.
 func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
-	newMsgs := s.msgs[s.committed:]
+	newMsgs := s.tr.since(s.cur.msgs)
 	if len(newMsgs) == 0 {
 		return nil, nil
 	}
 	st := checkpointState{Messages: newMsgs}
-	if !s.versionSaid {
+	if !s.cur.said {
 		st.AgentVersion = s.agent.Version
 	}
 	state, err := json.Marshal(st)
@@ -86,8 +86,9 @@ func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &run.Checkpoint{ID: run.NewCheckpointID(s.cpSeq + 1), RunID: s.run.ID, Seq: s.cpSeq + 1, Parent: s.cpID,
-		Step: s.run.StepCount + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), WorkspaceVersion: wsv, CreatedAt: s.h.opt.Clock()}
+	id, seq, parent := s.cur.nextCheckpoint()
+	cp := &run.Checkpoint{ID: id, RunID: s.run.ID, Seq: seq, Parent: parent,
+		Step: s.cur.steps + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), WorkspaceVersion: wsv, CreatedAt: s.h.opt.Clock()}
 	if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
 		info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
 		if err != nil {
@@ -136,20 +137,7 @@ func (s *step) commit(ctx context.Context, c store.Commit) ([]int64, error) {
 // committedAs moves the Step's view of the run past a commit: its log
 // head, transcript, checkpoint and counters; nothing is pending after it.
 func (s *step) committedAs(seqs []int64, cp *run.Checkpoint, released bool) {
-	if len(seqs) > 0 {
-		s.run.LastSeq = seqs[len(seqs)-1] // the head the cache checks
-	}
-	s.committed = len(s.msgs)
-	if cp != nil {
-		s.versionSaid = true
-		s.cpID, s.cpSeq = cp.ID, cp.Seq
-		s.run.CheckpointID = cp.ID
-		s.wsVersion = cp.WorkspaceVersion
-	}
-	s.run.StepCount += s.pend.steps
-	s.run.Budget.TokensUsed += s.pend.used.Tokens
-	s.run.Budget.SpendUsedMicroUSD += s.pend.used.SpendMicroUSD
-	s.run.Budget.ToolCallsUsed += s.pend.used.ToolCalls
+	s.cur.advance(seqs, cp, s.tr.size(), s.pend.steps, s.pend.used)
 	if released {
 		s.token = -1
 	}

@@ -249,7 +249,7 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 		return h.failNow(ctx, r, err.Error())
 	}
 	s = &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
-		secrets: secretsOf(agent.Tools)}
+		secrets: secretsOf(agent.Tools), cur: startCursor(r)}
 	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: leaseData(h.opt.Owner, r.Lease.Token, agent.Version)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)

@@ -160,7 +160,7 @@ func (s *step) askRaise(ctx context.Context, apID string, args RaiseArgs) (Decis
 		Args: raw, ArgsHash: hash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
 	s.setStatus(run.StatusAwaitingApproval)
 	s.addEvent(run.Event{Type: run.EventBudgetPaused, Data: mustJSON(map[string]any{
-		"limit": args.Limit, "limit_now": args.Now, "raise_by": args.RaiseBy, "approval_id": apID, "budget": s.run.Budget})})
+		"limit": args.Limit, "limit_now": args.Now, "raise_by": args.RaiseBy, "approval_id": apID, "budget": s.cur.budget})})
 	s.addEvent(run.Event{Type: run.EventApprovalRequested, Data: mustJSON(map[string]any{
 		"approval_id": apID, "tool": RaiseLimitTool, "mode": ap.Mode, "args_hash": hash, "args": raw})})
 	s.pend.patch.ReleaseLease = true
@@ -194,12 +194,12 @@ func (s *step) raise(ctx context.Context, ap run.Approval, args RaiseArgs) (Deci
 // callOver names the limit one more call of t would pass (tool calls, or
 // spend when the tool has a price), with the limit's value; "" when none.
 func (s *step) callOver(t tool.Tool) (string, int64) {
-	lim, b := s.run.Limits, s.run.Budget
-	if lim.MaxToolCalls > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim.MaxToolCalls {
+	lim, u := s.run.Limits, s.cur.inUse(s.pend.used)
+	if lim.MaxToolCalls > 0 && u.ToolCalls+1 > lim.MaxToolCalls {
 		return "max_tool_calls", lim.MaxToolCalls
 	}
 	if p := price(t); p > 0 && lim.MaxSpendMicroUSD > 0 &&
-		b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+s.pend.used.SpendMicroUSD+p > lim.MaxSpendMicroUSD {
+		u.SpendMicroUSD+p > lim.MaxSpendMicroUSD {
 		return "max_spend", lim.MaxSpendMicroUSD
 	}
 	return "", 0

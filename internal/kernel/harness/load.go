@@ -25,13 +25,13 @@ func (s *step) load(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(s.msgs) == 0 {
-		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
+	if s.tr.size() == 0 {
+		s.tr.add(model.Message{Role: model.RoleUser, Text: s.run.Request})
 		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
 	}
-	s.view.budget = windowChars(s.agent)
+	s.tr.setWindow(windowChars(s.agent))
 	// A transcript read back whole keeps only its window, like a warm one.
-	s.trimTranscript(false)
+	s.tr.trim(s.cur.msgs, false)
 	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
 		s.setStatus(run.StatusRunning)
 	}
@@ -50,9 +50,10 @@ func (s *step) loadStore(ctx context.Context) error {
 		}
 		cp.Seq = 0
 	}
-	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = msgs, len(msgs), cp.ID, cp.Seq, cp.WorkspaceVersion
-	if s.cpID == "" && s.run.ParentRunID != "" {
-		s.cpID = s.run.ForkCheckpointID
+	s.tr = transcript{msgs: msgs}
+	s.cur.checkpoint, s.cur.seq, s.cur.workspace, s.cur.msgs = cp.ID, cp.Seq, cp.WorkspaceVersion, len(msgs)
+	if s.cur.checkpoint == "" && s.run.ParentRunID != "" {
+		s.cur.checkpoint = s.run.ForkCheckpointID
 	}
 	items, err := s.h.opt.Store.ListPlanItems(ctx, s.run.ID)
 	if err != nil {
@@ -123,7 +124,7 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 			msgs = append(msgs, st.Messages...)
 			last = cp
 			if st.AgentVersion != "" && runID == s.run.ID {
-				s.recVersion = st.AgentVersion
+				s.cur.records = st.AgentVersion
 			}
 			if cp.ID == upTo {
 				return msgs, last, nil

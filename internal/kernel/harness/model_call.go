@@ -20,12 +20,14 @@ import (
 // ends the turn. stop is true when the Step must return d.
 func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error) {
 	lim := s.run.Limits
-	if lim.MaxSteps > 0 && s.run.StepCount+s.pend.steps >= lim.MaxSteps {
+	if lim.MaxSteps > 0 && s.cur.steps+s.pend.steps >= lim.MaxSteps {
 		d, err := s.atLimit(ctx, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
-	req := s.modelRequest()
-	estimate := s.view.estimate(req.System, req.MaxTokens)
+	msgs, omitted, omittedAsst := s.tr.request()
+	req := model.Request{RunID: s.run.ID, System: s.agent.System, Messages: msgs, Tools: specs(s.agent.Tools), MaxTokens: s.agent.MaxTokens,
+		Omitted: omitted, OmittedAssistant: omittedAsst}
+	estimate := s.tr.estimate(req.System, req.MaxTokens)
 	if d, stop, err := s.spendExceeded(ctx, estimate); stop {
 		return d, stop, err
 	}
@@ -41,7 +43,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 		return s.modelFailed(ctx, err)
 	}
 	var renamed []renamedCall
-	resp.ToolCalls, renamed = uniqueCallIDs(resp.ToolCalls, s.msgs)
+	resp.ToolCalls, renamed = uniqueCallIDs(resp.ToolCalls, s.tr.messages())
 	if len(renamed) > 0 {
 		s.log.Warn("model answer with duplicate tool-call ids: renamed", "run_id", s.run.ID, "renamed", len(renamed))
 	}
@@ -57,12 +59,12 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 // spendExceeded ends the run when the call would take it past its token
 // limit (by the request's estimate) or it is at its spend limit.
 func (s *step) spendExceeded(ctx context.Context, estimate int64) (Decision, bool, error) {
-	lim, b := s.run.Limits, s.run.Budget
-	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
+	lim, u := s.run.Limits, s.cur.inUse(s.pend.used)
+	if lim.MaxTokens > 0 && u.Tokens+estimate > lim.MaxTokens {
 		d, err := s.atLimit(ctx, "max_tokens", lim.MaxTokens)
 		return d, true, err
 	}
-	if lim.MaxSpendMicroUSD > 0 && b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+s.pend.used.SpendMicroUSD >= lim.MaxSpendMicroUSD {
+	if lim.MaxSpendMicroUSD > 0 && u.SpendMicroUSD >= lim.MaxSpendMicroUSD {
 		d, err := s.atLimit(ctx, "max_spend", lim.MaxSpendMicroUSD)
 		return d, true, err
 	}
@@ -117,8 +119,8 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		Answer: answerJSON(resp, s.view.refs(s.msgs))})})
-	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		Answer: answerJSON(resp, s.tr.refs())})})
+	s.tr.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 }
 
 // planCalls turns the answer's tool calls into pending plan items; a call
@@ -178,7 +180,7 @@ func (s *step) endTurn(ctx context.Context, text string) (Decision, bool, error)
 	s.setStatus(run.StatusCompleted)
 	s.pend.patch.Output = &out
 	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", s.run.StepCount+s.pend.steps)})
+	s.addEvent(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", s.cur.steps+s.pend.steps)})
 	if err := s.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, true, err
 	}
@@ -223,7 +225,7 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 		ids = append(ids, in.ID)
 	}
 	s.pend.consume = append(s.pend.consume, ids...)
-	s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
+	s.tr.add(model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
 	s.addEvent(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
 	return true, nil
 }

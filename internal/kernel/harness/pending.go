@@ -6,7 +6,6 @@ package harness
 import (
 	"encoding/json"
 
-	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"
@@ -68,8 +67,7 @@ func (s *step) setStatus(st run.Status) {
 }
 
 func (s *step) answer(callID string, res tool.Result, isErr bool) {
-	res = s.redactResult(res)
-	s.msgs = append(s.msgs, model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: callID, Content: res.Content, IsError: isErr}}})
+	s.tr.answer(callID, s.redactResult(res), isErr)
 }
 
 // recorded is the tool result a plan item holds.

@@ -22,12 +22,8 @@ type step struct {
 	log      *slog.Logger
 	secrets  []string // declared by the agent's tools: never recorded
 
-	msgs      []model.Message // the transcript: its first message and the tail the context window needs (transcript.go)
-	committed int             // msgs[:committed] are durable
-	view      transcriptView  // of msgs, for model calls
-	cpID      string
-	cpSeq     int64
-	wsVersion string                  // the workspace version of the last checkpoint
+	tr        transcript
+	cur       cursor
 	ws        Workspace               // the run's workspace, once a tool of this Step needed it
 	wsInUse   bool                    // a tool has ws and may change it until toolsDone
 	items     map[string]run.PlanItem // by model call id, this run
@@ -36,11 +32,6 @@ type step struct {
 	status    run.Status
 
 	pend pending
-	// recVersion is the agent version that wrote the run's records, as
-	// its checkpoints say (version.go); versionSaid: this Step's first
-	// checkpoint names the version running it.
-	recVersion  string
-	versionSaid bool
 	// fromDef is the definition the run moved from in this Step: its
 	// pending operations are reconciled under its contracts.
 	fromDef *agentver.Definition
@@ -92,13 +83,13 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
 			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
 		}
-		if len(s.openCalls()) == 0 {
+		if len(s.tr.openCalls()) == 0 {
 			d, stop, err := s.callModel(ctx)
 			if err != nil || stop {
 				return d, err
 			}
 		}
-		if open := s.openCalls(); len(open) > 0 {
+		if open := s.tr.openCalls(); len(open) > 0 {
 			d, stop, err := s.runCalls(ctx, open)
 			if err != nil || stop {
 				return d, err
@@ -107,40 +98,9 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		if err := s.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, err
 		}
-		s.trimTranscript(false)
+		s.tr.trim(s.cur.msgs, false)
 		if !s.h.opt.Clock().Before(s.deadline) {
 			return Decision{Next: NextContinue}, nil
 		}
 	}
-}
-
-// openCalls returns the tool calls of the last assistant message that have
-// no result in the transcript yet, in order.
-func (s *step) openCalls() []model.ToolCall {
-	last := -1
-	for i := len(s.msgs) - 1; i >= 0; i-- {
-		if s.msgs[i].Role == model.RoleAssistant {
-			last = i
-			break
-		}
-	}
-	if last < 0 {
-		return nil
-	}
-	answered := map[string]bool{}
-	for _, m := range s.msgs[last+1:] {
-		if m.Role == model.RoleUser {
-			return nil
-		}
-		for _, tr := range m.ToolResults {
-			answered[tr.CallID] = true
-		}
-	}
-	var open []model.ToolCall
-	for _, tc := range s.msgs[last].ToolCalls {
-		if !answered[tc.ID] {
-			open = append(open, tc)
-		}
-	}
-	return open
 }

@@ -90,7 +90,7 @@ func (h *Harness) endStep(ctx context.Context, sp span.StepSpan, r run.Run, s *s
 	}
 	cp, msg := r.CheckpointID, errString(err)
 	if s != nil {
-		cp, msg = s.cpID, s.redact(msg)
+		cp, msg = s.cur.checkpoint, s.redact(msg)
 		d.Error = s.redact(d.Error)
 	}
 	var fe *FencedError

@@ -34,10 +34,7 @@ const (
 // recordsVersion is the version that wrote the run's records: the last
 // checkpoint that names one, else the version the run was created under.
 func (s *step) recordsVersion() string {
-	if s.recVersion != "" {
-		return s.recVersion
-	}
-	return s.run.AgentVersion
+	return s.cur.recordsVersion(s.run.AgentVersion)
 }
 
 // checkVersion runs first in a Step, before any pending operation is
@@ -48,7 +45,7 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 		return Decision{}, false, nil
 	}
 	v, old, err := VersionVerdict(ctx, s.h.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
-		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.items, s.openCalls())
+		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.items, s.tr.openCalls())
 	})
 	switch {
 	case err != nil:
@@ -57,7 +54,7 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 		return s.versionStop(ctx, v)
 	case v.Action == agentver.Move:
 		s.addEvent(run.Event{Type: EventAgentUpgraded, Data: jsonObj("from", v.From, "to", v.To, "changes", v.Changes)})
-		s.recVersion, s.fromDef = v.To, old
+		s.cur.records, s.fromDef = v.To, old
 	}
 	return Decision{}, false, nil
 }

@@ -50,7 +50,7 @@ func (s *step) toolContext(ctx context.Context) (context.Context, error) {
 		return ctx, nil
 	}
 	if s.ws == nil {
-		ws, err := s.agent.Workspace(ctx, s.run.ID, s.wsVersion)
+		ws, err := s.agent.Workspace(ctx, s.run.ID, s.cur.workspace)
 		if err != nil {
 			if treeFault(err) {
 				return nil, &WorkspaceError{Err: err}
@@ -74,7 +74,7 @@ func (s *step) toolsDone() { s.wsInUse = false }
 // when a tool may have changed the tree since the last, else the last.
 func (s *step) workspaceVersion(ctx context.Context) (string, error) {
 	if s.ws == nil || !s.ws.Touched() {
-		return s.wsVersion, nil
+		return s.cur.workspace, nil
 	}
 	v, err := s.ws.Snapshot(ctx)
 	if err != nil {
