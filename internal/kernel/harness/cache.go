@@ -112,7 +112,7 @@ func (s *step) fromCache() bool {
 	}
 	s.tr = transcript{msgs: e.msgs, view: e.view}
 	s.cur.checkpoint, s.cur.seq, s.cur.workspace, s.cur.msgs = e.cpID, e.cpSeq, e.wsVersion, s.tr.size()
-	s.items, s.inherited, s.nextOrder = e.items, e.inherited, e.nextOrder
+	s.pl = plan{items: e.items, inherited: e.inherited, next: e.nextOrder}
 	// This worker wrote the run's last records: under its own version.
 	s.cur.records = s.agent.Version
 	return true
@@ -121,34 +121,12 @@ func (s *step) fromCache() bool {
 // toCache keeps the Step's state for the run's next Step, when everything
 // it holds is committed.
 func (s *step) toCache() {
-	if s.cur.msgs != s.tr.size() || !s.pend.empty() || s.items == nil || s.status.Terminal() {
+	if s.cur.msgs != s.tr.size() || !s.pend.empty() || !s.pl.loaded() || s.status.Terminal() {
 		return
 	}
 	// Only what the next model call needs: the entry is bounded by the
 	// agent's context window, not by the run's length.
 	s.tr.trim(s.cur.msgs, true)
 	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.cur.head, cpID: s.cur.checkpoint, cpSeq: s.cur.seq, wsVersion: s.cur.workspace, msgs: s.tr.msgs,
-		view: s.tr.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
-}
-
-// liveItems is s.items without the finished items of answered calls: a
-// Step looks items up only for the open calls of the last answer and for
-// pending operations (whose items are not finished), and with everything
-// committed a finished item's call is answered in the transcript. Keeping
-// only these keeps a long run's entry from growing with its length.
-func (s *step) liveItems() map[string]run.PlanItem {
-	open := map[string]bool{}
-	for _, tc := range s.tr.openCalls() {
-		open[tc.ID] = true
-	}
-	live := make(map[string]run.PlanItem, len(open))
-	for callID, it := range s.items {
-		switch {
-		case open[callID]:
-		case it.Status == run.PlanCompleted, it.Status == run.PlanFailed, it.Status == run.PlanDenied, it.Status == run.PlanSkipped:
-			continue
-		}
-		live[callID] = it
-	}
-	return live
+		view: s.tr.view, items: s.pl.live(s.tr.openCalls()), inherited: s.pl.inherited, nextOrder: s.pl.next})
 }

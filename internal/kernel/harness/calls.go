@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -112,16 +111,6 @@ func (s *step) approvalDecision(apID string) Decision {
 		secs = 1
 	}
 	return Decision{Next: NextApproval, ApprovalID: apID, ApprovalTimeoutSeconds: secs}
-}
-
-// approvalID is deterministic in the item and its exact args: the same
-// proposal finds its approval again after a crash; changed args never do.
-func approvalID(it run.PlanItem) string {
-	h := run.HashDigits(it.ArgsHash)
-	if len(h) > 16 {
-		h = h[:16]
-	}
-	return "apr_" + strings.TrimPrefix(it.ID, "item_") + "_" + h
 }
 
 // runReadonly runs read-only calls; more than one run concurrently, each

@@ -58,9 +58,6 @@ type childSpec struct {
 	Limits  run.Limits `json:"limits"`
 }
 
-// childOpID is the operation of a sub-agent call's plan item.
-func childOpID(it run.PlanItem) string { return "op_" + strings.TrimPrefix(it.ID, "item_") }
-
 func (s *step) delegating(name string) (tool.Delegating, bool) {
 	t, _ := s.agent.Tools.Get(name)
 	d, ok := t.(tool.Delegating)
@@ -113,7 +110,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	}
 	spec := childSpec{Agent: del.Agent, Input: args.Input, Limits: limits, Session: s.run.SessionID}
 	if !del.InheritGrants {
-		spec.Session = "sub_" + strings.TrimPrefix(run.ChildRunID(s.run.ID, childOpID(it)), "run_")
+		spec.Session = "sub_" + strings.TrimPrefix(run.ChildRunID(s.run.ID, opID(it)), "run_")
 	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -124,7 +121,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 		return Decision{}, true, err
 	}
 	now := s.h.opt.Clock()
-	op := run.Operation{ID: childOpID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool, Destination: "subagent:" + del.Agent,
+	op := run.Operation{ID: opID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool, Destination: "subagent:" + del.Agent,
 		Args: raw, ArgsHash: hash, Status: run.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now}
 	op.IdempotencyKey = op.ID
 	it.Status = run.PlanRunning
@@ -148,7 +145,7 @@ func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
 	l, u := s.run.Limits, s.cur.inUse(s.pend.used)
 	open := int64(0) // calls of this answer not run yet: each takes one of the run's tool calls
 	for _, tc := range s.tr.openCalls() {
-		if it, ok := s.items[tc.ID]; !ok || it.Status == run.PlanPending {
+		if it, ok := s.pl.get(tc.ID); !ok || it.Status == run.PlanPending {
 			open++
 		}
 	}
@@ -230,7 +227,7 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	var items []run.PlanItem
 	seen := map[string]bool{} // each child is answered, and its use added, once
 	for _, tc := range s.tr.openCalls() {
-		it, ok := s.items[tc.ID]
+		it, ok := s.pl.get(tc.ID)
 		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
 			seen[it.ID] = true
 			items = append(items, it)
@@ -243,7 +240,7 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	var waiting, unstarted []string
 	oldest := s.h.opt.Clock()
 	for i, it := range items {
-		c, err := s.h.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, childOpID(it)))
+		c, err := s.h.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, opID(it)))
 		if err != nil {
 			return Decision{}, true, &RetryableError{Err: fmt.Errorf("child of %s: %w", it.ID, err)}
 		}
@@ -294,7 +291,7 @@ func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
 	s.pend.used.Tokens += b.TokensUsed
 	s.pend.used.SpendMicroUSD += b.SpendUsedMicroUSD
 	s.pend.used.ToolCalls += b.ToolCallsUsed
-	s.addEvent(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: childOpID(it), Data: mustJSON(map[string]any{
+	s.addEvent(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: opID(it), Data: mustJSON(map[string]any{
 		"child_run_id": c.ID, "agent": c.Agent, "status": c.Status, "error": c.Error,
 		"tokens_used": b.TokensUsed, "spend_used_micro_usd": b.SpendUsedMicroUSD, "tool_calls_used": b.ToolCallsUsed})})
 	res := tool.Result{Data: mustJSON(map[string]any{"child_run_id": c.ID, "agent": c.Agent, "status": c.Status})}
@@ -343,11 +340,11 @@ func (s *step) childArtifacts(ctx context.Context, childID string) string {
 // left as it is (CancelRun is a no-op on it).
 func (s *step) cancelChildren(ctx context.Context, why string) error {
 	for _, tc := range s.tr.openCalls() {
-		it, ok := s.items[tc.ID]
+		it, ok := s.pl.get(tc.ID)
 		if _, del := s.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || s.h.opt.Children == nil {
 			continue
 		}
-		id := run.ChildRunID(s.run.ID, childOpID(it))
+		id := run.ChildRunID(s.run.ID, opID(it))
 		if err := s.h.opt.Children.CancelRun(ctx, id, "parent run "+s.run.ID); err != nil {
 			return &RetryableError{Err: fmt.Errorf("cancel child run %s: %w", id, err)}
 		}
@@ -373,7 +370,7 @@ func (s *step) parentStopped(ctx context.Context) (bool, error) {
 // respawn reconciles a pending child start: starting it again finds the
 // one child, or creates it.
 func (s *step) respawn(ctx context.Context, op run.Operation) (Decision, bool, error) {
-	it, ok := s.itemByID(op.PlanItemID)
+	it, ok := s.pl.byID(op.PlanItemID)
 	if !ok {
 		return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: its plan item is unknown to this worker", op.ID))
 	}

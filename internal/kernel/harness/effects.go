@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/keelrun/keel/internal/kernel/ops"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -27,7 +26,7 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		return Decision{}, false, nil
 	}
 	now := s.h.opt.Clock()
-	op := run.Operation{ID: "op_" + strings.TrimPrefix(it.ID, "item_"), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool,
+	op := run.Operation{ID: opID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool,
 		Destination: t.Name(), Args: it.Args, ArgsHash: it.ArgsHash, ArtifactHash: intent.ArtifactHash, Status: run.OpPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now}
 	op.IdempotencyKey = op.ID
@@ -198,12 +197,7 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 // pendingOf is op's plan item and effect; ok is false when this worker
 // knows either not.
 func (s *step) pendingOf(ctx context.Context, op run.Operation) (run.PlanItem, tool.Effectful, bool) {
-	var it run.PlanItem
-	for _, x := range s.items {
-		if x.ID == op.PlanItemID {
-			it = x
-		}
-	}
+	it, _ := s.pl.byID(op.PlanItemID)
 	t, _ := s.toolFor(ctx, op.Tool)
 	if _, refused := t.(refusedTool); refused {
 		// A judgement that failed (a store error): the operation was

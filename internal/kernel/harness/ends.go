@@ -24,7 +24,7 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 	var cancelApprovals []string
 	skipped := 0
 	for _, tc := range s.tr.openCalls() {
-		it, ok := s.items[tc.ID]
+		it, ok := s.pl.get(tc.ID)
 		if !ok {
 			continue
 		}
@@ -55,7 +55,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 	}
 	var closeApprovals []string // a finished run asks nobody anything
 	for _, tc := range s.tr.openCalls() {
-		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
+		if it, ok := s.pl.get(tc.ID); ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
 				s.h.approvalClosed(ctx, it.Tool)

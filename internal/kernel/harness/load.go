@@ -59,24 +59,13 @@ func (s *step) loadStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.items = map[string]run.PlanItem{}
-	for _, it := range items {
-		s.items[it.CallID] = it
-		if it.Order >= s.nextOrder {
-			s.nextOrder = it.Order + 1
-		}
-	}
-	s.inherited = map[string]run.PlanItem{}
+	s.pl.load(items)
 	for parent, depth := s.run.ParentRunID, 0; parent != "" && depth < 32; depth++ {
 		pitems, err := s.h.opt.Store.ListPlanItems(ctx, parent)
 		if err != nil {
 			return err
 		}
-		for _, it := range pitems {
-			if _, ok := s.inherited[it.CallID]; !ok {
-				s.inherited[it.CallID] = it
-			}
-		}
+		s.pl.inherit(pitems)
 		pr, err := s.h.opt.Store.GetRun(ctx, parent)
 		if err != nil {
 			return err

@@ -127,8 +127,7 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 // with invalid arguments is answered at once and never dispatched.
 func (s *step) planCalls(ctx context.Context, calls []model.ToolCall) {
 	for _, tc := range calls {
-		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
-		s.nextOrder++
+		it := s.pl.newItem(s.run.ID, tc)
 		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
 		if verr == nil {
 			t, verr = s.judgeCall(ctx, t)

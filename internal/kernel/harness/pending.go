@@ -55,7 +55,7 @@ func (s *step) putItem(it run.PlanItem) {
 		s.pend.itemIDs = append(s.pend.itemIDs, it.ID)
 	}
 	s.pend.items[it.ID] = it
-	s.items[it.CallID] = it
+	s.pl.put(it)
 }
 
 func (s *step) setStatus(st run.Status) {
@@ -87,14 +87,4 @@ func (s *step) finishItem(it run.PlanItem, st run.PlanStatus, res tool.Result, i
 	it.Result = recordOf(res, isErr)
 	s.putItem(it)
 	s.answer(it.CallID, res, isErr)
-}
-
-// itemByID is the run's plan item with id.
-func (s *step) itemByID(id string) (run.PlanItem, bool) {
-	for _, x := range s.items {
-		if x.ID == id {
-			return x, true
-		}
-	}
-	return run.PlanItem{}, false
 }

@@ -51,12 +51,7 @@ func (s *step) attemptAgain(ctx context.Context, it run.PlanItem, t tool.Effectf
 // only a person moves that on. (One settled as not happened is pending,
 // and reconcileAll has dispatched it again before this.)
 func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
-	var waiting []run.PlanItem
-	for _, it := range s.items {
-		if it.Status == run.PlanNeedsHuman {
-			waiting = append(waiting, it)
-		}
-	}
+	waiting := s.pl.waiting()
 	if len(waiting) == 0 {
 		return Decision{}, false, nil
 	}

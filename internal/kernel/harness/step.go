@@ -22,14 +22,12 @@ type step struct {
 	log      *slog.Logger
 	secrets  []string // declared by the agent's tools: never recorded
 
-	tr        transcript
-	cur       cursor
-	ws        Workspace               // the run's workspace, once a tool of this Step needed it
-	wsInUse   bool                    // a tool has ws and may change it until toolsDone
-	items     map[string]run.PlanItem // by model call id, this run
-	inherited map[string]run.PlanItem // by model call id, runs this one forked from
-	nextOrder int64
-	status    run.Status
+	tr      transcript
+	cur     cursor
+	ws      Workspace // the run's workspace, once a tool of this Step needed it
+	wsInUse bool      // a tool has ws and may change it until toolsDone
+	pl      plan
+	status  run.Status
 
 	pend pending
 	// fromDef is the definition the run moved from in this Step: its

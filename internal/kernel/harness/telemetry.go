@@ -206,7 +206,7 @@ func (s *step) endEffect(ctx context.Context, sp span.ToolSpan, callID string, e
 	if s.h.opt.Telemetry == nil {
 		return
 	}
-	it := s.items[callID]
+	it, _ := s.pl.get(callID)
 	outcome, errType, msg, result := string(it.Status), "", "", ""
 	switch {
 	case err != nil:

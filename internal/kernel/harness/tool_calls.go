@@ -68,9 +68,9 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 // answered: the call got its answer here (a result recorded earlier, or
 // arguments refused) and runs nothing.
 func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem, answered bool, err error) {
-	it, ok := s.items[tc.ID]
+	it, ok := s.pl.get(tc.ID)
 	if !ok {
-		if p, ok := s.inherited[tc.ID]; ok && len(p.Result) > 0 {
+		if p, ok := s.pl.recorded(tc.ID); ok {
 			// A fork: reuse the recorded result, never repeat the effect.
 			rec, err := decodeRecorded(p)
 			if err != nil {
@@ -79,8 +79,7 @@ func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem,
 			s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
 			return run.PlanItem{}, true, nil
 		}
-		it = run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
-		s.nextOrder++
+		it = s.pl.newItem(s.run.ID, tc)
 		t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
 		if err == nil {
 			t, err = s.judgeCall(ctx, t)
@@ -152,7 +151,7 @@ func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem,
 	// Under the interrupt policy calls run one by one, so new input can
 	// stop the turn between them.
 	for j := 1; j < len(open) && s.run.InputPolicy != run.InputInterrupt; j++ {
-		nx, ok := s.items[open[j].ID]
+		nx, ok := s.pl.get(open[j].ID)
 		if !ok || nx.Status != run.PlanPending || nx.Mode != run.ModeSafeReadonly {
 			break
 		}
@@ -177,7 +176,7 @@ func (s *step) interrupt(ctx context.Context, rest []model.ToolCall) (bool, erro
 		return false, nil
 	}
 	for _, tc := range rest {
-		it, ok := s.items[tc.ID]
+		it, ok := s.pl.get(tc.ID)
 		if !ok {
 			continue
 		}

@@ -45,7 +45,7 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 		return Decision{}, false, nil
 	}
 	v, old, err := VersionVerdict(ctx, s.h.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
-		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.items, s.tr.openCalls())
+		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.pl.items, s.tr.openCalls())
 	})
 	switch {
 	case err != nil:
@@ -161,11 +161,9 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 		s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
 		// As for any needs_human operation: its plan item says so, and a
 		// person's settle (happened, not happened, give up) moves it on.
-		for _, it := range s.items {
-			if it.ID == op.PlanItemID {
-				it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
-				s.putItem(it)
-			}
+		if it, ok := s.pl.byID(op.PlanItemID); ok {
+			it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
+			s.putItem(it)
 		}
 	}
 	s.addEvent(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("reason", why, "by", "agent_version")})

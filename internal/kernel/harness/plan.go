@@ -1,0 +1,135 @@
+package harness
+
+import (
+	"strings"
+
+	"github.com/keelrun/keel/internal/kernel/model"
+	"github.com/keelrun/keel/internal/kernel/run"
+)
+
+// plan is the run's plan items as a Step knows them, looked up by the
+// model call they answer: the run's own, durable or in the pending
+// commit (which puts every item it will write here), and those of the
+// runs it forked from, whose recorded results a fork reuses.
+type plan struct {
+	items     map[string]run.PlanItem // by model call id, this run
+	inherited map[string]run.PlanItem // by model call id, runs this one forked from (nearest first)
+	next      int64                   // the order of the next new item
+}
+
+// load takes the run's own items as the store has them.
+func (p *plan) load(items []run.PlanItem) {
+	p.items = make(map[string]run.PlanItem, len(items))
+	for _, it := range items {
+		p.items[it.CallID] = it
+		if it.Order >= p.next {
+			p.next = it.Order + 1
+		}
+	}
+	if p.inherited == nil {
+		p.inherited = map[string]run.PlanItem{}
+	}
+}
+
+// inherit takes the items of a run this one forked from; a nearer
+// ancestor's item for the same call, inherited first, wins.
+func (p *plan) inherit(items []run.PlanItem) {
+	if p.inherited == nil {
+		p.inherited = map[string]run.PlanItem{}
+	}
+	for _, it := range items {
+		if _, ok := p.inherited[it.CallID]; !ok {
+			p.inherited[it.CallID] = it
+		}
+	}
+}
+
+// loaded: the run's items were read (or taken from the cache).
+func (p *plan) loaded() bool { return p.items != nil }
+
+// get is the run's item for a model call.
+func (p *plan) get(callID string) (run.PlanItem, bool) {
+	it, ok := p.items[callID]
+	return it, ok
+}
+
+// byID is the run's item with id.
+func (p *plan) byID(id string) (run.PlanItem, bool) {
+	for _, x := range p.items {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return run.PlanItem{}, false
+}
+
+// put makes it the item of its call.
+func (p *plan) put(it run.PlanItem) { p.items[it.CallID] = it }
+
+// newItem is a pending item of run runID for call tc, next in order. It
+// is not the call's item until it is put: a call whose item is never
+// written gets a new one (and order) when it is planned again.
+func (p *plan) newItem(runID string, tc model.ToolCall) run.PlanItem {
+	it := run.PlanItem{ID: run.NewID("item"), RunID: runID, Order: p.next, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
+	p.next++
+	return it
+}
+
+// recorded is the item a run this one forked from recorded a result for
+// the call in, if any: a fork reuses it and never repeats the effect.
+func (p *plan) recorded(callID string) (run.PlanItem, bool) {
+	it, ok := p.inherited[callID]
+	return it, ok && len(it.Result) > 0
+}
+
+// waiting is the items that wait for a person (needs_human).
+func (p *plan) waiting() []run.PlanItem {
+	var out []run.PlanItem
+	for _, it := range p.items {
+		if it.Status == run.PlanNeedsHuman {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// live is the items without the finished ones of answered calls: a Step
+// looks items up only for the open calls of the last answer and for
+// pending operations (whose items are not finished), and with everything
+// committed a finished item's call is answered in the transcript. Keeping
+// only these keeps a long run's cache entry from growing with its length.
+func (p *plan) live(open []model.ToolCall) map[string]run.PlanItem {
+	isOpen := map[string]bool{}
+	for _, tc := range open {
+		isOpen[tc.ID] = true
+	}
+	live := make(map[string]run.PlanItem, len(isOpen))
+	for callID, it := range p.items {
+		switch {
+		case isOpen[callID]:
+		case finished(it.Status):
+			continue
+		}
+		live[callID] = it
+	}
+	return live
+}
+
+// finished: an item in st has its result and runs nothing more.
+func finished(st run.PlanStatus) bool {
+	return st == run.PlanCompleted || st == run.PlanFailed || st == run.PlanDenied || st == run.PlanSkipped
+}
+
+// opID is the operation of an item's call (an effect, or a sub-agent's
+// child run): derived from the item, so a crash finds it again.
+func opID(it run.PlanItem) string { return "op_" + strings.TrimPrefix(it.ID, "item_") }
+
+// approvalID is deterministic in the item and its exact args: the same
+// proposal finds its approval again after a crash; changed args never do.
+func approvalID(it run.PlanItem) string {
+	h := run.HashDigits(it.ArgsHash)
+	if len(h) > 16 {
+		h = h[:16]
+	}
+	return "apr_" + strings.TrimPrefix(it.ID, "item_") + "_" + h
+}
