@@ -106,7 +106,7 @@ func (c *runCache) put(runID string, e *cachedRun) {
 
 // fromCache restores what load would rebuild, when the cache has it.
 func (s *step) fromCache() bool {
-	e := s.h.cache.take(s.run.ID, s.run.LastSeq, s.run.CheckpointID)
+	e := s.cache.take(s.run.ID, s.run.LastSeq, s.run.CheckpointID)
 	if e == nil {
 		return false
 	}
@@ -127,6 +127,6 @@ func (s *step) toCache() {
 	// Only what the next model call needs: the entry is bounded by the
 	// agent's context window, not by the run's length.
 	s.tr.trim(s.cur.msgs, true)
-	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.cur.head, cpID: s.cur.checkpoint, cpSeq: s.cur.seq, wsVersion: s.cur.workspace, msgs: s.tr.msgs,
+	s.cache.put(s.run.ID, &cachedRun{lastSeq: s.cur.head, cpID: s.cur.checkpoint, cpSeq: s.cur.seq, wsVersion: s.cur.workspace, msgs: s.tr.msgs,
 		view: s.tr.view, items: s.pl.live(s.tr.openCalls()), inherited: s.pl.inherited, nextOrder: s.pl.next})
 }

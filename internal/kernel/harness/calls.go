@@ -20,7 +20,7 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		return true, Decision{}, false, nil
 	}
 	if mode == run.ModeConfirmOnce {
-		ok, err := s.h.opt.Store.HasGrant(ctx, s.run.SessionID, it.Tool)
+		ok, err := s.opt.Store.HasGrant(ctx, s.run.SessionID, it.Tool)
 		if err != nil {
 			return false, Decision{}, true, &RetryableError{Err: err}
 		}
@@ -29,14 +29,14 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		}
 	}
 	apID := approvalID(it)
-	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
+	ap, err := s.opt.Store.GetApproval(ctx, s.run.ID, apID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if d, stop, err := s.cancelBeforeAsking(ctx); stop || err != nil {
 			return false, d, true, err
 		}
 		ap = run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, PlanItemID: it.ID, Tool: it.Tool, Mode: mode,
-			Args: it.Args, ArgsHash: it.ArgsHash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
+			Args: it.Args, ArgsHash: it.ArgsHash, Status: run.ApprovalPending, CreatedAt: s.opt.Clock()}
 		it.Status = run.PlanAwaitingApproval
 		s.putItem(it)
 		s.setStatus(run.StatusAwaitingApproval)
@@ -46,8 +46,8 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
 			return false, Decision{}, true, err
 		}
-		s.approvalRequested(ctx, ap)
-		s.h.opt.Faults.Hit(FaultAwaitApproval)
+		s.tel.approvalRequested(ctx, ap)
+		s.opt.Faults.Hit(FaultAwaitApproval)
 		return false, s.approvalDecision(apID), true, nil
 	case err != nil:
 		return false, Decision{}, true, &RetryableError{Err: err}
@@ -64,12 +64,12 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		if ap.ArgsHash != it.ArgsHash {
 			return false, Decision{}, true, fmt.Errorf("approval %s covers args %s, item has %s", apID, ap.ArgsHash, it.ArgsHash)
 		}
-		s.approvalDecided(ctx, ap)
-		s.h.opt.Faults.Hit(FaultAfterDecision)
+		s.tel.approvalDecided(ctx, ap)
+		s.opt.Faults.Hit(FaultAfterDecision)
 		s.setStatus(run.StatusRunning)
 		return true, Decision{}, false, nil
 	default: // denied or cancelled
-		s.approvalDecided(ctx, ap)
+		s.tel.approvalDecided(ctx, ap)
 		s.setStatus(run.StatusRunning)
 		msg := "The user denied this action."
 		if ap.Reason != "" {
@@ -87,7 +87,7 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 // decision on an action they asked to cancel. Every new approval is
 // asked through here.
 func (s *step) cancelBeforeAsking(ctx context.Context) (Decision, bool, error) {
-	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+	sig, err := s.opt.Store.RunSignals(ctx, s.run.ID)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
@@ -100,9 +100,9 @@ func (s *step) cancelBeforeAsking(ctx context.Context) (Decision, bool, error) {
 }
 
 func (s *step) approvalDecision(apID string) Decision {
-	timeout := s.h.opt.ApprovalTimeout
+	timeout := s.opt.ApprovalTimeout
 	if dl := s.run.Limits.Deadline; !dl.IsZero() {
-		if left := dl.Sub(s.h.opt.Clock()); left < timeout {
+		if left := dl.Sub(s.opt.Clock()); left < timeout {
 			timeout = left
 		}
 	}
@@ -120,7 +120,7 @@ func (s *step) approvalDecision(apID string) Decision {
 // run after the raise.
 func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision, bool, error) {
 	if len(group) == 1 {
-		t, _ := s.toolFor(ctx, group[0].Tool)
+		t, _ := s.tools.get(ctx, group[0].Tool)
 		if limit, v := s.callOver(t); limit != "" {
 			d, err := s.atLimit(ctx, limit, v)
 			return d, true, err
@@ -186,19 +186,19 @@ func (s *step) reserveAndRun(ctx context.Context, group []run.PlanItem) []readon
 	outs := make([]readonlyOutcome, len(group))
 	var wg sync.WaitGroup
 	for i, it := range group {
-		t, _ := s.toolFor(ctx, it.Tool)
+		t, _ := s.tools.get(ctx, it.Tool)
 		outs[i].tool = t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.h.opt.Store.Reserve(ctx, s.run.ID, store.Amounts{ToolCalls: 1, SpendMicroUSD: price(t)}); err != nil {
+			if _, err := s.opt.Store.Reserve(ctx, s.run.ID, store.Amounts{ToolCalls: 1, SpendMicroUSD: price(t)}); err != nil {
 				outs[i].err = err
 				return
 			}
 			outs[i].reserved = true
-			outs[i].started = s.h.opt.Clock()
+			outs[i].started = s.opt.Clock()
 			outs[i].res, outs[i].err = s.invoke(ctx, it, true, nil)
-			outs[i].done = s.h.opt.Clock()
+			outs[i].done = s.opt.Clock()
 		}()
 	}
 	wg.Wait()
@@ -227,9 +227,9 @@ func (sp toolSpan) micros() int64 {
 // commit as tool_completed and is left out; a progress report that
 // commits first writes it ahead of itself (invoke).
 func (s *step) execReadonly(ctx context.Context, it run.PlanItem) {
-	sp := &toolSpan{start: s.h.opt.Clock()}
+	sp := &toolSpan{start: s.opt.Clock()}
 	res, err := s.invoke(ctx, it, false, sp)
-	sp.end = s.h.opt.Clock()
+	sp.end = s.opt.Clock()
 	s.toolDone(it, res, err, *sp)
 }
 
@@ -258,7 +258,7 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error, sp toolSpan
 // held, for a call running alone, is its tool_started held back: the first
 // progress report commits it, ahead of itself.
 func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, held *toolSpan) (tool.Result, error) {
-	t, _ := s.toolFor(ctx, it.Tool)
+	t, _ := s.tools.get(ctx, it.Tool)
 	var mu sync.Mutex
 	lastPct := int64(-1)
 	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cur.checkpoint, Args: it.Args, Progress: func(done, total int64, note string) {
@@ -275,14 +275,14 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, hel
 		if !report {
 			return
 		}
-		ev := run.Event{Type: run.EventToolProgress, PlanItemID: it.ID, Time: s.h.opt.Clock(),
-			Data: s.redactBytes(jsonObj("tool", it.Tool, "done", done, "total", total, "note", note))}
+		ev := run.Event{Type: run.EventToolProgress, PlanItemID: it.ID, Time: s.opt.Clock(),
+			Data: s.red.bytes(jsonObj("tool", it.Tool, "done", done, "total", total, "note", note))}
 		// Progress is advisory: a failure to record it does not fail the tool.
 		var err error
 		if concurrent {
 			// Fenced like every write of the step, and carrying nothing
 			// else: the other calls' goroutines own no part of s.pend.
-			_, err = s.h.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
+			_, err = s.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
 		} else {
 			mu.Lock()
 			if held != nil && !held.logged {
@@ -299,8 +299,8 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, hel
 	}}
 	// A new name, not ctx: the progress callback above captures ctx, and
 	// reassigning it would move it to the heap on every call.
-	tctx, sp := s.startTool(ctx, it, false)
-	res, err := s.runTool(tctx, t, it.Tool, call)
-	s.endTool(tctx, sp, res, err)
+	tctx, sp := s.tel.startTool(ctx, it, false)
+	res, err := runTool(tctx, &s.env, t, it.Tool, call)
+	s.tel.endTool(tctx, sp, res, err)
 	return res, err
 }

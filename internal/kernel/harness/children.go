@@ -58,12 +58,6 @@ type childSpec struct {
 	Limits  run.Limits `json:"limits"`
 }
 
-func (s *step) delegating(name string) (tool.Delegating, bool) {
-	t, _ := s.agent.Tools.Get(name)
-	d, ok := t.(tool.Delegating)
-	return d, ok
-}
-
 // refuseChild answers a sub-agent call that starts nothing.
 func (s *step) refuseChild(it run.PlanItem, msg string) {
 	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
@@ -75,7 +69,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	del := dt.Delegation()
 	nth, n := -1, 0 // this call's place among the answer's sub-agent calls, and their number
 	for _, tc := range s.tr.lastCalls() {
-		if _, ok := s.delegating(tc.Name); ok {
+		if _, ok := s.tools.delegating(tc.Name); ok {
 			if tc.ID == it.CallID {
 				nth = n
 			}
@@ -84,14 +78,14 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	}
 	not := "sub-agent " + del.Agent + " not started: "
 	switch {
-	case s.h.opt.Children == nil:
+	case s.opt.Children == nil:
 		s.refuseChild(it, not+"this worker cannot start child runs")
 		return Decision{}, false, nil
-	case s.run.Caller.Depth+1 > s.h.opt.MaxChildDepth:
-		s.refuseChild(it, fmt.Sprintf("%srun %s is at depth %d and child runs nest at most %d deep (max child depth)", not, s.run.ID, s.run.Caller.Depth, s.h.opt.MaxChildDepth))
+	case s.run.Caller.Depth+1 > s.opt.MaxChildDepth:
+		s.refuseChild(it, fmt.Sprintf("%srun %s is at depth %d and child runs nest at most %d deep (max child depth)", not, s.run.ID, s.run.Caller.Depth, s.opt.MaxChildDepth))
 		return Decision{}, false, nil
-	case nth >= s.h.opt.MaxChildFanOut:
-		s.refuseChild(it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, s.h.opt.MaxChildFanOut, nth+1, n))
+	case nth >= s.opt.MaxChildFanOut:
+		s.refuseChild(it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, s.opt.MaxChildFanOut, nth+1, n))
 		return Decision{}, false, nil
 	}
 	if lim := s.run.Limits.MaxToolCalls; lim > 0 && s.cur.inUse(s.pend.used).ToolCalls+1 > lim {
@@ -103,7 +97,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 		s.refuseChild(it, not+err.Error())
 		return Decision{}, false, nil
 	}
-	limits, short := s.childShare(del, min(n, s.h.opt.MaxChildFanOut))
+	limits, short := s.childShare(del, min(n, s.opt.MaxChildFanOut))
 	if short != "" {
 		s.refuseChild(it, fmt.Sprintf("%sthe run's remaining %s leaves no share for it", not, short))
 		return Decision{}, false, nil
@@ -120,7 +114,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	if err != nil {
 		return Decision{}, true, err
 	}
-	now := s.h.opt.Clock()
+	now := s.opt.Clock()
 	op := run.Operation{ID: opID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool, Destination: "subagent:" + del.Agent,
 		Args: raw, ArgsHash: hash, Status: run.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now}
 	op.IdempotencyKey = op.ID
@@ -130,11 +124,11 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
 	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": "idempotent, lookup", "args_hash": op.ArgsHash})})
-	s.h.opt.Faults.Hit(FaultBeforeIntent)
+	s.opt.Faults.Hit(FaultBeforeIntent)
 	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
 		return Decision{}, true, err
 	}
-	s.h.opt.Faults.Hit(FaultAfterIntent)
+	s.opt.Faults.Hit(FaultAfterIntent)
 	return s.spawn(ctx, it, op)
 }
 
@@ -168,7 +162,7 @@ func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
 		Deadline:         l.Deadline,
 	}
 	if del.Timeout > 0 {
-		if dl := s.h.opt.Clock().Add(del.Timeout); out.Deadline.IsZero() || dl.Before(out.Deadline) {
+		if dl := s.opt.Clock().Add(del.Timeout); out.Deadline.IsZero() || dl.Before(out.Deadline) {
 			out.Deadline = dl
 		}
 	}
@@ -192,18 +186,18 @@ func (s *step) spawn(ctx context.Context, it run.PlanItem, op run.Operation) (De
 	if err := json.Unmarshal(op.Args, &spec); err != nil {
 		return Decision{}, true, fmt.Errorf("operation %s: the child's definition: %w", op.ID, err)
 	}
-	if s.h.opt.Children == nil {
+	if s.opt.Children == nil {
 		return Decision{}, true, fmt.Errorf("operation %s starts a child run and this worker cannot start child runs", op.ID)
 	}
 	child := run.Run{ID: run.ChildRunID(s.run.ID, op.ID), SessionID: spec.Session, Owner: s.run.Owner, Agent: spec.Agent,
 		Request: spec.Input, InputPolicy: run.InputQueue, Limits: spec.Limits, TraceParent: s.run.TraceParent,
 		Caller: run.Caller{RunID: s.run.ID, PlanItemID: it.ID, OperationID: op.ID, Depth: s.run.Caller.Depth + 1}}
-	got, created, err := s.h.opt.Children.CreateRun(ctx, child)
+	got, created, err := s.opt.Children.CreateRun(ctx, child)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: fmt.Errorf("start child run %s: %w", child.ID, err)}
 	}
-	s.h.opt.Faults.Hit(FaultChildStart)
-	if err := s.h.opt.Children.StartRun(ctx, got.ID); err != nil {
+	s.opt.Faults.Hit(FaultChildStart)
+	if err := s.opt.Children.StartRun(ctx, got.ID); err != nil {
 		return Decision{}, true, &RetryableError{Err: fmt.Errorf("start child run %s: %w", got.ID, err)}
 	}
 	how := "dispatched"
@@ -228,7 +222,7 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	seen := map[string]bool{} // each child is answered, and its use added, once
 	for _, tc := range s.tr.openCalls() {
 		it, ok := s.pl.get(tc.ID)
-		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
+		if _, del := s.tools.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
 			seen[it.ID] = true
 			items = append(items, it)
 		}
@@ -238,9 +232,9 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	}
 	kids := make([]run.Run, len(items))
 	var waiting, unstarted []string
-	oldest := s.h.opt.Clock()
+	oldest := s.opt.Clock()
 	for i, it := range items {
-		c, err := s.h.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, opID(it)))
+		c, err := s.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, opID(it)))
 		if err != nil {
 			return Decision{}, true, &RetryableError{Err: fmt.Errorf("child of %s: %w", it.ID, err)}
 		}
@@ -249,7 +243,7 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 			waiting = append(waiting, c.ID)
 			oldest = minTime(oldest, c.CreatedAt)
 		}
-		if d, ok := s.h.opt.Children.(deferredStarts); ok && d.StartsDeferred() && c.Status == run.StatusCreated {
+		if d, ok := s.opt.Children.(deferredStarts); ok && d.StartsDeferred() && c.Status == run.StatusCreated {
 			unstarted = append(unstarted, c.ID)
 		}
 	}
@@ -261,7 +255,7 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 		return Decision{Next: NextWait, WaitSeconds: s.childPoll(oldest), Error: "waiting for child runs " + strings.Join(waiting, ", "),
 			Children: unstarted}, true, nil
 	}
-	s.h.opt.Faults.Hit(FaultParentResume)
+	s.opt.Faults.Hit(FaultParentResume)
 	for i, it := range items {
 		s.childEnded(ctx, it, kids[i])
 	}
@@ -272,8 +266,8 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 // of how long its children have run, from one second up to ChildPoll, so
 // a long child costs its parent few Steps and a short one little delay.
 func (s *step) childPoll(oldest time.Time) int64 {
-	w := s.h.opt.Clock().Sub(oldest) / 4
-	w = min(max(w, time.Second), s.h.opt.ChildPoll)
+	w := s.opt.Clock().Sub(oldest) / 4
+	w = min(max(w, time.Second), s.opt.ChildPoll)
 	return int64(w.Seconds() + 0.999)
 }
 
@@ -316,10 +310,10 @@ func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
 // childArtifacts names the artifacts a child left, for its answer; "" when
 // none (or none could be listed: the answer stands without them).
 func (s *step) childArtifacts(ctx context.Context, childID string) string {
-	if s.h.opt.Artifacts == nil {
+	if s.opt.Artifacts == nil {
 		return ""
 	}
-	infos, err := s.h.opt.Artifacts.List(ctx, childID)
+	infos, err := s.opt.Artifacts.List(ctx, childID)
 	if err != nil {
 		s.log.Warn("child artifacts not listed", "child_run_id", childID, "err", err)
 		return ""
@@ -341,11 +335,11 @@ func (s *step) childArtifacts(ctx context.Context, childID string) string {
 func (s *step) cancelChildren(ctx context.Context, why string) error {
 	for _, tc := range s.tr.openCalls() {
 		it, ok := s.pl.get(tc.ID)
-		if _, del := s.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || s.h.opt.Children == nil {
+		if _, del := s.tools.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || s.opt.Children == nil {
 			continue
 		}
 		id := run.ChildRunID(s.run.ID, opID(it))
-		if err := s.h.opt.Children.CancelRun(ctx, id, "parent run "+s.run.ID); err != nil {
+		if err := s.opt.Children.CancelRun(ctx, id, "parent run "+s.run.ID); err != nil {
 			return &RetryableError{Err: fmt.Errorf("cancel child run %s: %w", id, err)}
 		}
 		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: child run " + id + " cancelled because " + why}, true)
@@ -360,7 +354,7 @@ func (s *step) parentStopped(ctx context.Context) (bool, error) {
 	if s.run.Caller.RunID == "" {
 		return false, nil
 	}
-	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.Caller.RunID)
+	sig, err := s.opt.Store.RunSignals(ctx, s.run.Caller.RunID)
 	if err != nil {
 		return false, &RetryableError{Err: err}
 	}

@@ -25,7 +25,7 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		s.finishItem(it, run.PlanFailed, tool.Result{Content: "not dispatched: " + err.Error()}, true)
 		return Decision{}, false, nil
 	}
-	now := s.h.opt.Clock()
+	now := s.opt.Clock()
 	op := run.Operation{ID: opID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool,
 		Destination: t.Name(), Args: it.Args, ArgsHash: it.ArgsHash, ArtifactHash: intent.ArtifactHash, Status: run.OpPending,
 		Attempts: 1, CreatedAt: now, UpdatedAt: now}
@@ -37,11 +37,11 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
 	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash})})
-	s.h.opt.Faults.Hit(FaultBeforeIntent)
+	s.opt.Faults.Hit(FaultBeforeIntent)
 	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
 		return Decision{}, true, err
 	}
-	s.h.opt.Faults.Hit(FaultAfterIntent)
+	s.opt.Faults.Hit(FaultAfterIntent)
 	return s.dispatchOp(ctx, it, t, op)
 }
 
@@ -50,16 +50,16 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 // rejected, or unknown (reconciled later, or handed to a person where the
 // destination can neither be asked nor safely retried).
 func (s *step) dispatchOp(ctx context.Context, it run.PlanItem, t tool.Effectful, op run.Operation) (Decision, bool, error) {
-	dctx, dsp := s.startOp(ctx, op, false)
+	dctx, dsp := s.tel.startOp(ctx, op, false)
 	out, derr := t.Dispatch(dctx, op)
-	s.endDispatch(dctx, dsp, derr)
-	s.h.opt.Faults.Hit(FaultAfterDispatch)
+	s.tel.endDispatch(dctx, dsp, derr)
+	s.opt.Faults.Hit(FaultAfterDispatch)
 	if derr == nil {
 		s.opDone(it, t, op, out, "dispatched", 0)
 		if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{s.opUpdate(op, out)}}); err != nil {
 			return Decision{}, true, err
 		}
-		s.h.opt.Faults.Hit(FaultAfterResult)
+		s.opt.Faults.Hit(FaultAfterResult)
 		return Decision{}, false, nil
 	}
 	var rej *ops.Rejected
@@ -79,7 +79,7 @@ func (s *step) dispatchOp(ctx context.Context, it run.PlanItem, t tool.Effectful
 	if err := s.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, true, err
 	}
-	return Decision{Next: NextWait, WaitSeconds: int64(s.h.opt.RetryWait.Seconds() + 0.999)}, true, nil
+	return Decision{Next: NextWait, WaitSeconds: int64(s.opt.RetryWait.Seconds() + 0.999)}, true, nil
 }
 
 func (s *step) opUpdate(op run.Operation, out ops.Outcome) store.OperationUpdate {
@@ -122,17 +122,17 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		// no lease on it, and a run loaded so anyway is not continued.
 		return Decision{Next: NextNeedsHuman, Error: s.run.Error}, true, nil
 	}
-	defer s.toolsDone() // the redispatches' toolContext
+	defer s.ws.done() // the redispatches' toolContext
 	if skipReconcile {
 		return Decision{}, false, nil
 	}
-	pendingOps, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, true)
+	pendingOps, err := s.opt.Store.ListOperations(ctx, s.run.ID, true)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
 	sort.Slice(pendingOps, func(i, j int) bool { return pendingOps[i].CreatedAt.Before(pendingOps[j].CreatedAt) })
 	for _, op := range pendingOps {
-		if _, ok := s.delegating(op.Tool); ok {
+		if _, ok := s.tools.delegating(op.Tool); ok {
 			if d, stop, err := s.respawn(ctx, op); err != nil || stop {
 				return d, stop, err
 			}
@@ -142,10 +142,10 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		if !ok {
 			return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: tool %q or its plan item is unknown to this worker", op.ID, op.Tool))
 		}
-		eff = s.recordedContract(op, s.guardEffect(eff))
+		eff = s.recordedContract(op, guardEffect(&s.env, eff))
 		// A redispatch runs the effect's code again, which may read the
 		// run's workspace (the file it ships) as the first dispatch did.
-		octx, err := s.toolContext(ctx)
+		octx, err := s.ws.bind(ctx, s.cur.workspace)
 		if err != nil {
 			return Decision{}, true, err
 		}
@@ -156,16 +156,16 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 			}
 			continue
 		}
-		rctx, rsp := s.startOp(octx, op, true)
+		rctx, rsp := s.tel.startOp(octx, op, true)
 		verdict, out, rerr := ops.Reconcile(rctx, eff, op)
-		s.endReconcile(rctx, rsp, verdict, rerr)
+		s.tel.endReconcile(rctx, rsp, verdict, rerr)
 		if rerr != nil && verdict != ops.Failed {
 			s.addEvent(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", rerr.Error(), "next", "reconcile again")})
 			s.pend.patch.ReleaseLease = true
 			if err := s.flush(ctx, store.Commit{}); err != nil {
 				return Decision{}, true, err
 			}
-			return Decision{Next: NextWait, WaitSeconds: int64(s.h.opt.RetryWait.Seconds() + 0.999)}, true, nil
+			return Decision{Next: NextWait, WaitSeconds: int64(s.opt.RetryWait.Seconds() + 0.999)}, true, nil
 		}
 		switch verdict {
 		case ops.Found, ops.Redispatched:
@@ -198,11 +198,11 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 // knows either not.
 func (s *step) pendingOf(ctx context.Context, op run.Operation) (run.PlanItem, tool.Effectful, bool) {
 	it, _ := s.pl.byID(op.PlanItemID)
-	t, _ := s.toolFor(ctx, op.Tool)
+	t, _ := s.tools.get(ctx, op.Tool)
 	if _, refused := t.(refusedTool); refused {
 		// A judgement that failed (a store error): the operation was
 		// recorded by an effect, whose contract it carries (recordedContract).
-		t, _ = s.agent.Tools.Get(op.Tool)
+		t, _ = s.tools.unjudged(op.Tool)
 	}
 	eff, ok := t.(tool.Effectful)
 	return it, eff, ok && it.ID != ""

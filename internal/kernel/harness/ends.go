@@ -30,7 +30,7 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 		}
 		if it.Status == run.PlanAwaitingApproval {
 			cancelApprovals = append(cancelApprovals, approvalID(it))
-			s.h.approvalClosed(ctx, it.Tool)
+			s.tel.approvalClosed(ctx, it.Tool)
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
@@ -58,7 +58,7 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 		if it, ok := s.pl.get(tc.ID); ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
-				s.h.approvalClosed(ctx, it.Tool)
+				s.tel.approvalClosed(ctx, it.Tool)
 				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
 			}
 			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
@@ -133,7 +133,7 @@ func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, err
 		}
 		return d, err
 	}
-	if rerr := s.h.opt.Store.ReleaseLease(ctx, s.run.ID, s.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+	if rerr := s.opt.Store.ReleaseLease(ctx, s.run.ID, s.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
 		s.log.Warn("lease not released; it will expire", "err", rerr)
 	}
 	return d, err

@@ -49,14 +49,14 @@ func (s *step) flush(ctx context.Context, extra store.Commit) error {
 	if patch != (store.RunPatch{}) {
 		c.Run = &patch
 	}
-	s.redactCommit(&c)
+	s.red.commit(&c)
 	enqueueNotifications(&c)
 	if c.Run == nil && len(c.Events) == 0 && len(c.PlanItems) == 0 && cp == nil && len(c.NewOperations) == 0 &&
 		len(c.OperationUpdates) == 0 && len(c.NewApprovals) == 0 && len(c.CancelApprovals) == 0 && len(c.ConsumeInputs) == 0 &&
 		c.Used == (store.Amounts{}) && c.Released == (store.Amounts{}) {
 		return nil
 	}
-	s.h.opt.Faults.Hit(FaultInStepCommit)
+	s.opt.Faults.Hit(FaultInStepCommit)
 	seqs, err := s.commit(ctx, c)
 	if err != nil {
 		return err
@@ -82,15 +82,15 @@ func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	wsv, err := s.workspaceVersion(ctx)
+	wsv, err := s.ws.version(ctx, s.cur.workspace)
 	if err != nil {
 		return nil, err
 	}
 	id, seq, parent := s.cur.nextCheckpoint()
 	cp := &run.Checkpoint{ID: id, RunID: s.run.ID, Seq: seq, Parent: parent,
-		Step: s.cur.steps + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), WorkspaceVersion: wsv, CreatedAt: s.h.opt.Clock()}
-	if len(state) > store.MaxInlineState && s.h.opt.Artifacts != nil {
-		info, err := s.h.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
+		Step: s.cur.steps + s.pend.steps, Size: int64(len(state)), StateHash: run.HashBytes(state), WorkspaceVersion: wsv, CreatedAt: s.opt.Clock()}
+	if len(state) > store.MaxInlineState && s.opt.Artifacts != nil {
+		info, err := s.opt.Artifacts.Put(ctx, artifact.Key{RunID: s.run.ID, CheckpointID: cp.ID, Name: "state.json"}, state)
 		if err != nil {
 			return nil, &RetryableError{Err: err}
 		}
@@ -98,7 +98,7 @@ func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
 	} else {
 		cp.State = state
 	}
-	ev := run.Event{Type: run.EventCheckpointWritten, Time: s.h.opt.Clock(), Data: checkpointData(cp)}
+	ev := run.Event{Type: run.EventCheckpointWritten, Time: s.opt.Clock(), Data: checkpointData(cp)}
 	// The checkpoint is part of the step: it goes before the events that
 	// end the turn or the run, so they stay the log's last word.
 	at := len(s.pend.events)
@@ -117,13 +117,13 @@ func (s *step) checkpoint(ctx context.Context) (*run.Checkpoint, error) {
 func (s *step) commit(ctx context.Context, c store.Commit) ([]int64, error) {
 	var seqs []int64
 	var err error
-	if sc, ok := s.h.opt.Store.(signalCommitter); ok {
+	if sc, ok := s.opt.Store.(signalCommitter); ok {
 		var sig store.RunSignals
 		if seqs, sig, err = sc.CommitSignals(ctx, c); err == nil {
 			s.fresh = &sig
 		}
 	} else {
-		seqs, err = s.h.opt.Store.Commit(ctx, c)
+		seqs, err = s.opt.Store.Commit(ctx, c)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
@@ -151,5 +151,5 @@ func (s *step) signals(ctx context.Context) (store.RunSignals, error) {
 		s.fresh = nil
 		return *sig, nil
 	}
-	return s.h.opt.Store.RunSignals(ctx, s.run.ID)
+	return s.opt.Store.RunSignals(ctx, s.run.ID)
 }

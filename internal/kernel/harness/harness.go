@@ -243,13 +243,19 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	h.opt.Faults.Hit(FaultLeaseHandover)
 	var s *step
 	ctx, span := h.startStep(ctx, r, start)
-	defer func() { h.endStep(ctx, span, r, s, d, err) }()
+	defer func() {
+		cp, red := r.CheckpointID, redactor(nil)
+		if s != nil {
+			cp, red = s.cur.checkpoint, s.red
+		}
+		h.endStep(ctx, span, r, cp, red, d, err)
+	}()
 	agent, err := h.opt.Agents.Agent(r.Agent)
 	if err != nil {
 		return h.failNow(ctx, r, err.Error())
 	}
-	s = &step{h: h, agent: agent, run: r, token: r.Lease.Token, deadline: start.Add(budget), log: h.opt.Logger.With("run_id", runID),
-		secrets: secretsOf(agent.Tools), cur: startCursor(r)}
+	s = &step{env: newEnv(&h.opt, agent, r), cache: h.cache, token: r.Lease.Token, deadline: start.Add(budget), cur: startCursor(r),
+		ws: runWorkspace{open: agent.Workspace, runID: r.ID, faults: h.opt.Faults}}
 	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: leaseData(h.opt.Owner, r.Lease.Token, agent.Version)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)

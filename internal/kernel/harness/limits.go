@@ -69,7 +69,7 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	if !s.agent.OnLimit.Pause || cur == nil || *cur <= 0 {
 		return s.exceeded(ctx, limit, value, "")
 	}
-	if why, err := shareOfParent(ctx, s.h.opt.Store, s.run, limit); err != nil || why != "" {
+	if why, err := shareOfParent(ctx, s.opt.Store, s.run, limit); err != nil || why != "" {
 		if err != nil {
 			return Decision{}, err
 		}
@@ -82,7 +82,7 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	}
 	args := RaiseArgs{Limit: limit, Now: *cur, RaiseBy: by, After: *cur + by}
 	apID := fmt.Sprintf("apr_limit_%s_%d", limit, *cur) // one request per limit and size
-	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
+	ap, err := s.opt.Store.GetApproval(ctx, s.run.ID, apID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if d, stop, err := s.cancelBeforeAsking(ctx); stop || err != nil {
@@ -103,7 +103,7 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	case run.ApprovalApproved:
 		return s.raise(ctx, ap, args)
 	default: // denied or cancelled: a person stopped the run
-		s.approvalDecided(ctx, ap)
+		s.tel.approvalDecided(ctx, ap)
 		by := ap.DecidedBy
 		if by == "" {
 			by = "a person"
@@ -157,7 +157,7 @@ func (s *step) askRaise(ctx context.Context, apID string, args RaiseArgs) (Decis
 		return Decision{}, fmt.Errorf("raise request args: %w", err)
 	}
 	ap := run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, Tool: RaiseLimitTool, Mode: run.ModeMutating,
-		Args: raw, ArgsHash: hash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
+		Args: raw, ArgsHash: hash, Status: run.ApprovalPending, CreatedAt: s.opt.Clock()}
 	s.setStatus(run.StatusAwaitingApproval)
 	s.addEvent(run.Event{Type: run.EventBudgetPaused, Data: mustJSON(map[string]any{
 		"limit": args.Limit, "limit_now": args.Now, "raise_by": args.RaiseBy, "approval_id": apID, "budget": s.cur.budget})})
@@ -167,15 +167,15 @@ func (s *step) askRaise(ctx context.Context, apID string, args RaiseArgs) (Decis
 	if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
 		return Decision{}, err
 	}
-	s.approvalRequested(ctx, ap)
-	s.h.opt.Faults.Hit(FaultAwaitApproval)
+	s.tel.approvalRequested(ctx, ap)
+	s.opt.Faults.Hit(FaultAwaitApproval)
 	return s.approvalDecision(apID), nil
 }
 
 // raise applies an approved raise in one commit with its budget_raised
 // event, then ends the Step: the next one runs under the new limit.
 func (s *step) raise(ctx context.Context, ap run.Approval, args RaiseArgs) (Decision, error) {
-	s.approvalDecided(ctx, ap)
+	s.tel.approvalDecided(ctx, ap)
 	var delta run.Limits
 	*limitField(&delta, args.Limit) = args.RaiseBy
 	s.pend.patch.RaiseLimits = delta

@@ -55,18 +55,18 @@ func (s *step) loadStore(ctx context.Context) error {
 	if s.cur.checkpoint == "" && s.run.ParentRunID != "" {
 		s.cur.checkpoint = s.run.ForkCheckpointID
 	}
-	items, err := s.h.opt.Store.ListPlanItems(ctx, s.run.ID)
+	items, err := s.opt.Store.ListPlanItems(ctx, s.run.ID)
 	if err != nil {
 		return err
 	}
 	s.pl.load(items)
 	for parent, depth := s.run.ParentRunID, 0; parent != "" && depth < 32; depth++ {
-		pitems, err := s.h.opt.Store.ListPlanItems(ctx, parent)
+		pitems, err := s.opt.Store.ListPlanItems(ctx, parent)
 		if err != nil {
 			return err
 		}
 		s.pl.inherit(pitems)
-		pr, err := s.h.opt.Store.GetRun(ctx, parent)
+		pr, err := s.opt.Store.GetRun(ctx, parent)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 	r := s.run
 	if runID != s.run.ID {
 		var err error
-		if r, err = s.h.opt.Store.GetRun(ctx, runID); err != nil {
+		if r, err = s.opt.Store.GetRun(ctx, runID); err != nil {
 			return nil, run.Checkpoint{}, err
 		}
 	}
@@ -101,7 +101,7 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 	}
 	var after int64
 	for {
-		page, err := s.h.opt.Store.ListCheckpoints(ctx, runID, after, 1000)
+		page, err := s.opt.Store.ListCheckpoints(ctx, runID, after, 1000)
 		if err != nil {
 			return nil, run.Checkpoint{}, err
 		}
@@ -131,7 +131,7 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 }
 
 func (s *step) state(ctx context.Context, cp run.Checkpoint) (checkpointState, error) {
-	return readState(ctx, s.h.opt.Artifacts, cp)
+	return readState(ctx, s.opt.Artifacts, cp)
 }
 
 // readState decodes a checkpoint's state, inline or from the artifact

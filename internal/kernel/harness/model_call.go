@@ -34,10 +34,10 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	// model_call_started is written only when the call fails: a completed
 	// call's started event would land in the same commit as its
 	// model_call_completed, which carries the duration instead.
-	startedAt := s.h.opt.Clock()
-	cctx, csp := s.startChat(ctx, req)
+	startedAt := s.opt.Clock()
+	cctx, csp := s.tel.startChat(ctx, req)
 	resp, err := s.agent.Model.Generate(cctx, req)
-	s.endChat(cctx, csp, resp, err)
+	s.tel.endChat(cctx, csp, resp, err)
 	if err != nil {
 		s.addEvent(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
 		return s.modelFailed(ctx, err)
@@ -114,7 +114,7 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
 		Usage: resp.Usage, StopReason: resp.StopReason, ResponseID: resp.ResponseID, Model: resp.Model,
 		CostMicroUSD: resp.CostMicroUSD, ToolCalls: len(resp.ToolCalls), RetriedAttempts: len(resp.Attempts), OmittedMessages: req.Omitted,
-		DurationUS: micros(s.h.opt.Clock().Sub(startedAt)), RenamedCallIDs: renamed,
+		DurationUS: micros(s.opt.Clock().Sub(startedAt)), RenamedCallIDs: renamed,
 		// What the model answered, so that `keel record` can replay the
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
@@ -128,10 +128,7 @@ func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt t
 func (s *step) planCalls(ctx context.Context, calls []model.ToolCall) {
 	for _, tc := range calls {
 		it := s.pl.newItem(s.run.ID, tc)
-		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
-		if verr == nil {
-			t, verr = s.judgeCall(ctx, t)
-		}
+		t, verr := s.tools.forCall(ctx, tc)
 		hash, herr := run.ArgsHash(tc.Args)
 		if verr == nil && herr != nil {
 			// Arguments the hash cannot bind exactly (a number beyond a
@@ -198,7 +195,7 @@ const inputCommitReserve = 8
 // inputs never makes a commit the store refuses; the rest start the
 // following turns, in order.
 func (s *step) takeInputs(ctx context.Context) (bool, error) {
-	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
+	inputs, err := s.opt.Store.ListInputs(ctx, s.run.ID, true)
 	if err != nil {
 		return false, &RetryableError{Err: err}
 	}

@@ -39,15 +39,15 @@ func closing(t run.EventType) bool {
 
 func (s *step) addEvent(e run.Event) {
 	if e.Time.IsZero() {
-		e.Time = s.h.opt.Clock()
+		e.Time = s.opt.Clock()
 	}
-	e.Data = s.redactBytes(e.Data)
+	e.Data = s.red.bytes(e.Data)
 	s.pend.events = append(s.pend.events, e)
 }
 
 func (s *step) putItem(it run.PlanItem) {
-	it.UpdatedAt = s.h.opt.Clock()
-	it.Result = s.redactBytes(it.Result)
+	it.UpdatedAt = s.opt.Clock()
+	it.Result = s.red.bytes(it.Result)
 	if s.pend.items == nil {
 		s.pend.items = map[string]run.PlanItem{}
 	}
@@ -67,7 +67,7 @@ func (s *step) setStatus(st run.Status) {
 }
 
 func (s *step) answer(callID string, res tool.Result, isErr bool) {
-	s.tr.answer(callID, s.redactResult(res), isErr)
+	s.tr.answer(callID, s.red.result(res), isErr)
 }
 
 // recorded is the tool result a plan item holds.

@@ -33,12 +33,12 @@ func (s *step) attemptAgain(ctx context.Context, it run.PlanItem, t tool.Effectf
 	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash,
 		"attempt": op.Attempts, "why": op.Error})})
-	s.h.opt.Faults.Hit(FaultBeforeIntent)
+	s.opt.Faults.Hit(FaultBeforeIntent)
 	again := store.OperationUpdate{ID: op.ID, Status: run.OpPending, AttemptsDelta: 1}
 	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{again}}); err != nil {
 		return Decision{}, true, err
 	}
-	s.h.opt.Faults.Hit(FaultAfterIntent)
+	s.opt.Faults.Hit(FaultAfterIntent)
 	op.Error = ""
 	return s.dispatchOp(ctx, it, t, op)
 }
@@ -55,7 +55,7 @@ func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
 	if len(waiting) == 0 {
 		return Decision{}, false, nil
 	}
-	all, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, false)
+	all, err := s.opt.Store.ListOperations(ctx, s.run.ID, false)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
@@ -71,9 +71,9 @@ func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
 		switch op.Status {
 		case run.OpSucceeded:
 			res := tool.Result{Content: fmt.Sprintf("done: a person confirmed that operation %s took effect (external id %q)", op.ID, op.ExternalID)}
-			if t, ok := s.toolFor(ctx, op.Tool); ok {
+			if t, ok := s.tools.get(ctx, op.Tool); ok {
 				if eff, ok := t.(tool.Effectful); ok {
-					res = s.guardEffect(eff).Describe(op)
+					res = guardEffect(&s.env, eff).Describe(op)
 					res.Content += " (a person confirmed this outcome)"
 				}
 			}

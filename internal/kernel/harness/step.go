@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/agentver"
@@ -14,20 +13,16 @@ import (
 // step is the state of one Step call. It is thrown away when the Step
 // returns: the next Step rebuilds it from the store.
 type step struct {
-	h        *Harness
-	agent    Agent
-	run      run.Run
+	env
+	cache    *runCache
 	token    int64
 	deadline time.Time
-	log      *slog.Logger
-	secrets  []string // declared by the agent's tools: never recorded
 
-	tr      transcript
-	cur     cursor
-	ws      Workspace // the run's workspace, once a tool of this Step needed it
-	wsInUse bool      // a tool has ws and may change it until toolsDone
-	pl      plan
-	status  run.Status
+	tr     transcript
+	cur    cursor
+	ws     runWorkspace
+	pl     plan
+	status run.Status
 
 	pend pending
 	// fromDef is the definition the run moved from in this Step: its
@@ -37,8 +32,6 @@ type step struct {
 	// store reports them (signalCommitter): the next iteration uses them
 	// instead of reading its own.
 	fresh *store.RunSignals
-	// judged are the Step's judgements of its tool.Judged tools (judged.go).
-	judged judgedTools
 }
 
 type checkpointState struct {
@@ -78,7 +71,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 			s.run.CancelRequested = true
 			return s.cancel(ctx)
 		}
-		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
+		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.opt.Clock().Before(dl) {
 			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
 		}
 		if len(s.tr.openCalls()) == 0 {
@@ -97,7 +90,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 			return Decision{}, err
 		}
 		s.tr.trim(s.cur.msgs, false)
-		if !s.h.opt.Clock().Before(s.deadline) {
+		if !s.opt.Clock().Before(s.deadline) {
 			return Decision{Next: NextContinue}, nil
 		}
 	}

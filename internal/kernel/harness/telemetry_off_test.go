@@ -17,7 +17,7 @@ import (
 // without calling into anything: a nil interface would panic if it did).
 func TestTelemetryOffCostsNothing(t *testing.T) {
 	h := &Harness{}
-	s := &step{h: h}
+	s := &tracer{}
 	ctx := context.Background()
 	r := run.Run{ID: "run_1", Agent: "a"}
 	it := run.PlanItem{ID: "pi_1", Tool: "t", CallID: "c1"}
@@ -35,12 +35,12 @@ func TestTelemetryOffCostsNothing(t *testing.T) {
 		s.endDispatch(dctx, dsp, nil)
 		rctx, rsp := s.startOp(ectx, op, true)
 		s.endReconcile(rctx, rsp, ops.Found, nil)
-		s.endEffect(ectx, esp, it.CallID, nil)
+		s.endEffect(ectx, esp, it, nil)
 		s.approvalRequested(sctx, ap)
 		s.approvalDecided(sctx, ap)
-		h.approvalClosed(sctx, "t")
+		s.approvalClosed(sctx, "t")
 		h.runEnded(sctx, r, Decision{Next: NextNeedsHuman})
-		h.endStep(sctx, sp, r, s, Decision{Next: NextDone}, nil)
+		h.endStep(sctx, sp, r, "", nil, Decision{Next: NextDone}, nil)
 	})
 	if allocs != 0 {
 		t.Fatalf("a Step's telemetry with Options.Telemetry nil allocates %.0f times, want 0", allocs)

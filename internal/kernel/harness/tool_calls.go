@@ -22,7 +22,7 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		if answered {
 			continue
 		}
-		t, _ := s.toolFor(ctx, it.Tool)
+		t, _ := s.tools.get(ctx, it.Tool)
 		if t == nil {
 			s.finishItem(it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
 			continue
@@ -80,10 +80,7 @@ func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem,
 			return run.PlanItem{}, true, nil
 		}
 		it = s.pl.newItem(s.run.ID, tc)
-		t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
-		if err == nil {
-			t, err = s.judgeCall(ctx, t)
-		}
+		t, err := s.tools.forCall(ctx, tc)
 		if err == nil {
 			if it.ArgsHash, err = run.ArgsHash(tc.Args); err != nil {
 				err = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, err)
@@ -114,14 +111,14 @@ func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem,
 // arrived during the model call or between the calls of one answer ends
 // the run (cancellation stops new calls).
 func (s *step) beforeCall(ctx context.Context, it run.PlanItem, t tool.Tool) (Decision, bool, error) {
-	if t.Info().Long && s.h.opt.CanSpill {
+	if t.Info().Long && s.opt.CanSpill {
 		s.addEvent(run.Event{Type: run.EventRunSpilled, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
 		if err := s.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, true, err
 		}
 		return Decision{Next: NextSpill}, true, nil
 	}
-	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+	sig, err := s.opt.Store.RunSignals(ctx, s.run.ID)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
@@ -137,14 +134,15 @@ func (s *step) beforeCall(ctx context.Context, it run.PlanItem, t tool.Tool) (De
 // operation protocol, a read-only tool together with the read-only calls
 // that follow it. n is how many of open it answered.
 func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem, t tool.Tool) (n int, d Decision, stop bool, err error) {
-	if ctx, err = s.toolContext(ctx); err != nil {
+	if ctx, err = s.ws.bind(ctx, s.cur.workspace); err != nil {
 		return 0, Decision{}, true, err
 	}
-	defer s.toolsDone()
+	defer s.ws.done()
 	if eff, ok := t.(tool.Effectful); ok {
-		tctx, tsp := s.startTool(ctx, it, true)
-		d, stop, err := s.runEffect(tctx, it, s.guardEffect(eff))
-		s.endEffect(tctx, tsp, it.CallID, err)
+		tctx, tsp := s.tel.startTool(ctx, it, true)
+		d, stop, err := s.runEffect(tctx, it, guardEffect(&s.env, eff))
+		done, _ := s.pl.get(it.CallID)
+		s.tel.endEffect(tctx, tsp, done, err)
 		return 1, d, stop, err
 	}
 	group := []run.PlanItem{it}
@@ -155,9 +153,9 @@ func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem,
 		if !ok || nx.Status != run.PlanPending || nx.Mode != run.ModeSafeReadonly {
 			break
 		}
-		nt, _ := s.toolFor(ctx, nx.Tool)
+		nt, _ := s.tools.get(ctx, nx.Tool)
 		_, del := nt.(tool.Delegating)
-		if _, eff := nt.(tool.Effectful); eff || del || nt == nil || (nt.Info().Long && s.h.opt.CanSpill) {
+		if _, eff := nt.(tool.Effectful); eff || del || nt == nil || (nt.Info().Long && s.opt.CanSpill) {
 			break
 		}
 		group = append(group, nx)
@@ -168,7 +166,7 @@ func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem,
 
 // interrupt ends the current turn after a tool when input is waiting.
 func (s *step) interrupt(ctx context.Context, rest []model.ToolCall) (bool, error) {
-	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
+	inputs, err := s.opt.Store.ListInputs(ctx, s.run.ID, true)
 	if err != nil {
 		return false, &RetryableError{Err: err}
 	}

@@ -44,8 +44,8 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 	if s.status == run.StatusNeedsHuman {
 		return Decision{}, false, nil
 	}
-	v, old, err := VersionVerdict(ctx, s.h.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
-		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.pl.items, s.tr.openCalls())
+	v, old, err := VersionVerdict(ctx, s.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
+		return OpenRecords(ctx, s.opt.Store, s.run, from, s.pl.items, s.tr.openCalls())
 	})
 	switch {
 	case err != nil:
@@ -142,7 +142,7 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
 	var c store.Commit
 	s.addEvent(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
-	aps, err := s.h.opt.Store.ListApprovals(ctx, s.run.ID)
+	aps, err := s.opt.Store.ListApprovals(ctx, s.run.ID)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
@@ -152,7 +152,7 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 			s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
 		}
 	}
-	ops, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, true)
+	ops, err := s.opt.Store.ListOperations(ctx, s.run.ID, true)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
