@@ -110,7 +110,7 @@ func (s *step) fromCache() bool {
 	if e == nil {
 		return false
 	}
-	s.tr = transcript{msgs: e.msgs, view: e.view}
+	s.tr.msgs, s.tr.view = e.msgs, e.view
 	s.cur.checkpoint, s.cur.seq, s.cur.workspace, s.cur.msgs = e.cpID, e.cpSeq, e.wsVersion, s.tr.size()
 	s.pl = plan{items: e.items, inherited: e.inherited, next: e.nextOrder}
 	// This worker wrote the run's last records: under its own version.
@@ -121,7 +121,7 @@ func (s *step) fromCache() bool {
 // toCache keeps the Step's state for the run's next Step, when everything
 // it holds is committed.
 func (s *step) toCache() {
-	if s.cur.msgs != s.tr.size() || !s.pend.empty() || !s.pl.loaded() || s.status.Terminal() {
+	if s.cur.msgs != s.tr.size() || !s.pend.empty() || !s.pl.loaded() || s.pend.status.Terminal() {
 		return
 	}
 	// Only what the next model call needs: the entry is bounded by the

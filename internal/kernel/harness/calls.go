@@ -38,12 +38,12 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		ap = run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, PlanItemID: it.ID, Tool: it.Tool, Mode: mode,
 			Args: it.Args, ArgsHash: it.ArgsHash, Status: run.ApprovalPending, CreatedAt: s.opt.Clock()}
 		it.Status = run.PlanAwaitingApproval
-		s.putItem(it)
-		s.setStatus(run.StatusAwaitingApproval)
-		s.addEvent(run.Event{Type: run.EventApprovalRequested, PlanItemID: it.ID, Data: mustJSON(map[string]any{
+		s.pend.item(it)
+		s.pend.setStatus(run.StatusAwaitingApproval)
+		s.pend.event(run.Event{Type: run.EventApprovalRequested, PlanItemID: it.ID, Data: mustJSON(map[string]any{
 			"approval_id": apID, "tool": it.Tool, "mode": mode, "args_hash": it.ArgsHash, "args": it.Args})})
-		s.pend.patch.ReleaseLease = true
-		if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
+		s.pend.releaseLease()
+		if err := s.pend.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
 			return false, Decision{}, true, err
 		}
 		s.tel.approvalRequested(ctx, ap)
@@ -54,9 +54,9 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 	}
 	switch ap.Status {
 	case run.ApprovalPending:
-		s.setStatus(run.StatusAwaitingApproval)
-		s.pend.patch.ReleaseLease = true
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		s.pend.setStatus(run.StatusAwaitingApproval)
+		s.pend.releaseLease()
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return false, Decision{}, true, err
 		}
 		return false, s.approvalDecision(apID), true, nil
@@ -66,16 +66,16 @@ func (s *step) permit(ctx context.Context, it run.PlanItem, t tool.Tool) (allowe
 		}
 		s.tel.approvalDecided(ctx, ap)
 		s.opt.Faults.Hit(FaultAfterDecision)
-		s.setStatus(run.StatusRunning)
+		s.pend.setStatus(run.StatusRunning)
 		return true, Decision{}, false, nil
 	default: // denied or cancelled
 		s.tel.approvalDecided(ctx, ap)
-		s.setStatus(run.StatusRunning)
+		s.pend.setStatus(run.StatusRunning)
 		msg := "The user denied this action."
 		if ap.Reason != "" {
 			msg += " Reason: " + ap.Reason
 		}
-		s.finishItem(it, run.PlanDenied, tool.Result{Content: msg}, true)
+		finishItem(&s.pend, &s.tr, it, run.PlanDenied, tool.Result{Content: msg}, true)
 		return false, Decision{}, false, nil
 	}
 }
@@ -125,12 +125,11 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 			d, err := s.atLimit(ctx, limit, v)
 			return d, true, err
 		}
-		s.pend.used.ToolCalls++
-		s.pend.used.SpendMicroUSD += price(t)
+		s.pend.use(store.Amounts{ToolCalls: 1, SpendMicroUSD: price(t)})
 		s.execReadonly(ctx, group[0])
 		return Decision{}, false, nil
 	}
-	if err := s.flush(ctx, store.Commit{}); err != nil { // reservations must see what we used
+	if err := s.pend.flush(ctx, store.Commit{}); err != nil { // reservations must see what we used
 		return Decision{}, true, err
 	}
 	outs := s.reserveAndRun(ctx, group)
@@ -146,15 +145,13 @@ func (s *step) runReadonly(ctx context.Context, group []run.PlanItem) (Decision,
 					continue // runs after the raise
 				}
 			}
-			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", errString(o.err), "dispatched", false)})
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: "not run: " + errString(o.err)}, true)
+			s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", errString(o.err), "dispatched", false)})
+			finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: "not run: " + errString(o.err)}, true)
 			continue
 		}
-		p := price(o.tool)
-		s.pend.released.ToolCalls++
-		s.pend.released.SpendMicroUSD += p
-		s.pend.used.ToolCalls++
-		s.pend.used.SpendMicroUSD += p
+		a := store.Amounts{ToolCalls: 1, SpendMicroUSD: price(o.tool)}
+		s.pend.release(a)
+		s.pend.use(a)
 		// The call's tool_started would land in this commit with its
 		// result: the result carries the start and the duration instead.
 		s.toolDone(it, o.res, o.err, toolSpan{start: o.started, end: o.done, concurrent: true})
@@ -242,12 +239,12 @@ func (s *step) toolDone(it run.PlanItem, res tool.Result, err error, sp toolSpan
 		if sp.concurrent {
 			data["concurrent"] = true
 		}
-		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: mustJSON(data)})
-		s.finishItem(it, run.PlanFailed, tool.Result{Content: "tool failed: " + err.Error()}, true)
+		s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: mustJSON(data)})
+		finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: "tool failed: " + err.Error()}, true)
 		return
 	}
-	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: toolDoneData(it.Tool, len(res.Content), sp.micros(), sp.concurrent)})
-	s.finishItem(it, run.PlanCompleted, res, false)
+	s.pend.event(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: toolDoneData(it.Tool, len(res.Content), sp.micros(), sp.concurrent)})
+	finishItem(&s.pend, &s.tr, it, run.PlanCompleted, res, false)
 }
 
 // invoke runs a tool, forwarding progress as tool_progress events. A tool
@@ -280,17 +277,17 @@ func (s *step) invoke(ctx context.Context, it run.PlanItem, concurrent bool, hel
 		// Progress is advisory: a failure to record it does not fail the tool.
 		var err error
 		if concurrent {
-			// Fenced like every write of the step, and carrying nothing
-			// else: the other calls' goroutines own no part of s.pend.
-			_, err = s.opt.Store.Commit(ctx, store.Commit{RunID: s.run.ID, Token: s.token, Events: []run.Event{ev}})
+			// Carrying nothing else: the other calls' goroutines own no
+			// part of the pending records.
+			err = s.pend.progress(ctx, ev)
 		} else {
 			mu.Lock()
 			if held != nil && !held.logged {
 				held.logged = true
-				s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: held.start, Data: jsonObj("tool", it.Tool)})
+				s.pend.event(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, Time: held.start, Data: jsonObj("tool", it.Tool)})
 			}
-			s.addEvent(ev)
-			err = s.flush(ctx, store.Commit{})
+			s.pend.event(ev)
+			err = s.pend.flush(ctx, store.Commit{})
 			mu.Unlock()
 		}
 		if err != nil {

@@ -60,8 +60,8 @@ type childSpec struct {
 
 // refuseChild answers a sub-agent call that starts nothing.
 func (s *step) refuseChild(it run.PlanItem, msg string) {
-	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
-	s.finishItem(it, run.PlanFailed, tool.Result{Content: msg}, true)
+	s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
+	finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: msg}, true)
 }
 
 // startChild records the intent of it's child run, then starts it.
@@ -88,7 +88,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 		s.refuseChild(it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, s.opt.MaxChildFanOut, nth+1, n))
 		return Decision{}, false, nil
 	}
-	if lim := s.run.Limits.MaxToolCalls; lim > 0 && s.cur.inUse(s.pend.used).ToolCalls+1 > lim {
+	if lim := s.run.Limits.MaxToolCalls; lim > 0 && s.cur.inUse(s.pend.used()).ToolCalls+1 > lim {
 		d, err := s.exceeded(ctx, "max_tool_calls", lim, "")
 		return d, true, err
 	}
@@ -119,13 +119,13 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 		Args: raw, ArgsHash: hash, Status: run.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now}
 	op.IdempotencyKey = op.ID
 	it.Status = run.PlanRunning
-	s.putItem(it)
-	s.pend.used.ToolCalls++
-	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
-	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	s.pend.item(it)
+	s.pend.use(store.Amounts{ToolCalls: 1})
+	s.pend.event(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	s.pend.event(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": "idempotent, lookup", "args_hash": op.ArgsHash})})
 	s.opt.Faults.Hit(FaultBeforeIntent)
-	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
+	if err := s.pend.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
 		return Decision{}, true, err
 	}
 	s.opt.Faults.Hit(FaultAfterIntent)
@@ -136,7 +136,7 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 // (see the top of this file), narrowed by del. short names a resource
 // that leaves no share at all.
 func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
-	l, u := s.run.Limits, s.cur.inUse(s.pend.used)
+	l, u := s.run.Limits, s.cur.inUse(s.pend.used())
 	open := int64(0) // calls of this answer not run yet: each takes one of the run's tool calls
 	for _, tc := range s.tr.openCalls() {
 		if it, ok := s.pl.get(tc.ID); !ok || it.Status == run.PlanPending {
@@ -204,11 +204,11 @@ func (s *step) spawn(ctx context.Context, it run.PlanItem, op run.Operation) (De
 	if !created {
 		how = "found"
 	}
-	s.addEvent(run.Event{Type: run.EventChildStarted, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	s.pend.event(run.Event{Type: run.EventChildStarted, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"child_run_id": got.ID, "agent": spec.Agent, "how": how, "limits": got.Limits})})
-	s.addEvent(run.Event{Type: run.EventOpSucceeded, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", got.ID, "how", how)})
+	s.pend.event(run.Event{Type: run.EventOpSucceeded, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", got.ID, "how", how)})
 	upd := store.OperationUpdate{ID: op.ID, Status: run.OpSucceeded, ExternalID: got.ID}
-	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+	if err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{}, false, nil
@@ -248,8 +248,8 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 		}
 	}
 	if len(waiting) > 0 {
-		s.pend.patch.ReleaseLease = true
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		s.pend.releaseLease()
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, true, err
 		}
 		return Decision{Next: NextWait, WaitSeconds: s.childPoll(oldest), Error: "waiting for child runs " + strings.Join(waiting, ", "),
@@ -282,10 +282,8 @@ func minTime(a, b time.Time) time.Time {
 // to the run's use.
 func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
 	b := c.Budget
-	s.pend.used.Tokens += b.TokensUsed
-	s.pend.used.SpendMicroUSD += b.SpendUsedMicroUSD
-	s.pend.used.ToolCalls += b.ToolCallsUsed
-	s.addEvent(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: opID(it), Data: mustJSON(map[string]any{
+	s.pend.use(store.Amounts{Tokens: b.TokensUsed, SpendMicroUSD: b.SpendUsedMicroUSD, ToolCalls: b.ToolCallsUsed})
+	s.pend.event(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: opID(it), Data: mustJSON(map[string]any{
 		"child_run_id": c.ID, "agent": c.Agent, "status": c.Status, "error": c.Error,
 		"tokens_used": b.TokensUsed, "spend_used_micro_usd": b.SpendUsedMicroUSD, "tool_calls_used": b.ToolCallsUsed})})
 	res := tool.Result{Data: mustJSON(map[string]any{"child_run_id": c.ID, "agent": c.Agent, "status": c.Status})}
@@ -293,8 +291,8 @@ func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
 	switch c.Status {
 	case run.StatusCompleted:
 		res.Content = c.Output + s.childArtifacts(ctx, c.ID)
-		s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "child_run_id", c.ID)})
-		s.finishItem(it, run.PlanCompleted, res, false)
+		s.pend.event(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "child_run_id", c.ID)})
+		finishItem(&s.pend, &s.tr, it, run.PlanCompleted, res, false)
 		return
 	case run.StatusNeedsHuman:
 		res.Content = name + " stopped and needs a person: " + c.Error + " It will not go on by itself; its work is not done."
@@ -303,8 +301,8 @@ func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
 	default:
 		res.Content = name + " failed: " + c.Error + " Its work is not done."
 	}
-	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", res.Content, "dispatched", true)})
-	s.finishItem(it, run.PlanFailed, res, true)
+	s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", res.Content, "dispatched", true)})
+	finishItem(&s.pend, &s.tr, it, run.PlanFailed, res, true)
 }
 
 // childArtifacts names the artifacts a child left, for its answer; "" when
@@ -342,7 +340,7 @@ func (s *step) cancelChildren(ctx context.Context, why string) error {
 		if err := s.opt.Children.CancelRun(ctx, id, "parent run "+s.run.ID); err != nil {
 			return &RetryableError{Err: fmt.Errorf("cancel child run %s: %w", id, err)}
 		}
-		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: child run " + id + " cancelled because " + why}, true)
+		finishItem(&s.pend, &s.tr, it, run.PlanSkipped, tool.Result{Content: "skipped: child run " + id + " cancelled because " + why}, true)
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 	call := tool.Call{RunID: s.run.ID, PlanItemID: it.ID, CheckpointID: s.cur.checkpoint, Args: it.Args, Progress: func(int64, int64, string) {}}
 	intent, err := t.Intent(ctx, call)
 	if err != nil {
-		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", false)})
-		s.finishItem(it, run.PlanFailed, tool.Result{Content: "not dispatched: " + err.Error()}, true)
+		s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", err.Error(), "dispatched", false)})
+		finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: "not dispatched: " + err.Error()}, true)
 		return Decision{}, false, nil
 	}
 	now := s.opt.Clock()
@@ -31,14 +31,13 @@ func (s *step) runEffect(ctx context.Context, it run.PlanItem, t tool.Effectful)
 		Attempts: 1, CreatedAt: now, UpdatedAt: now}
 	op.IdempotencyKey = op.ID
 	it.Status = run.PlanRunning
-	s.putItem(it)
-	s.pend.used.ToolCalls++
-	s.pend.used.SpendMicroUSD += price(t)
-	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
-	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	s.pend.item(it)
+	s.pend.use(store.Amounts{ToolCalls: 1, SpendMicroUSD: price(t)})
+	s.pend.event(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	s.pend.event(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash})})
 	s.opt.Faults.Hit(FaultBeforeIntent)
-	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
+	if err := s.pend.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
 		return Decision{}, true, err
 	}
 	s.opt.Faults.Hit(FaultAfterIntent)
@@ -56,7 +55,7 @@ func (s *step) dispatchOp(ctx context.Context, it run.PlanItem, t tool.Effectful
 	s.opt.Faults.Hit(FaultAfterDispatch)
 	if derr == nil {
 		s.opDone(it, t, op, out, "dispatched", 0)
-		if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{s.opUpdate(op, out)}}); err != nil {
+		if err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{s.opUpdate(op, out)}}); err != nil {
 			return Decision{}, true, err
 		}
 		s.opt.Faults.Hit(FaultAfterResult)
@@ -64,10 +63,10 @@ func (s *step) dispatchOp(ctx context.Context, it run.PlanItem, t tool.Effectful
 	}
 	var rej *ops.Rejected
 	if errors.As(derr, &rej) {
-		s.addEvent(run.Event{Type: run.EventOpFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", derr.Error())})
-		s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool, "error", derr.Error(), "dispatched", true)})
-		s.finishItem(it, run.PlanFailed, tool.Result{Content: derr.Error()}, true)
-		err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpFailed, Error: derr.Error()}}})
+		s.pend.event(run.Event{Type: run.EventOpFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", derr.Error())})
+		s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool, "error", derr.Error(), "dispatched", true)})
+		finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: derr.Error()}, true)
+		err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpFailed, Error: derr.Error()}}})
 		return Decision{}, err != nil, err
 	}
 	// The outcome is unknown. Never read that as "nothing happened".
@@ -75,8 +74,8 @@ func (s *step) dispatchOp(ctx context.Context, it run.PlanItem, t tool.Effectful
 	if !c.Idempotent && !c.Lookup {
 		return s.needsHuman(ctx, it, op, fmt.Sprintf("dispatch to %s failed with an unknown outcome and the destination can neither be asked nor safely retried: %v", op.Destination, derr))
 	}
-	s.addEvent(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", derr.Error(), "next", "reconcile")})
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	s.pend.event(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", derr.Error(), "next", "reconcile")})
+	if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{Next: NextWait, WaitSeconds: int64(s.opt.RetryWait.Seconds() + 0.999)}, true, nil
@@ -93,23 +92,23 @@ func (s *step) opDone(it run.PlanItem, t tool.Effectful, op run.Operation, out o
 	if how != "dispatched" {
 		typ = run.EventOpReconciled
 	}
-	s.addEvent(run.Event{Type: typ, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", out.ExternalID, "how", how)})
-	s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool, "external_id", out.ExternalID)})
-	s.finishItem(it, run.PlanCompleted, t.Describe(op), false)
+	s.pend.event(run.Event{Type: typ, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", out.ExternalID, "how", how)})
+	s.pend.event(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool, "external_id", out.ExternalID)})
+	finishItem(&s.pend, &s.tr, it, run.PlanCompleted, t.Describe(op), false)
 }
 
 func (s *step) needsHuman(ctx context.Context, it run.PlanItem, op run.Operation, why string) (Decision, bool, error) {
-	s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("reason", why)})
-	s.addEvent(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", op.ID, "reason", why)})
+	s.pend.event(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("reason", why)})
+	s.pend.event(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", op.ID, "reason", why)})
 	it.Status = run.PlanNeedsHuman
 	it.Result = recordOf(tool.Result{Content: why}, true)
-	s.putItem(it)
-	s.setStatus(run.StatusNeedsHuman)
+	s.pend.item(it)
+	s.pend.setStatus(run.StatusNeedsHuman)
 	msg := why
-	s.pend.patch.Error = &msg
-	s.pend.patch.ReleaseLease = true
+	s.pend.setError(msg)
+	s.pend.releaseLease()
 	upd := store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why}
-	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+	if err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{Next: NextNeedsHuman, Error: why}, true, nil
@@ -117,7 +116,7 @@ func (s *step) needsHuman(ctx context.Context, it run.PlanItem, op run.Operation
 
 // reconcileAll settles every pending operation before the run does anything.
 func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
-	if s.status == run.StatusNeedsHuman {
+	if s.pend.status == run.StatusNeedsHuman {
 		// Only a person's recorded decision moves it on; the store gives
 		// no lease on it, and a run loaded so anyway is not continued.
 		return Decision{Next: NextNeedsHuman, Error: s.run.Error}, true, nil
@@ -160,9 +159,9 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 		verdict, out, rerr := ops.Reconcile(rctx, eff, op)
 		s.tel.endReconcile(rctx, rsp, verdict, rerr)
 		if rerr != nil && verdict != ops.Failed {
-			s.addEvent(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", rerr.Error(), "next", "reconcile again")})
-			s.pend.patch.ReleaseLease = true
-			if err := s.flush(ctx, store.Commit{}); err != nil {
+			s.pend.event(run.Event{Type: run.EventOpUncertain, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", rerr.Error(), "next", "reconcile again")})
+			s.pend.releaseLease()
+			if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 				return Decision{}, true, err
 			}
 			return Decision{Next: NextWait, WaitSeconds: int64(s.opt.RetryWait.Seconds() + 0.999)}, true, nil
@@ -176,13 +175,13 @@ func (s *step) reconcileAll(ctx context.Context) (Decision, bool, error) {
 			s.opDone(it, eff, op, out, verdict.String(), extra)
 			upd := s.opUpdate(op, out)
 			upd.AttemptsDelta = extra
-			if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+			if err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
 				return Decision{}, true, err
 			}
 		case ops.Failed:
-			s.addEvent(run.Event{Type: run.EventOpFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", errString(rerr))})
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: errString(rerr)}, true)
-			if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpFailed, Error: errString(rerr)}}}); err != nil {
+			s.pend.event(run.Event{Type: run.EventOpFailed, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("error", errString(rerr))})
+			finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: errString(rerr)}, true)
+			if err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{{ID: op.ID, Status: run.OpFailed, Error: errString(rerr)}}}); err != nil {
 				return Decision{}, true, err
 			}
 		case ops.NeedsHuman:

@@ -33,14 +33,14 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 			s.tel.approvalClosed(ctx, it.Tool)
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
-			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
+			finishItem(&s.pend, &s.tr, it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
 			skipped++
 		}
 	}
-	s.setStatus(run.StatusCancelled)
-	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", skipped, "cancelled_approvals", len(cancelApprovals))})
-	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
+	s.pend.setStatus(run.StatusCancelled)
+	s.pend.releaseLease()
+	s.pend.event(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", skipped, "cancelled_approvals", len(cancelApprovals))})
+	if err := s.pend.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextCancelled}, nil
@@ -59,9 +59,9 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
 				s.tel.approvalClosed(ctx, it.Tool)
-				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
+				s.pend.event(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
 			}
-			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
+			finishItem(&s.pend, &s.tr, it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
 		}
 	}
 	data := jsonObj("limit", limit, "value", value)
@@ -69,12 +69,12 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 		// Why the run failed rather than paused, or who stopped it.
 		data = jsonObj("limit", limit, "value", value, "why", strings.TrimPrefix(why, "; "))
 	}
-	s.addEvent(run.Event{Type: run.EventBudgetExceeded, Data: data})
-	s.addEvent(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
-	s.setStatus(run.StatusFailed)
-	s.pend.patch.Error = &msg
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{CancelApprovals: closeApprovals}); err != nil {
+	s.pend.event(run.Event{Type: run.EventBudgetExceeded, Data: data})
+	s.pend.event(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
+	s.pend.setStatus(run.StatusFailed)
+	s.pend.setError(msg)
+	s.pend.releaseLease()
+	if err := s.pend.flush(ctx, store.Commit{CancelApprovals: closeApprovals}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil
@@ -90,13 +90,13 @@ func (s *step) modelRefused(ctx context.Context, ce *model.CallError) (Decision,
 	if errors.As(ce, &se) {
 		data["status"], data["request_id"] = se.Status, se.RequestID
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: mustJSON(map[string]any{"error": ce.Error(), "kind": model.AttemptClientError,
+	s.pend.event(run.Event{Type: run.EventModelCallFailed, Data: mustJSON(map[string]any{"error": ce.Error(), "kind": model.AttemptClientError,
 		"status": data["status"], "retried": false})})
-	s.addEvent(run.Event{Type: run.EventRunFailed, Data: mustJSON(data)})
-	s.setStatus(run.StatusFailed)
-	s.pend.patch.Error = &msg
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	s.pend.event(run.Event{Type: run.EventRunFailed, Data: mustJSON(data)})
+	s.pend.setStatus(run.StatusFailed)
+	s.pend.setError(msg)
+	s.pend.releaseLease()
+	if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil
@@ -118,12 +118,12 @@ func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, err
 		s.log.Warn("step fenced: another worker owns the run; stopping without further writes")
 		return Decision{}, err
 	}
-	if s.token < 0 {
+	if s.pend.token < 0 {
 		return d, err
 	}
 	if !s.pend.empty() {
-		s.pend.patch.ReleaseLease = true
-		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+		s.pend.releaseLease()
+		if ferr := s.pend.flush(ctx, store.Commit{}); ferr != nil {
 			if errors.As(ferr, &fe) {
 				return Decision{}, ferr
 			}
@@ -133,7 +133,7 @@ func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, err
 		}
 		return d, err
 	}
-	if rerr := s.opt.Store.ReleaseLease(ctx, s.run.ID, s.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+	if rerr := s.opt.Store.ReleaseLease(ctx, s.run.ID, s.pend.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
 		s.log.Warn("lease not released; it will expire", "err", rerr)
 	}
 	return d, err
@@ -170,36 +170,4 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// invalidArgs is what a plan item stores of arguments it refused: the text
-// the model sent, under "invalid_json" when it is not JSON and
-// "invalid_args" when no args hash can bind it.
-func invalidArgs(raw json.RawMessage) json.RawMessage {
-	key := "invalid_args"
-	if !json.Valid(raw) {
-		key = "invalid_json"
-	}
-	return mustJSON(map[string]string{key: string(raw)})
-}
-
-// CorruptRecordError: a stored record cannot be read back. The Step stops
-// rather than answer the model with an empty result that never happened.
-type CorruptRecordError struct {
-	RunID, PlanItemID string
-	Err               error
-}
-
-func (e *CorruptRecordError) Error() string {
-	return fmt.Sprintf("run %s: plan item %s: the stored result is corrupt: %v", e.RunID, e.PlanItemID, e.Err)
-}
-func (e *CorruptRecordError) Unwrap() error { return e.Err }
-
-// decodeRecorded reads a finished item's recorded result.
-func decodeRecorded(it run.PlanItem) (recorded, error) {
-	var rec recorded
-	if err := json.Unmarshal(it.Result, &rec); err != nil {
-		return recorded{}, &CorruptRecordError{RunID: it.RunID, PlanItemID: it.ID, Err: err}
-	}
-	return rec, nil
 }

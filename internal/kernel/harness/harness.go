@@ -254,9 +254,8 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	if err != nil {
 		return h.failNow(ctx, r, err.Error())
 	}
-	s = &step{env: newEnv(&h.opt, agent, r), cache: h.cache, token: r.Lease.Token, deadline: start.Add(budget), cur: startCursor(r),
-		ws: runWorkspace{open: agent.Workspace, runID: r.ID, faults: h.opt.Faults}}
-	s.addEvent(run.Event{Type: run.EventLeaseAcquired, Data: leaseData(h.opt.Owner, r.Lease.Token, agent.Version)})
+	s = newStep(&h.opt, h.cache, agent, r, start.Add(budget))
+	s.pend.event(run.Event{Type: run.EventLeaseAcquired, Data: leaseData(h.opt.Owner, r.Lease.Token, agent.Version)})
 	if err := s.load(ctx); err != nil {
 		return s.fail(ctx, err)
 	}
@@ -265,7 +264,7 @@ func (h *Harness) Step(ctx context.Context, runID string, budget time.Duration) 
 	if errors.As(err, &we) {
 		// What the tools did is not recorded: the run ends over the last
 		// checkpoint, naming why.
-		s.pend = pending{}
+		s.pend.drop()
 		return h.endFailed(ctx, s.run, we.Error(), "", store.Commit{})
 	}
 	d, err = s.finish(ctx, d, err)

@@ -94,9 +94,9 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 	}
 	switch ap.Status {
 	case run.ApprovalPending:
-		s.setStatus(run.StatusAwaitingApproval)
-		s.pend.patch.ReleaseLease = true
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		s.pend.setStatus(run.StatusAwaitingApproval)
+		s.pend.releaseLease()
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, err
 		}
 		return s.approvalDecision(apID), nil
@@ -158,13 +158,13 @@ func (s *step) askRaise(ctx context.Context, apID string, args RaiseArgs) (Decis
 	}
 	ap := run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, Tool: RaiseLimitTool, Mode: run.ModeMutating,
 		Args: raw, ArgsHash: hash, Status: run.ApprovalPending, CreatedAt: s.opt.Clock()}
-	s.setStatus(run.StatusAwaitingApproval)
-	s.addEvent(run.Event{Type: run.EventBudgetPaused, Data: mustJSON(map[string]any{
+	s.pend.setStatus(run.StatusAwaitingApproval)
+	s.pend.event(run.Event{Type: run.EventBudgetPaused, Data: mustJSON(map[string]any{
 		"limit": args.Limit, "limit_now": args.Now, "raise_by": args.RaiseBy, "approval_id": apID, "budget": s.cur.budget})})
-	s.addEvent(run.Event{Type: run.EventApprovalRequested, Data: mustJSON(map[string]any{
+	s.pend.event(run.Event{Type: run.EventApprovalRequested, Data: mustJSON(map[string]any{
 		"approval_id": apID, "tool": RaiseLimitTool, "mode": ap.Mode, "args_hash": hash, "args": raw})})
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
+	s.pend.releaseLease()
+	if err := s.pend.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
 		return Decision{}, err
 	}
 	s.tel.approvalRequested(ctx, ap)
@@ -178,13 +178,13 @@ func (s *step) raise(ctx context.Context, ap run.Approval, args RaiseArgs) (Deci
 	s.tel.approvalDecided(ctx, ap)
 	var delta run.Limits
 	*limitField(&delta, args.Limit) = args.RaiseBy
-	s.pend.patch.RaiseLimits = delta
-	s.setStatus(run.StatusRunning)
-	s.addEvent(run.Event{Type: run.EventBudgetRaised, Data: mustJSON(map[string]any{
+	s.pend.raiseLimits(delta)
+	s.pend.setStatus(run.StatusRunning)
+	s.pend.event(run.Event{Type: run.EventBudgetRaised, Data: mustJSON(map[string]any{
 		"limit": args.Limit, "by": args.RaiseBy, "from": args.Now, "to": args.After,
 		"approval_id": ap.ID, "approved_by": ap.DecidedBy, "reason": ap.Reason})})
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	s.pend.releaseLease()
+	if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, err
 	}
 	*limitField(&s.run.Limits, args.Limit) += args.RaiseBy
@@ -194,7 +194,7 @@ func (s *step) raise(ctx context.Context, ap run.Approval, args RaiseArgs) (Deci
 // callOver names the limit one more call of t would pass (tool calls, or
 // spend when the tool has a price), with the limit's value; "" when none.
 func (s *step) callOver(t tool.Tool) (string, int64) {
-	lim, u := s.run.Limits, s.cur.inUse(s.pend.used)
+	lim, u := s.run.Limits, s.cur.inUse(s.pend.used())
 	if lim.MaxToolCalls > 0 && u.ToolCalls+1 > lim.MaxToolCalls {
 		return "max_tool_calls", lim.MaxToolCalls
 	}

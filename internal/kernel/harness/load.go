@@ -19,7 +19,6 @@ import (
 // items, or takes them from the cache when nothing was written since this
 // worker's last Step of the run.
 func (s *step) load(ctx context.Context) error {
-	s.status = s.run.Status
 	if !s.fromCache() {
 		if err := s.loadStore(ctx); err != nil {
 			return err
@@ -27,13 +26,13 @@ func (s *step) load(ctx context.Context) error {
 	}
 	if s.tr.size() == 0 {
 		s.tr.add(model.Message{Role: model.RoleUser, Text: s.run.Request})
-		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
+		s.pend.event(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
 	}
 	s.tr.setWindow(windowChars(s.agent))
 	// A transcript read back whole keeps only its window, like a warm one.
 	s.tr.trim(s.cur.msgs, false)
-	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
-		s.setStatus(run.StatusRunning)
+	if s.pend.status == run.StatusCreated || s.pend.status == run.StatusPlanned {
+		s.pend.setStatus(run.StatusRunning)
 	}
 	return nil
 }
@@ -50,7 +49,7 @@ func (s *step) loadStore(ctx context.Context) error {
 		}
 		cp.Seq = 0
 	}
-	s.tr = transcript{msgs: msgs}
+	s.tr.msgs = msgs
 	s.cur.checkpoint, s.cur.seq, s.cur.workspace, s.cur.msgs = cp.ID, cp.Seq, cp.WorkspaceVersion, len(msgs)
 	if s.cur.checkpoint == "" && s.run.ParentRunID != "" {
 		s.cur.checkpoint = s.run.ForkCheckpointID

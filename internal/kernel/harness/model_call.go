@@ -20,7 +20,7 @@ import (
 // ends the turn. stop is true when the Step must return d.
 func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error) {
 	lim := s.run.Limits
-	if lim.MaxSteps > 0 && s.cur.steps+s.pend.steps >= lim.MaxSteps {
+	if lim.MaxSteps > 0 && s.cur.steps+s.pend.steps() >= lim.MaxSteps {
 		d, err := s.atLimit(ctx, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
@@ -39,7 +39,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	resp, err := s.agent.Model.Generate(cctx, req)
 	s.tel.endChat(cctx, csp, resp, err)
 	if err != nil {
-		s.addEvent(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
+		s.pend.event(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
 		return s.modelFailed(ctx, err)
 	}
 	var renamed []renamedCall
@@ -51,7 +51,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 	if len(resp.ToolCalls) == 0 {
 		return s.endTurn(ctx, resp.Text)
 	}
-	s.setStatus(run.StatusRunning)
+	s.pend.setStatus(run.StatusRunning)
 	s.planCalls(ctx, resp.ToolCalls)
 	return Decision{}, false, nil
 }
@@ -59,7 +59,7 @@ func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error)
 // spendExceeded ends the run when the call would take it past its token
 // limit (by the request's estimate) or it is at its spend limit.
 func (s *step) spendExceeded(ctx context.Context, estimate int64) (Decision, bool, error) {
-	lim, u := s.run.Limits, s.cur.inUse(s.pend.used)
+	lim, u := s.run.Limits, s.cur.inUse(s.pend.used())
 	if lim.MaxTokens > 0 && u.Tokens+estimate > lim.MaxTokens {
 		d, err := s.atLimit(ctx, "max_tokens", lim.MaxTokens)
 		return d, true, err
@@ -82,8 +82,8 @@ func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, erro
 		if wait < 1 {
 			wait = 1
 		}
-		s.addEvent(run.Event{Type: run.EventRateLimited, Data: jsonObj("retry_after_seconds", wait, "durable_wait", true)})
-		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+		s.pend.event(run.Event{Type: run.EventRateLimited, Data: jsonObj("retry_after_seconds", wait, "durable_wait", true)})
+		if ferr := s.pend.flush(ctx, store.Commit{}); ferr != nil {
 			return Decision{}, true, ferr
 		}
 		return Decision{Next: NextWait, WaitSeconds: wait}, true, nil
@@ -96,8 +96,8 @@ func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, erro
 		d, err := s.modelRefused(ctx, ce)
 		return d, true, err
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
-	if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+	s.pend.event(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
+	if ferr := s.pend.flush(ctx, store.Commit{}); ferr != nil {
 		return Decision{}, true, ferr
 	}
 	return Decision{}, true, &RetryableError{Err: fmt.Errorf("model call: %w", err)}
@@ -108,10 +108,9 @@ func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, erro
 // unique), and the assistant message.
 func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt time.Time, renamed []renamedCall) {
 	s.recordAttempts(resp.Attempts)
-	s.pend.steps++
-	s.pend.used.Tokens += resp.Usage.Total()
-	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
-	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
+	s.pend.step()
+	s.pend.use(store.Amounts{Tokens: resp.Usage.Total(), SpendMicroUSD: resp.CostMicroUSD})
+	s.pend.event(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
 		Usage: resp.Usage, StopReason: resp.StopReason, ResponseID: resp.ResponseID, Model: resp.Model,
 		CostMicroUSD: resp.CostMicroUSD, ToolCalls: len(resp.ToolCalls), RetriedAttempts: len(resp.Attempts), OmittedMessages: req.Omitted,
 		DurationUS: micros(s.opt.Clock().Sub(startedAt)), RenamedCallIDs: renamed,
@@ -143,12 +142,12 @@ func (s *step) planCalls(ctx context.Context, calls []model.ToolCall) {
 			if herr != nil {
 				it.Args, it.ArgsHash = invalidArgs(tc.Args), ""
 			}
-			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
+			s.pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
+			finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
 			continue
 		}
 		it.Mode = t.Info().Mode
-		s.putItem(it)
+		s.pend.item(it)
 	}
 }
 
@@ -158,7 +157,7 @@ func (s *step) recordAttempts(as []model.Attempt) {
 		if a.Kind == "rate_limited" {
 			typ = run.EventRateLimited
 		}
-		s.addEvent(run.Event{Type: typ, Data: mustJSON(map[string]any{"kind": a.Kind, "status": a.Status,
+		s.pend.event(run.Event{Type: typ, Data: mustJSON(map[string]any{"kind": a.Kind, "status": a.Status,
 			"retry_after_seconds": a.RetryAfter.Seconds(), "error": a.Error, "retried": true})})
 	}
 }
@@ -166,18 +165,18 @@ func (s *step) recordAttempts(as []model.Attempt) {
 // endTurn handles a model answer without tool calls: the next queued input
 // starts a new turn, or the run completes.
 func (s *step) endTurn(ctx context.Context, text string) (Decision, bool, error) {
-	s.addEvent(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("output_chars", len(text))})
+	s.pend.event(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("output_chars", len(text))})
 	if s.run.InputPolicy == run.InputQueue || s.run.InputPolicy == run.InputInterrupt {
 		if started, err := s.takeInputs(ctx); err != nil || started {
 			return Decision{}, false, err
 		}
 	}
 	out := text
-	s.setStatus(run.StatusCompleted)
-	s.pend.patch.Output = &out
-	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", s.cur.steps+s.pend.steps)})
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	s.pend.setStatus(run.StatusCompleted)
+	s.pend.setOutput(out)
+	s.pend.releaseLease()
+	s.pend.event(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", s.cur.steps+s.pend.steps())})
+	if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{Next: NextDone}, true, nil
@@ -205,7 +204,7 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 	room := s.inputRoom()
 	if room < 1 {
 		// The pending records leave no room: commit them first.
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return false, err
 		}
 		room = s.inputRoom()
@@ -220,13 +219,13 @@ func (s *step) takeInputs(ctx context.Context) (bool, error) {
 		texts = append(texts, in.Text)
 		ids = append(ids, in.ID)
 	}
-	s.pend.consume = append(s.pend.consume, ids...)
+	s.pend.consume(ids)
 	s.tr.add(model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
-	s.addEvent(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
+	s.pend.event(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
 	return true, nil
 }
 
 // inputRoom is how many inputs the next commit can still consume.
 func (s *step) inputRoom() int {
-	return store.MaxItemsPerCommit - inputCommitReserve - len(s.pend.events) - len(s.pend.itemIDs) - len(s.pend.consume)
+	return s.pend.room(inputCommitReserve)
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/keelrun/keel/internal/kernel/model"
@@ -132,4 +133,15 @@ func approvalID(it run.PlanItem) string {
 		h = h[:16]
 	}
 	return "apr_" + strings.TrimPrefix(it.ID, "item_") + "_" + h
+}
+
+// invalidArgs is what a plan item stores of arguments it refused: the text
+// the model sent, under "invalid_json" when it is not JSON and
+// "invalid_args" when no args hash can bind it.
+func invalidArgs(raw json.RawMessage) json.RawMessage {
+	key := "invalid_args"
+	if !json.Valid(raw) {
+		key = "invalid_json"
+	}
+	return mustJSON(map[string]string{key: string(raw)})
 }

@@ -28,14 +28,14 @@ func (s *step) attemptAgain(ctx context.Context, it run.PlanItem, t tool.Effectf
 	}
 	op.Attempts++
 	it.Status = run.PlanRunning
-	s.putItem(it)
-	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
-	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	s.pend.item(it)
+	s.pend.event(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	s.pend.event(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash,
 		"attempt": op.Attempts, "why": op.Error})})
 	s.opt.Faults.Hit(FaultBeforeIntent)
 	again := store.OperationUpdate{ID: op.ID, Status: run.OpPending, AttemptsDelta: 1}
-	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{again}}); err != nil {
+	if err := s.pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{again}}); err != nil {
 		return Decision{}, true, err
 	}
 	s.opt.Faults.Hit(FaultAfterIntent)
@@ -77,9 +77,9 @@ func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
 					res.Content += " (a person confirmed this outcome)"
 				}
 			}
-			s.finishItem(it, run.PlanCompleted, res, false)
+			finishItem(&s.pend, &s.tr, it, run.PlanCompleted, res, false)
 		case run.OpFailed:
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: fmt.Sprintf(
+			finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: fmt.Sprintf(
 				"not done: operation %s %s. Calling the tool again is a new operation.", op.ID, op.Error)}, true)
 		case run.OpNeedsHuman:
 			return Decision{Next: NextNeedsHuman, Error: op.Error}, true, nil

@@ -5,40 +5,38 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/agentver"
-	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
-// step is the state of one Step call. It is thrown away when the Step
-// returns: the next Step rebuilds it from the store.
+// step is the state of one Step call: the run's identity and what the
+// Step reads (env), and the four values a feature works on — the
+// transcript, the plan, the cursor and the pending commit — which is all
+// it changes. It is thrown away when the Step returns: the next Step
+// rebuilds it from the store.
 type step struct {
 	env
 	cache    *runCache
-	token    int64
 	deadline time.Time
 
-	tr     transcript
-	cur    cursor
-	ws     runWorkspace
-	pl     plan
-	status run.Status
-
+	tr   transcript
+	pl   plan
+	cur  cursor
 	pend pending
+	ws   runWorkspace
 	// fromDef is the definition the run moved from in this Step: its
 	// pending operations are reconciled under its contracts.
 	fromDef *agentver.Definition
-	// fresh holds the run's signals as the last commit left them, when the
-	// store reports them (signalCommitter): the next iteration uses them
-	// instead of reading its own.
-	fresh *store.RunSignals
 }
 
-type checkpointState struct {
-	Messages []model.Message `json:"messages"`
-	// AgentVersion is the version of the Step that wrote the checkpoint,
-	// on the first checkpoint of each Step only (it costs bytes per step).
-	AgentVersion string `json:"agent_version,omitempty"`
+// newStep is the step of run r, leased for a Step by agent until
+// deadline, before the run is read.
+func newStep(opt *Options, cache *runCache, agent Agent, r run.Run, deadline time.Time) *step {
+	s := &step{env: newEnv(opt, agent, r), cache: cache, deadline: deadline, cur: startCursor(r),
+		ws: runWorkspace{open: agent.Workspace, runID: r.ID, faults: opt.Faults}}
+	s.tr.red = s.red
+	s.pend = pending{e: &s.env, tr: &s.tr, pl: &s.pl, cur: &s.cur, ws: &s.ws, token: r.Lease.Token, status: r.Status}
+	return s
 }
 
 // loop runs iterations until a decision.
@@ -53,11 +51,11 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		// One cheap read per iteration sees a cancel request or a lost
 		// lease; budget reservations need no refresh, since only this
 		// step's own concurrent calls reserve while it holds the lease.
-		sig, err := s.signals(ctx)
+		sig, err := s.pend.signals(ctx)
 		if err != nil {
 			return Decision{}, &RetryableError{Err: err}
 		}
-		if sig.LeaseToken != s.token {
+		if sig.LeaseToken != s.pend.token {
 			return Decision{}, &FencedError{RunID: s.run.ID}
 		}
 		s.run.CancelRequested = sig.CancelRequested
@@ -86,7 +84,7 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 				return d, err
 			}
 		}
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, err
 		}
 		s.tr.trim(s.cur.msgs, false)

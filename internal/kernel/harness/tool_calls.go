@@ -24,7 +24,7 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 		}
 		t, _ := s.tools.get(ctx, it.Tool)
 		if t == nil {
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
+			finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
 			continue
 		}
 		allowed, d, stop, err := s.permit(ctx, it, t)
@@ -72,12 +72,7 @@ func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem,
 	if !ok {
 		if p, ok := s.pl.recorded(tc.ID); ok {
 			// A fork: reuse the recorded result, never repeat the effect.
-			rec, err := decodeRecorded(p)
-			if err != nil {
-				return run.PlanItem{}, true, err
-			}
-			s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
-			return run.PlanItem{}, true, nil
+			return run.PlanItem{}, true, answerRecorded(&s.tr, tc.ID, p)
 		}
 		it = s.pl.newItem(s.run.ID, tc)
 		t, err := s.tools.forCall(ctx, tc)
@@ -89,19 +84,14 @@ func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem,
 		if err != nil {
 			it.Mode = run.ModeSafeReadonly
 			it.Args = invalidArgs(tc.Args)
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
+			finishItem(&s.pend, &s.tr, it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
 			return run.PlanItem{}, true, nil
 		}
 		it.Mode = t.Info().Mode
 	}
 	switch it.Status {
 	case run.PlanCompleted, run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
-		rec, err := decodeRecorded(it)
-		if err != nil {
-			return run.PlanItem{}, true, err
-		}
-		s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
-		return run.PlanItem{}, true, nil
+		return run.PlanItem{}, true, answerRecorded(&s.tr, tc.ID, it)
 	}
 	return it, false, nil
 }
@@ -112,8 +102,8 @@ func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem,
 // the run (cancellation stops new calls).
 func (s *step) beforeCall(ctx context.Context, it run.PlanItem, t tool.Tool) (Decision, bool, error) {
 	if t.Info().Long && s.opt.CanSpill {
-		s.addEvent(run.Event{Type: run.EventRunSpilled, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		s.pend.event(run.Event{Type: run.EventRunSpilled, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, true, err
 		}
 		return Decision{Next: NextSpill}, true, nil
@@ -178,8 +168,8 @@ func (s *step) interrupt(ctx context.Context, rest []model.ToolCall) (bool, erro
 		if !ok {
 			continue
 		}
-		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the user sent new input"}, true)
+		finishItem(&s.pend, &s.tr, it, run.PlanSkipped, tool.Result{Content: "skipped: the user sent new input"}, true)
 	}
-	s.addEvent(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("interrupted", true)})
+	s.pend.event(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("interrupted", true)})
 	return s.takeInputs(ctx)
 }

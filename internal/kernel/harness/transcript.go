@@ -7,13 +7,15 @@ import (
 
 // transcript is the run's conversation as a Step holds it: the first
 // message and the tail the context window needs (window.go), and the
-// view that model calls are made from. It does not know what is durable:
+// view that model calls are made from. No secret enters it: a tool's
+// answer is redacted on the way in. It does not know what is durable:
 // positions are absolute (counted from the run's first message, trimmed
 // ones included), so the cursor can say how far the store has it without
 // the two moving together.
 type transcript struct {
 	msgs []model.Message
 	view transcriptView
+	red  redactor
 }
 
 // size is how many messages the run's transcript has, trimmed ones
@@ -29,8 +31,9 @@ func (t *transcript) messages() []model.Message { return t.msgs }
 
 func (t *transcript) add(m model.Message) { t.msgs = append(t.msgs, m) }
 
-// answer adds a tool call's result; res is redacted already.
+// answer adds a tool call's result.
 func (t *transcript) answer(callID string, res tool.Result, isErr bool) {
+	res = t.red.result(res)
 	t.add(model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: callID, Content: res.Content, IsError: isErr}}})
 }
 

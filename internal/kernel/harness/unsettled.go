@@ -36,7 +36,7 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 	if len(unsettled) == 0 {
 		c.Run = &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true}
 		c.Events = append(c.Events, run.Event{Type: run.EventRunFailed, Data: failed})
-		if _, err := h.opt.Store.Commit(ctx, c); err != nil {
+		if _, err := leased(&h.opt, r).send(ctx, c); err != nil {
 			return Decision{}, mapStoreErr(r.ID, err)
 		}
 		return Decision{Next: NextFailed, Error: msg}, nil
@@ -72,7 +72,7 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 	c.Run = &store.RunPatch{Status: run.StatusNeedsHuman, Error: &reason, ReleaseLease: true}
 	c.Events = append(c.Events, run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", unsettled[0].ID, "reason", reason, "by", by)})
 	enqueueNotifications(&c)
-	if _, err := h.opt.Store.Commit(ctx, c); err != nil {
+	if _, err := leased(&h.opt, r).send(ctx, c); err != nil {
 		return Decision{}, mapStoreErr(r.ID, err)
 	}
 	return Decision{Next: NextNeedsHuman, Error: reason}, nil

@@ -41,7 +41,7 @@ func (s *step) recordsVersion() string {
 // reconciled: an operation is reconciled under the contract of the
 // version that recorded it, so a contract that changed stops the run here.
 func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
-	if s.status == run.StatusNeedsHuman {
+	if s.pend.status == run.StatusNeedsHuman {
 		return Decision{}, false, nil
 	}
 	v, old, err := VersionVerdict(ctx, s.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
@@ -53,7 +53,7 @@ func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
 	case v.Action == agentver.Stop:
 		return s.versionStop(ctx, v)
 	case v.Action == agentver.Move:
-		s.addEvent(run.Event{Type: EventAgentUpgraded, Data: jsonObj("from", v.From, "to", v.To, "changes", v.Changes)})
+		s.pend.event(run.Event{Type: EventAgentUpgraded, Data: jsonObj("from", v.From, "to", v.To, "changes", v.Changes)})
 		s.cur.records, s.fromDef = v.To, old
 	}
 	return Decision{}, false, nil
@@ -141,7 +141,7 @@ const UpgradeBlockedPrefix = "agent version "
 func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, bool, error) {
 	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
 	var c store.Commit
-	s.addEvent(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
+	s.pend.event(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
 	aps, err := s.opt.Store.ListApprovals(ctx, s.run.ID)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
@@ -149,7 +149,7 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 	for _, ap := range aps {
 		if ap.Status == run.ApprovalPending {
 			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
-			s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
+			s.pend.event(run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
 		}
 	}
 	ops, err := s.opt.Store.ListOperations(ctx, s.run.ID, true)
@@ -158,19 +158,19 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 	}
 	for _, op := range ops {
 		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
-		s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
+		s.pend.event(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
 		// As for any needs_human operation: its plan item says so, and a
 		// person's settle (happened, not happened, give up) moves it on.
 		if it, ok := s.pl.byID(op.PlanItemID); ok {
 			it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
-			s.putItem(it)
+			s.pend.item(it)
 		}
 	}
-	s.addEvent(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("reason", why, "by", "agent_version")})
-	s.setStatus(run.StatusNeedsHuman)
-	s.pend.patch.Error = &why
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, c); err != nil {
+	s.pend.event(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("reason", why, "by", "agent_version")})
+	s.pend.setStatus(run.StatusNeedsHuman)
+	s.pend.setError(why)
+	s.pend.releaseLease()
+	if err := s.pend.flush(ctx, c); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{Next: NextNeedsHuman, Error: why}, true, nil
