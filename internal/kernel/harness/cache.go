@@ -104,29 +104,28 @@ func (c *runCache) put(runID string, e *cachedRun) {
 	}
 }
 
-// fromCache restores what load would rebuild, when the cache has it.
-func (s *step) fromCache() bool {
-	e := s.cache.take(s.run.ID, s.run.LastSeq, s.run.CheckpointID)
-	if e == nil {
-		return false
+// resume is what readRun would rebuild for the Step's run, when the cache
+// holds it current.
+func (c *runCache) resume(e *env) (transcript, plan, cursor, bool) {
+	en := c.take(e.run.ID, e.run.LastSeq, e.run.CheckpointID)
+	if en == nil {
+		return transcript{}, plan{}, cursor{}, false
 	}
-	s.tr.msgs, s.tr.view = e.msgs, e.view
-	s.cur.checkpoint, s.cur.seq, s.cur.workspace, s.cur.msgs = e.cpID, e.cpSeq, e.wsVersion, s.tr.size()
-	s.pl = plan{items: e.items, inherited: e.inherited, next: e.nextOrder}
+	tr := transcript{msgs: en.msgs, view: en.view, red: e.red}
 	// This worker wrote the run's last records: under its own version.
-	s.cur.records = s.agent.Version
-	return true
+	cur := cursorAt(e.run, run.Checkpoint{ID: en.cpID, Seq: en.cpSeq, WorkspaceVersion: en.wsVersion}, tr.size(), e.agent.Version)
+	return tr, plan{items: en.items, inherited: en.inherited, next: en.nextOrder}, cur, true
 }
 
-// toCache keeps the Step's state for the run's next Step, when everything
-// it holds is committed.
-func (s *step) toCache() {
-	if s.cur.msgs != s.tr.size() || !s.pend.empty() || !s.pl.loaded() || s.pend.status.Terminal() {
+// keep keeps the Step's values for the run's next Step, when everything
+// they hold is committed. Only what the next model call needs is kept:
+// the entry is bounded by the agent's context window, not by the run's
+// length.
+func (c *runCache) keep(e *env, tr *transcript, pl *plan, cur *cursor, pend *pending) {
+	if cur.msgs != tr.size() || !pend.empty() || !pl.loaded() || pend.status.Terminal() {
 		return
 	}
-	// Only what the next model call needs: the entry is bounded by the
-	// agent's context window, not by the run's length.
-	s.tr.trim(s.cur.msgs, true)
-	s.cache.put(s.run.ID, &cachedRun{lastSeq: s.cur.head, cpID: s.cur.checkpoint, cpSeq: s.cur.seq, wsVersion: s.cur.workspace, msgs: s.tr.msgs,
-		view: s.tr.view, items: s.pl.live(s.tr.openCalls()), inherited: s.pl.inherited, nextOrder: s.pl.next})
+	tr.trim(cur.msgs, true)
+	c.put(e.run.ID, &cachedRun{lastSeq: cur.head, cpID: cur.checkpoint, cpSeq: cur.seq, wsVersion: cur.workspace, msgs: tr.msgs,
+		view: tr.view, items: pl.live(tr.openCalls()), inherited: pl.inherited, nextOrder: pl.next})
 }

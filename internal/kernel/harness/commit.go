@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	"github.com/keelrun/keel/internal/kernel/artifact"
-	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
@@ -24,13 +23,6 @@ import (
 // too, or its Commit is bypassed.
 type signalCommitter interface {
 	CommitSignals(ctx context.Context, c store.Commit) ([]int64, store.RunSignals, error)
-}
-
-type checkpointState struct {
-	Messages []model.Message `json:"messages"`
-	// AgentVersion is the version of the Step that wrote the checkpoint,
-	// on the first checkpoint of each Step only (it costs bytes per step).
-	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // leased is the pending commit of run r outside a Step (Finalize, a Step

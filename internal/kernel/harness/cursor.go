@@ -32,6 +32,15 @@ func startCursor(r run.Run) cursor {
 	return cursor{head: r.LastSeq, steps: r.StepCount, budget: r.Budget}
 }
 
+// cursorAt is run r's cursor at its checkpoint cp (the zero one: none),
+// with msgs transcript messages durable and records the agent version
+// its checkpoints name.
+func cursorAt(r run.Run, cp run.Checkpoint, msgs int, records string) cursor {
+	c := startCursor(r)
+	c.checkpoint, c.seq, c.workspace, c.msgs, c.records = cp.ID, cp.Seq, cp.WorkspaceVersion, msgs, records
+	return c
+}
+
 // recordsVersion is the version that wrote the run's records: the last
 // checkpoint that names one, else created, the version the run was
 // created under.

@@ -54,7 +54,7 @@ func testStep(st Store) *step {
 	s.tr.red = s.red
 	s.tr.add(model.Message{Role: model.RoleUser, Text: "task"})
 	s.cur = cursor{checkpoint: "cp_0", seq: 3, msgs: 1, head: 9, steps: 2}
-	s.pl.load(nil)
+	s.pl = newPlan(nil, nil)
 	s.pend = pending{e: &s.env, tr: &s.tr, pl: &s.pl, cur: &s.cur, ws: &s.ws, token: 7, status: run.StatusRunning}
 	return s
 }

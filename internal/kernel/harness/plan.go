@@ -2,10 +2,12 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
 // plan is the run's plan items as a Step knows them, looked up by the
@@ -18,31 +20,23 @@ type plan struct {
 	next      int64                   // the order of the next new item
 }
 
-// load takes the run's own items as the store has them.
-func (p *plan) load(items []run.PlanItem) {
-	p.items = make(map[string]run.PlanItem, len(items))
-	for _, it := range items {
+// newPlan is the plan of a run with its own items and those of the runs
+// it forked from, nearest first: a nearer ancestor's item for a call
+// wins.
+func newPlan(own, inherited []run.PlanItem) plan {
+	p := plan{items: make(map[string]run.PlanItem, len(own)), inherited: map[string]run.PlanItem{}}
+	for _, it := range own {
 		p.items[it.CallID] = it
 		if it.Order >= p.next {
 			p.next = it.Order + 1
 		}
 	}
-	if p.inherited == nil {
-		p.inherited = map[string]run.PlanItem{}
-	}
-}
-
-// inherit takes the items of a run this one forked from; a nearer
-// ancestor's item for the same call, inherited first, wins.
-func (p *plan) inherit(items []run.PlanItem) {
-	if p.inherited == nil {
-		p.inherited = map[string]run.PlanItem{}
-	}
-	for _, it := range items {
+	for _, it := range inherited {
 		if _, ok := p.inherited[it.CallID]; !ok {
 			p.inherited[it.CallID] = it
 		}
 	}
+	return p
 }
 
 // loaded: the run's items were read (or taken from the cache).
@@ -144,4 +138,37 @@ func invalidArgs(raw json.RawMessage) json.RawMessage {
 		key = "invalid_json"
 	}
 	return mustJSON(map[string]string{key: string(raw)})
+}
+
+// recorded is the tool result a plan item holds.
+type recorded struct {
+	Content string          `json:"content"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+func recordOf(res tool.Result, isErr bool) json.RawMessage {
+	b, _ := json.Marshal(recorded{Content: res.Content, Data: res.Data, IsError: isErr})
+	return b
+}
+
+// CorruptRecordError: a stored record cannot be read back. The Step stops
+// rather than answer the model with an empty result that never happened.
+type CorruptRecordError struct {
+	RunID, PlanItemID string
+	Err               error
+}
+
+func (e *CorruptRecordError) Error() string {
+	return fmt.Sprintf("run %s: plan item %s: the stored result is corrupt: %v", e.RunID, e.PlanItemID, e.Err)
+}
+func (e *CorruptRecordError) Unwrap() error { return e.Err }
+
+// decodeRecorded reads a finished item's recorded result.
+func decodeRecorded(it run.PlanItem) (recorded, error) {
+	var rec recorded
+	if err := json.Unmarshal(it.Result, &rec); err != nil {
+		return recorded{}, &CorruptRecordError{RunID: it.RunID, PlanItemID: it.ID, Err: err}
+	}
+	return rec, nil
 }

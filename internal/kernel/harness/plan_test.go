@@ -11,29 +11,25 @@ import (
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
-func TestPlanLoadAndNewItems(t *testing.T) {
+func TestPlanNewAndNewItems(t *testing.T) {
 	cases := []struct {
 		name      string
 		own       []run.PlanItem
-		parents   [][]run.PlanItem // nearest first
+		inherited []run.PlanItem // nearest fork first
 		wantNext  int64
 		recorded  map[string]string // call id → the inherited item's id, for calls with a recorded result
 		unrecords []string          // call ids with no recorded result to reuse
 	}{
 		{"a new run", nil, nil, 0, nil, []string{"c1"}},
 		{"orders follow the run's own items", []run.PlanItem{{ID: "item_a", CallID: "c1", Order: 4}, {ID: "item_b", CallID: "c2", Order: 1}}, nil, 5, nil, nil},
-		{"a fork reuses the nearest recorded result", nil, [][]run.PlanItem{
-			{{ID: "item_near", CallID: "c1", Result: json.RawMessage(`{}`)}, {ID: "item_unrun", CallID: "c2"}},
-			{{ID: "item_far", CallID: "c1", Result: json.RawMessage(`{}`)}, {ID: "item_far2", CallID: "c3", Result: json.RawMessage(`{}`)}},
+		{"a fork reuses the nearest recorded result", nil, []run.PlanItem{
+			{ID: "item_near", CallID: "c1", Result: json.RawMessage(`{}`)}, {ID: "item_unrun", CallID: "c2"},
+			{ID: "item_far", CallID: "c1", Result: json.RawMessage(`{}`)}, {ID: "item_far2", CallID: "c3", Result: json.RawMessage(`{}`)},
 		}, 0, map[string]string{"c1": "item_near", "c3": "item_far2"}, []string{"c2", "c4"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var p plan
-			p.load(tc.own)
-			for _, items := range tc.parents {
-				p.inherit(items)
-			}
+			p := newPlan(tc.own, tc.inherited)
 			if !p.loaded() {
 				t.Fatal("not loaded")
 			}
@@ -64,8 +60,7 @@ func TestPlanLoadAndNewItems(t *testing.T) {
 }
 
 func TestPlanLiveAndWaiting(t *testing.T) {
-	var p plan
-	p.load([]run.PlanItem{
+	p := newPlan([]run.PlanItem{
 		{ID: "i1", CallID: "done", Status: run.PlanCompleted},
 		{ID: "i2", CallID: "failed", Status: run.PlanFailed},
 		{ID: "i3", CallID: "open_done", Status: run.PlanCompleted},
@@ -74,7 +69,7 @@ func TestPlanLiveAndWaiting(t *testing.T) {
 		{ID: "i6", CallID: "asked", Status: run.PlanAwaitingApproval},
 		{ID: "i7", CallID: "skipped", Status: run.PlanSkipped},
 		{ID: "i8", CallID: "denied", Status: run.PlanDenied},
-	})
+	}, nil)
 	cases := []struct {
 		name string
 		open []model.ToolCall

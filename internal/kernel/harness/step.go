@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/agentver"
+	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
@@ -24,9 +24,6 @@ type step struct {
 	cur  cursor
 	pend pending
 	ws   runWorkspace
-	// fromDef is the definition the run moved from in this Step: its
-	// pending operations are reconciled under its contracts.
-	fromDef *agentver.Definition
 }
 
 // newStep is the step of run r, leased for a Step by agent until
@@ -41,10 +38,11 @@ func newStep(opt *Options, cache *runCache, agent Agent, r run.Run, deadline tim
 
 // loop runs iterations until a decision.
 func (s *step) loop(ctx context.Context) (Decision, error) {
-	if d, stop, err := s.checkVersion(ctx); err != nil || stop {
+	d, stop, from, err := checkVersion(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend)
+	if err != nil || stop {
 		return d, err
 	}
-	if d, stop, err := s.reconcileAll(ctx); err != nil || stop {
+	if d, stop, err := reconcileAll(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend, &s.ws, from); err != nil || stop {
 		return d, err
 	}
 	for {
@@ -58,28 +56,26 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 		if sig.LeaseToken != s.pend.token {
 			return Decision{}, &FencedError{RunID: s.run.ID}
 		}
-		s.run.CancelRequested = sig.CancelRequested
-		if s.run.CancelRequested {
-			return s.cancel(ctx)
+		if sig.CancelRequested {
+			return cancel(ctx, &s.env, &s.tr, &s.pl, &s.pend)
 		}
-		if stopped, err := s.parentStopped(ctx); err != nil || stopped {
+		if stopped, err := parentStopped(ctx, &s.env); err != nil || stopped {
 			if err != nil {
 				return Decision{}, err
 			}
-			s.run.CancelRequested = true
-			return s.cancel(ctx)
+			return cancel(ctx, &s.env, &s.tr, &s.pl, &s.pend)
 		}
 		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.opt.Clock().Before(dl) {
-			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
+			return exceeded(ctx, &s.env, &s.tr, &s.pl, &s.pend, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
 		}
 		if len(s.tr.openCalls()) == 0 {
-			d, stop, err := s.callModel(ctx)
+			d, stop, err := callModel(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend)
 			if err != nil || stop {
 				return d, err
 			}
 		}
 		if open := s.tr.openCalls(); len(open) > 0 {
-			d, stop, err := s.runCalls(ctx, open)
+			d, stop, err := runCalls(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend, &s.ws, open)
 			if err != nil || stop {
 				return d, err
 			}
@@ -92,4 +88,30 @@ func (s *step) loop(ctx context.Context) (Decision, error) {
 			return Decision{Next: NextContinue}, nil
 		}
 	}
+}
+
+// load rebuilds the run's transcript, plan and cursor from the store, or
+// takes them from the cache when nothing was written since this worker's
+// last Step of the run.
+func (s *step) load(ctx context.Context) error {
+	tr, pl, cur, ok := s.cache.resume(&s.env)
+	if !ok {
+		var err error
+		if tr, pl, cur, err = readRun(ctx, &s.env); err != nil {
+			s.cur = cur // as far as it was read: the Step's span names its checkpoint
+			return err
+		}
+	}
+	s.tr, s.pl, s.cur = tr, pl, cur
+	if s.tr.size() == 0 {
+		s.tr.add(model.Message{Role: model.RoleUser, Text: s.run.Request})
+		s.pend.event(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
+	}
+	s.tr.setWindow(windowChars(s.agent))
+	// A transcript read back whole keeps only its window, like a warm one.
+	s.tr.trim(s.cur.msgs, false)
+	if s.pend.status == run.StatusCreated || s.pend.status == run.StatusPlanned {
+		s.pend.setStatus(run.StatusRunning)
+	}
+	return nil
 }

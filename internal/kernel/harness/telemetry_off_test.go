@@ -25,7 +25,7 @@ func TestTelemetryOffCostsNothing(t *testing.T) {
 	ap := run.Approval{ID: "apr_1", RunID: "run_1", Tool: "t"}
 	fail := errors.New("boom")
 	allocs := testing.AllocsPerRun(100, func() {
-		sctx, sp := h.startStep(ctx, r, time.Time{})
+		sctx, sp := startStep(ctx, &h.opt, r, time.Time{})
 		cctx, csp := s.startChat(sctx, model.Request{})
 		s.endChat(cctx, csp, model.Response{}, nil)
 		tctx, tsp := s.startTool(sctx, it, false)
@@ -39,8 +39,8 @@ func TestTelemetryOffCostsNothing(t *testing.T) {
 		s.approvalRequested(sctx, ap)
 		s.approvalDecided(sctx, ap)
 		s.approvalClosed(sctx, "t")
-		h.runEnded(sctx, r, Decision{Next: NextNeedsHuman})
-		h.endStep(sctx, sp, r, "", nil, Decision{Next: NextDone}, nil)
+		runEnded(sctx, nil, r, Decision{Next: NextNeedsHuman})
+		endStep(sctx, nil, sp, r, "", nil, Decision{Next: NextDone}, nil)
 	})
 	if allocs != 0 {
 		t.Fatalf("a Step's telemetry with Options.Telemetry nil allocates %.0f times, want 0", allocs)

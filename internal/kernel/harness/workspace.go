@@ -13,25 +13,6 @@ import (
 	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
-// Workspaces opens a run's workspace on this worker as of version (empty: a
-// run that never had files). internal/kernel/runspace implements it.
-type Workspaces func(ctx context.Context, runID, version string) (Workspace, error)
-
-// Workspace is a run's tree on this worker.
-type Workspace interface {
-	// Touch is called before a tool may change the tree.
-	Touch() error
-	// Touched reports whether a tool may have changed it since it was
-	// opened or snapshotted.
-	Touched() bool
-	// Snapshot stores the tree and returns its version. An error wrapping
-	// workspace.ErrTooLarge, ErrPathEscapes or ErrUnsupported is the tree's
-	// fault and ends the run; any other is retried.
-	Snapshot(ctx context.Context) (string, error)
-	// Bind returns ctx carrying the tree for the tool's code.
-	Bind(ctx context.Context) context.Context
-}
-
 // WorkspaceError is a tree that cannot be versioned: the run ends failed
 // with it, since retrying stores the same tree.
 type WorkspaceError struct{ Err error }
