@@ -6,11 +6,12 @@ import (
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
-// env is what every part of a Step reads and none changes: the harness's
-// options, the agent, the run as the lease gave it, and the Step's logger,
-// redaction, tools and telemetry. The run's identity, limits and policies
-// are read from run; its steps, budget and log head as the last commit
-// left them are the cursor's (run has them as the Step began).
+// env is what every part of a Step reads and none changes (the tools'
+// judgements, made once per Step, aside): the harness's options, the
+// agent, the run as the lease gave it, and the Step's logger, redaction,
+// tools and telemetry. The run's identity, limits and policies are read
+// from run; its steps, budget and log head as the last commit left them
+// are the cursor's (run has them as the Step began).
 type env struct {
 	opt   *Options
 	agent Agent
