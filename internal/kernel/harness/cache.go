@@ -104,50 +104,28 @@ func (c *runCache) put(runID string, e *cachedRun) {
 	}
 }
 
-// fromCache restores what load would rebuild, when the cache has it.
-func (s *step) fromCache() bool {
-	e := s.h.cache.take(s.run.ID, s.run.LastSeq, s.run.CheckpointID)
-	if e == nil {
-		return false
+// resume is what readRun would rebuild for the Step's run, when the cache
+// holds it current.
+func (c *runCache) resume(e *env) (transcript, plan, cursor, bool) {
+	en := c.take(e.run.ID, e.run.LastSeq, e.run.CheckpointID)
+	if en == nil {
+		return transcript{}, plan{}, cursor{}, false
 	}
-	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = e.msgs, len(e.msgs), e.cpID, e.cpSeq, e.wsVersion
-	s.view, s.items, s.inherited, s.nextOrder = e.view, e.items, e.inherited, e.nextOrder
+	tr := transcript{msgs: en.msgs, view: en.view, red: e.red}
 	// This worker wrote the run's last records: under its own version.
-	s.recVersion = s.agent.Version
-	return true
+	cur := cursorAt(e.run, run.Checkpoint{ID: en.cpID, Seq: en.cpSeq, WorkspaceVersion: en.wsVersion}, tr.size(), e.agent.Version)
+	return tr, plan{items: en.items, inherited: en.inherited, next: en.nextOrder}, cur, true
 }
 
-// toCache keeps the Step's state for the run's next Step, when everything
-// it holds is committed.
-func (s *step) toCache() {
-	if s.committed != len(s.msgs) || !s.pend.empty() || s.items == nil || s.status.Terminal() {
+// keep keeps the Step's values for the run's next Step, when everything
+// they hold is committed. Only what the next model call needs is kept:
+// the entry is bounded by the agent's context window, not by the run's
+// length.
+func (c *runCache) keep(e *env, tr *transcript, pl *plan, cur *cursor, pend *pending) {
+	if cur.msgs != tr.size() || !pend.empty() || !pl.loaded() || pend.status.Terminal() {
 		return
 	}
-	// Only what the next model call needs: the entry is bounded by the
-	// agent's context window, not by the run's length.
-	s.trimTranscript(true)
-	s.h.cache.put(s.run.ID, &cachedRun{lastSeq: s.run.LastSeq, cpID: s.cpID, cpSeq: s.cpSeq, wsVersion: s.wsVersion, msgs: s.msgs,
-		view: s.view, items: s.liveItems(), inherited: s.inherited, nextOrder: s.nextOrder})
-}
-
-// liveItems is s.items without the finished items of answered calls: a
-// Step looks items up only for the open calls of the last answer and for
-// pending operations (whose items are not finished), and with everything
-// committed a finished item's call is answered in the transcript. Keeping
-// only these keeps a long run's entry from growing with its length.
-func (s *step) liveItems() map[string]run.PlanItem {
-	open := map[string]bool{}
-	for _, tc := range s.openCalls() {
-		open[tc.ID] = true
-	}
-	live := make(map[string]run.PlanItem, len(open))
-	for callID, it := range s.items {
-		switch {
-		case open[callID]:
-		case it.Status == run.PlanCompleted, it.Status == run.PlanFailed, it.Status == run.PlanDenied, it.Status == run.PlanSkipped:
-			continue
-		}
-		live[callID] = it
-	}
-	return live
+	tr.trim(cur.msgs, true)
+	c.put(e.run.ID, &cachedRun{lastSeq: cur.head, cpID: cur.checkpoint, cpSeq: cur.seq, wsVersion: cur.workspace, msgs: tr.msgs,
+		view: tr.view, items: pl.live(tr.openCalls()), inherited: pl.inherited, nextOrder: pl.next})
 }

@@ -22,25 +22,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
-
-// Children starts and stops the child runs of sub-agent calls. compose
-// builds it from the store, the execution starter and the cancel path a
-// person's cancel takes.
-type Children interface {
-	// CreateRun stores the child as store.Runs.CreateRun does: the same
-	// child of the same call, created again, is found (created=false).
-	CreateRun(ctx context.Context, r run.Run) (stored run.Run, created bool, err error)
-	// StartRun makes sure an execution drives the run; idempotent.
-	StartRun(ctx context.Context, runID string) error
-	// CancelRun requests the run's cancel as a person's cancel does
-	// (waking a wait it withdraws); idempotent.
-	CancelRun(ctx context.Context, runID, by string) error
-}
 
 // deferredStarts is implemented by Children whose StartRun may leave a
 // child stored but not started (no execution service here): a Step
@@ -59,37 +44,12 @@ type childSpec struct {
 	Limits  run.Limits `json:"limits"`
 }
 
-// childOpID is the operation of a sub-agent call's plan item.
-func childOpID(it run.PlanItem) string { return "op_" + strings.TrimPrefix(it.ID, "item_") }
-
-func (s *step) delegating(name string) (tool.Delegating, bool) {
-	t, _ := s.agent.Tools.Get(name)
-	d, ok := t.(tool.Delegating)
-	return d, ok
-}
-
-// lastAnswer is the tool calls of the model's last answer.
-func (s *step) lastAnswer() []model.ToolCall {
-	for i := len(s.msgs) - 1; i >= 0; i-- {
-		if s.msgs[i].Role == model.RoleAssistant {
-			return s.msgs[i].ToolCalls
-		}
-	}
-	return nil
-}
-
-// refuseChild answers a sub-agent call that starts nothing.
-func (s *step) refuseChild(it run.PlanItem, msg string) {
-	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
-	s.finishItem(it, run.PlanFailed, tool.Result{Content: msg}, true)
-}
-
 // startChild records the intent of it's child run, then starts it.
-func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegating) (Decision, bool, error) {
+func startChild(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending, it run.PlanItem, dt tool.Delegating) (Decision, bool, error) {
 	del := dt.Delegation()
 	nth, n := -1, 0 // this call's place among the answer's sub-agent calls, and their number
-	for _, tc := range s.lastAnswer() {
-		if _, ok := s.delegating(tc.Name); ok {
+	for _, tc := range tr.lastCalls() {
+		if _, ok := e.tools.delegating(tc.Name); ok {
 			if tc.ID == it.CallID {
 				nth = n
 			}
@@ -98,33 +58,33 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	}
 	not := "sub-agent " + del.Agent + " not started: "
 	switch {
-	case s.h.opt.Children == nil:
-		s.refuseChild(it, not+"this worker cannot start child runs")
+	case e.opt.Children == nil:
+		refuseChild(tr, pend, it, not+"this worker cannot start child runs")
 		return Decision{}, false, nil
-	case s.run.Caller.Depth+1 > s.h.opt.MaxChildDepth:
-		s.refuseChild(it, fmt.Sprintf("%srun %s is at depth %d and child runs nest at most %d deep (max child depth)", not, s.run.ID, s.run.Caller.Depth, s.h.opt.MaxChildDepth))
+	case e.run.Caller.Depth+1 > e.opt.MaxChildDepth:
+		refuseChild(tr, pend, it, fmt.Sprintf("%srun %s is at depth %d and child runs nest at most %d deep (max child depth)", not, e.run.ID, e.run.Caller.Depth, e.opt.MaxChildDepth))
 		return Decision{}, false, nil
-	case nth >= s.h.opt.MaxChildFanOut:
-		s.refuseChild(it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, s.h.opt.MaxChildFanOut, nth+1, n))
+	case nth >= e.opt.MaxChildFanOut:
+		refuseChild(tr, pend, it, fmt.Sprintf("%sone answer may start at most %d sub-agents (max child fan-out) and this is call %d of %d", not, e.opt.MaxChildFanOut, nth+1, n))
 		return Decision{}, false, nil
 	}
-	if lim, b := s.run.Limits.MaxToolCalls, s.run.Budget; lim > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim {
-		d, err := s.exceeded(ctx, "max_tool_calls", lim, "")
+	if lim := e.run.Limits.MaxToolCalls; lim > 0 && cur.inUse(pend.used()).ToolCalls+1 > lim {
+		d, err := exceeded(ctx, e, tr, pl, pend, "max_tool_calls", lim, "")
 		return d, true, err
 	}
 	var args tool.DelegationArgs
 	if err := json.Unmarshal(it.Args, &args); err != nil {
-		s.refuseChild(it, not+err.Error())
+		refuseChild(tr, pend, it, not+err.Error())
 		return Decision{}, false, nil
 	}
-	limits, short := s.childShare(del, min(n, s.h.opt.MaxChildFanOut))
+	limits, short := childShare(e, tr, pl, cur, pend, del, min(n, e.opt.MaxChildFanOut))
 	if short != "" {
-		s.refuseChild(it, fmt.Sprintf("%sthe run's remaining %s leaves no share for it", not, short))
+		refuseChild(tr, pend, it, fmt.Sprintf("%sthe run's remaining %s leaves no share for it", not, short))
 		return Decision{}, false, nil
 	}
-	spec := childSpec{Agent: del.Agent, Input: args.Input, Limits: limits, Session: s.run.SessionID}
+	spec := childSpec{Agent: del.Agent, Input: args.Input, Limits: limits, Session: e.run.SessionID}
 	if !del.InheritGrants {
-		spec.Session = "sub_" + strings.TrimPrefix(run.ChildRunID(s.run.ID, childOpID(it)), "run_")
+		spec.Session = "sub_" + strings.TrimPrefix(run.ChildRunID(e.run.ID, opID(it)), "run_")
 	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -134,32 +94,38 @@ func (s *step) startChild(ctx context.Context, it run.PlanItem, dt tool.Delegati
 	if err != nil {
 		return Decision{}, true, err
 	}
-	now := s.h.opt.Clock()
-	op := run.Operation{ID: childOpID(it), RunID: s.run.ID, PlanItemID: it.ID, Tool: it.Tool, Destination: "subagent:" + del.Agent,
+	now := e.opt.Clock()
+	op := run.Operation{ID: opID(it), RunID: e.run.ID, PlanItemID: it.ID, Tool: it.Tool, Destination: "subagent:" + del.Agent,
 		Args: raw, ArgsHash: hash, Status: run.OpPending, Attempts: 1, CreatedAt: now, UpdatedAt: now}
 	op.IdempotencyKey = op.ID
 	it.Status = run.PlanRunning
-	s.putItem(it)
-	s.pend.used.ToolCalls++
-	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
-	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	pend.item(it)
+	pend.use(store.Amounts{ToolCalls: 1})
+	pend.event(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	pend.event(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": "idempotent, lookup", "args_hash": op.ArgsHash})})
-	s.h.opt.Faults.Hit(FaultBeforeIntent)
-	if err := s.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
+	e.opt.Faults.Hit(FaultBeforeIntent)
+	if err := pend.flush(ctx, store.Commit{NewOperations: []run.Operation{op}}); err != nil {
 		return Decision{}, true, err
 	}
-	s.h.opt.Faults.Hit(FaultAfterIntent)
-	return s.spawn(ctx, it, op)
+	e.opt.Faults.Hit(FaultAfterIntent)
+	return spawn(ctx, e, pend, it, op)
+}
+
+// refuseChild answers a sub-agent call that starts nothing.
+func refuseChild(tr *transcript, pend *pending, it run.PlanItem, msg string) {
+	pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", msg, "dispatched", false)})
+	finishItem(pend, tr, it, run.PlanFailed, tool.Result{Content: msg}, true)
 }
 
 // childShare is a child's limits: its share of what the run has left
 // (see the top of this file), narrowed by del. short names a resource
 // that leaves no share at all.
-func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
-	l, b, p := s.run.Limits, s.run.Budget, s.pend.used
+func childShare(e *env, tr *transcript, pl *plan, cur *cursor, pend *pending, del tool.Delegation, n int) (run.Limits, string) {
+	l, u := e.run.Limits, cur.inUse(pend.used())
 	open := int64(0) // calls of this answer not run yet: each takes one of the run's tool calls
-	for _, tc := range s.openCalls() {
-		if it, ok := s.items[tc.ID]; !ok || it.Status == run.PlanPending {
+	for _, tc := range tr.openCalls() {
+		if it, ok := pl.get(tc.ID); !ok || it.Status == run.PlanPending {
 			open++
 		}
 	}
@@ -176,13 +142,13 @@ func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
 	}
 	out := run.Limits{
 		MaxSteps:         share(0, 0, del.Limits.MaxSteps, d.MaxSteps),
-		MaxTokens:        share(l.MaxTokens, b.TokensUsed+b.TokensReserved+p.Tokens, del.Limits.MaxTokens, d.MaxTokens),
-		MaxSpendMicroUSD: share(l.MaxSpendMicroUSD, b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+p.SpendMicroUSD, del.Limits.MaxSpendMicroUSD, d.MaxSpendMicroUSD),
-		MaxToolCalls:     share(l.MaxToolCalls, b.ToolCallsUsed+b.ToolCallsReserved+p.ToolCalls+open, del.Limits.MaxToolCalls, d.MaxToolCalls),
+		MaxTokens:        share(l.MaxTokens, u.Tokens, del.Limits.MaxTokens, d.MaxTokens),
+		MaxSpendMicroUSD: share(l.MaxSpendMicroUSD, u.SpendMicroUSD, del.Limits.MaxSpendMicroUSD, d.MaxSpendMicroUSD),
+		MaxToolCalls:     share(l.MaxToolCalls, u.ToolCalls+open, del.Limits.MaxToolCalls, d.MaxToolCalls),
 		Deadline:         l.Deadline,
 	}
 	if del.Timeout > 0 {
-		if dl := s.h.opt.Clock().Add(del.Timeout); out.Deadline.IsZero() || dl.Before(out.Deadline) {
+		if dl := e.opt.Clock().Add(del.Timeout); out.Deadline.IsZero() || dl.Before(out.Deadline) {
 			out.Deadline = dl
 		}
 	}
@@ -201,48 +167,58 @@ func (s *step) childShare(del tool.Delegation, n int) (run.Limits, string) {
 // makes sure an execution drives it, and records it as op's outcome. It is
 // safe to repeat at every point: this is also how a pending child start is
 // reconciled after a crash.
-func (s *step) spawn(ctx context.Context, it run.PlanItem, op run.Operation) (Decision, bool, error) {
+func spawn(ctx context.Context, e *env, pend *pending, it run.PlanItem, op run.Operation) (Decision, bool, error) {
 	var spec childSpec
 	if err := json.Unmarshal(op.Args, &spec); err != nil {
 		return Decision{}, true, fmt.Errorf("operation %s: the child's definition: %w", op.ID, err)
 	}
-	if s.h.opt.Children == nil {
+	if e.opt.Children == nil {
 		return Decision{}, true, fmt.Errorf("operation %s starts a child run and this worker cannot start child runs", op.ID)
 	}
-	child := run.Run{ID: run.ChildRunID(s.run.ID, op.ID), SessionID: spec.Session, Owner: s.run.Owner, Agent: spec.Agent,
-		Request: spec.Input, InputPolicy: run.InputQueue, Limits: spec.Limits, TraceParent: s.run.TraceParent,
-		Caller: run.Caller{RunID: s.run.ID, PlanItemID: it.ID, OperationID: op.ID, Depth: s.run.Caller.Depth + 1}}
-	got, created, err := s.h.opt.Children.CreateRun(ctx, child)
+	child := run.Run{ID: run.ChildRunID(e.run.ID, op.ID), SessionID: spec.Session, Owner: e.run.Owner, Agent: spec.Agent,
+		Request: spec.Input, InputPolicy: run.InputQueue, Limits: spec.Limits, TraceParent: e.run.TraceParent,
+		Caller: run.Caller{RunID: e.run.ID, PlanItemID: it.ID, OperationID: op.ID, Depth: e.run.Caller.Depth + 1}}
+	got, created, err := e.opt.Children.CreateRun(ctx, child)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: fmt.Errorf("start child run %s: %w", child.ID, err)}
 	}
-	s.h.opt.Faults.Hit(FaultChildStart)
-	if err := s.h.opt.Children.StartRun(ctx, got.ID); err != nil {
+	e.opt.Faults.Hit(FaultChildStart)
+	if err := e.opt.Children.StartRun(ctx, got.ID); err != nil {
 		return Decision{}, true, &RetryableError{Err: fmt.Errorf("start child run %s: %w", got.ID, err)}
 	}
 	how := "dispatched"
 	if !created {
 		how = "found"
 	}
-	s.addEvent(run.Event{Type: run.EventChildStarted, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	pend.event(run.Event{Type: run.EventChildStarted, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"child_run_id": got.ID, "agent": spec.Agent, "how": how, "limits": got.Limits})})
-	s.addEvent(run.Event{Type: run.EventOpSucceeded, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", got.ID, "how", how)})
+	pend.event(run.Event{Type: run.EventOpSucceeded, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("external_id", got.ID, "how", how)})
 	upd := store.OperationUpdate{ID: op.ID, Status: run.OpSucceeded, ExternalID: got.ID}
-	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+	if err := pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{}, false, nil
 }
 
+// respawn reconciles a pending child start: starting it again finds the
+// one child, or creates it.
+func respawn(ctx context.Context, e *env, pl *plan, pend *pending, op run.Operation) (Decision, bool, error) {
+	it, ok := pl.byID(op.PlanItemID)
+	if !ok {
+		return needsHuman(ctx, pend, it, op, fmt.Sprintf("pending operation %s: its plan item is unknown to this worker", op.ID))
+	}
+	return spawn(ctx, e, pend, it, op)
+}
+
 // awaitChildren answers the answer's sub-agent calls once every child
 // has ended (completed, failed, cancelled or needs_human); until then the
 // Step ends with a wait, holding nothing.
-func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
+func awaitChildren(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending) (Decision, bool, error) {
 	var items []run.PlanItem
 	seen := map[string]bool{} // each child is answered, and its use added, once
-	for _, tc := range s.openCalls() {
-		it, ok := s.items[tc.ID]
-		if _, del := s.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
+	for _, tc := range tr.openCalls() {
+		it, ok := pl.get(tc.ID)
+		if _, del := e.tools.delegating(tc.Name); ok && del && it.Status == run.PlanRunning && !seen[it.ID] {
 			seen[it.ID] = true
 			items = append(items, it)
 		}
@@ -252,9 +228,9 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 	}
 	kids := make([]run.Run, len(items))
 	var waiting, unstarted []string
-	oldest := s.h.opt.Clock()
+	oldest := e.opt.Clock()
 	for i, it := range items {
-		c, err := s.h.opt.Store.GetRun(ctx, run.ChildRunID(s.run.ID, childOpID(it)))
+		c, err := e.opt.Store.GetRun(ctx, run.ChildRunID(e.run.ID, opID(it)))
 		if err != nil {
 			return Decision{}, true, &RetryableError{Err: fmt.Errorf("child of %s: %w", it.ID, err)}
 		}
@@ -263,21 +239,21 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 			waiting = append(waiting, c.ID)
 			oldest = minTime(oldest, c.CreatedAt)
 		}
-		if d, ok := s.h.opt.Children.(deferredStarts); ok && d.StartsDeferred() && c.Status == run.StatusCreated {
+		if d, ok := e.opt.Children.(deferredStarts); ok && d.StartsDeferred() && c.Status == run.StatusCreated {
 			unstarted = append(unstarted, c.ID)
 		}
 	}
 	if len(waiting) > 0 {
-		s.pend.patch.ReleaseLease = true
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		pend.releaseLease()
+		if err := pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, true, err
 		}
-		return Decision{Next: NextWait, WaitSeconds: s.childPoll(oldest), Error: "waiting for child runs " + strings.Join(waiting, ", "),
+		return Decision{Next: NextWait, WaitSeconds: childPoll(e, oldest), Error: "waiting for child runs " + strings.Join(waiting, ", "),
 			Children: unstarted}, true, nil
 	}
-	s.h.opt.Faults.Hit(FaultParentResume)
+	e.opt.Faults.Hit(FaultParentResume)
 	for i, it := range items {
-		s.childEnded(ctx, it, kids[i])
+		childEnded(ctx, e, tr, pend, it, kids[i])
 	}
 	return Decision{}, false, nil
 }
@@ -285,9 +261,9 @@ func (s *step) awaitChildren(ctx context.Context) (Decision, bool, error) {
 // childPoll is how long a parent waits before it looks again: a quarter
 // of how long its children have run, from one second up to ChildPoll, so
 // a long child costs its parent few Steps and a short one little delay.
-func (s *step) childPoll(oldest time.Time) int64 {
-	w := s.h.opt.Clock().Sub(oldest) / 4
-	w = min(max(w, time.Second), s.h.opt.ChildPoll)
+func childPoll(e *env, oldest time.Time) int64 {
+	w := e.opt.Clock().Sub(oldest) / 4
+	w = min(max(w, time.Second), e.opt.ChildPoll)
 	return int64(w.Seconds() + 0.999)
 }
 
@@ -300,21 +276,19 @@ func minTime(a, b time.Time) time.Time {
 
 // childEnded answers it with its child c's outcome and adds what c used
 // to the run's use.
-func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
+func childEnded(ctx context.Context, e *env, tr *transcript, pend *pending, it run.PlanItem, c run.Run) {
 	b := c.Budget
-	s.pend.used.Tokens += b.TokensUsed
-	s.pend.used.SpendMicroUSD += b.SpendUsedMicroUSD
-	s.pend.used.ToolCalls += b.ToolCallsUsed
-	s.addEvent(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: childOpID(it), Data: mustJSON(map[string]any{
+	pend.use(store.Amounts{Tokens: b.TokensUsed, SpendMicroUSD: b.SpendUsedMicroUSD, ToolCalls: b.ToolCallsUsed})
+	pend.event(run.Event{Type: run.EventChildEnded, PlanItemID: it.ID, OperationID: opID(it), Data: mustJSON(map[string]any{
 		"child_run_id": c.ID, "agent": c.Agent, "status": c.Status, "error": c.Error,
 		"tokens_used": b.TokensUsed, "spend_used_micro_usd": b.SpendUsedMicroUSD, "tool_calls_used": b.ToolCallsUsed})})
 	res := tool.Result{Data: mustJSON(map[string]any{"child_run_id": c.ID, "agent": c.Agent, "status": c.Status})}
 	name := fmt.Sprintf("The sub-agent %s (run %s)", c.Agent, c.ID)
 	switch c.Status {
 	case run.StatusCompleted:
-		res.Content = c.Output + s.childArtifacts(ctx, c.ID)
-		s.addEvent(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "child_run_id", c.ID)})
-		s.finishItem(it, run.PlanCompleted, res, false)
+		res.Content = c.Output + childArtifacts(ctx, e, c.ID)
+		pend.event(run.Event{Type: run.EventToolCompleted, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "child_run_id", c.ID)})
+		finishItem(pend, tr, it, run.PlanCompleted, res, false)
 		return
 	case run.StatusNeedsHuman:
 		res.Content = name + " stopped and needs a person: " + c.Error + " It will not go on by itself; its work is not done."
@@ -323,19 +297,19 @@ func (s *step) childEnded(ctx context.Context, it run.PlanItem, c run.Run) {
 	default:
 		res.Content = name + " failed: " + c.Error + " Its work is not done."
 	}
-	s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", res.Content, "dispatched", true)})
-	s.finishItem(it, run.PlanFailed, res, true)
+	pend.event(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool, "error", res.Content, "dispatched", true)})
+	finishItem(pend, tr, it, run.PlanFailed, res, true)
 }
 
 // childArtifacts names the artifacts a child left, for its answer; "" when
 // none (or none could be listed: the answer stands without them).
-func (s *step) childArtifacts(ctx context.Context, childID string) string {
-	if s.h.opt.Artifacts == nil {
+func childArtifacts(ctx context.Context, e *env, childID string) string {
+	if e.opt.Artifacts == nil {
 		return ""
 	}
-	infos, err := s.h.opt.Artifacts.List(ctx, childID)
+	infos, err := e.opt.Artifacts.List(ctx, childID)
 	if err != nil {
-		s.log.Warn("child artifacts not listed", "child_run_id", childID, "err", err)
+		e.log.Warn("child artifacts not listed", "child_run_id", childID, "err", err)
 		return ""
 	}
 	if len(infos) == 0 {
@@ -349,44 +323,16 @@ func (s *step) childArtifacts(ctx context.Context, childID string) string {
 	return sb.String()
 }
 
-// cancelChildren cascades the run's end to the children it waits for;
-// their calls are answered as skipped. A child that ended already is
-// left as it is (CancelRun is a no-op on it).
-func (s *step) cancelChildren(ctx context.Context, why string) error {
-	for _, tc := range s.openCalls() {
-		it, ok := s.items[tc.ID]
-		if _, del := s.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || s.h.opt.Children == nil {
-			continue
-		}
-		id := run.ChildRunID(s.run.ID, childOpID(it))
-		if err := s.h.opt.Children.CancelRun(ctx, id, "parent run "+s.run.ID); err != nil {
-			return &RetryableError{Err: fmt.Errorf("cancel child run %s: %w", id, err)}
-		}
-		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: child run " + id + " cancelled because " + why}, true)
-	}
-	return nil
-}
-
 // parentStopped reports whether this child run's parent was cancelled or
 // ended without it: a child never outlives its parent's cancel, even one
 // started while the cancel was on its way.
-func (s *step) parentStopped(ctx context.Context) (bool, error) {
-	if s.run.Caller.RunID == "" {
+func parentStopped(ctx context.Context, e *env) (bool, error) {
+	if e.run.Caller.RunID == "" {
 		return false, nil
 	}
-	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.Caller.RunID)
+	sig, err := e.opt.Store.RunSignals(ctx, e.run.Caller.RunID)
 	if err != nil {
 		return false, &RetryableError{Err: err}
 	}
 	return sig.CancelRequested || sig.Status == run.StatusCancelled || sig.Status == run.StatusFailed, nil
-}
-
-// respawn reconciles a pending child start: starting it again finds the
-// one child, or creates it.
-func (s *step) respawn(ctx context.Context, op run.Operation) (Decision, bool, error) {
-	it, ok := s.itemByID(op.PlanItemID)
-	if !ok {
-		return s.needsHuman(ctx, it, op, fmt.Sprintf("pending operation %s: its plan item is unknown to this worker", op.ID))
-	}
-	return s.spawn(ctx, it, op)
 }

@@ -3,6 +3,8 @@ package harness
 import (
 	"errors"
 	"fmt"
+
+	"github.com/keelrun/keel/internal/kernel/store"
 )
 
 // Next is what the state machine does after a Step.
@@ -58,3 +60,12 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 
 // ErrUnknownAgent: the run names an agent this worker does not have.
 var ErrUnknownAgent = errors.New("unknown agent")
+
+// mapStoreErr is a store error as the state machine routes it: fenced, or
+// retryable.
+func mapStoreErr(runID string, err error) error {
+	if errors.Is(err, store.ErrFenced) {
+		return &FencedError{RunID: runID}
+	}
+	return &RetryableError{Err: err}
+}

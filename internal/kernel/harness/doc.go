@@ -72,4 +72,13 @@
 //     panic that escaped the Step) has it handed to a person by Finalize,
 //     never left pending (TestEffectPanic,
 //     TestFinalizeHandsOverAnOperationInFlight).
+//
+// The shape that keeps these rules readable: a Step is a loop (step.go)
+// over four values — the transcript (messages, window, open calls), the
+// plan (items by call), the cursor (where the last commit left the run)
+// and the pending commit (what the next commit writes). Every feature is
+// a function of the values it needs, so its signature says what it may
+// change, and the pending commit is the one caller of Store.Commit, so
+// rule 2 is kept in one place. TestHarnessShape in
+// internal/proof/repocheck holds that shape.
 package harness

@@ -1,11 +1,13 @@
 package harness
 
-// How a Step ends a run or itself: cancelled, over a limit, refused by the
-// model, failed before its loop, and the lease released on the way out.
+// How a Step ends a run or itself: cancelled (its children with it), over
+// a limit, refused by the model, stopped for a person on an operation,
+// failed before its loop, and the lease released on the way out. Each is
+// a function of the values it changes: the pending commit, and the
+// transcript where open calls are answered.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,30 +19,30 @@ import (
 )
 
 // cancel ends the run: open items are skipped, pending approvals cancelled.
-func (s *step) cancel(ctx context.Context) (Decision, error) {
-	if err := s.cancelChildren(ctx, "their parent was cancelled"); err != nil {
+func cancel(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending) (Decision, error) {
+	if err := cancelChildren(ctx, e, tr, pl, pend, "their parent was cancelled"); err != nil {
 		return Decision{}, err
 	}
 	var cancelApprovals []string
 	skipped := 0
-	for _, tc := range s.openCalls() {
-		it, ok := s.items[tc.ID]
+	for _, tc := range tr.openCalls() {
+		it, ok := pl.get(tc.ID)
 		if !ok {
 			continue
 		}
 		if it.Status == run.PlanAwaitingApproval {
 			cancelApprovals = append(cancelApprovals, approvalID(it))
-			s.h.approvalClosed(ctx, it.Tool)
+			e.tel.approvalClosed(ctx, it.Tool)
 		}
 		if it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval {
-			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
+			finishItem(pend, tr, it, run.PlanSkipped, tool.Result{Content: "skipped: the run was cancelled"}, true)
 			skipped++
 		}
 	}
-	s.setStatus(run.StatusCancelled)
-	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", skipped, "cancelled_approvals", len(cancelApprovals))})
-	if err := s.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
+	pend.setStatus(run.StatusCancelled)
+	pend.releaseLease()
+	pend.event(run.Event{Type: run.EventRunCancelled, Data: jsonObj("skipped_calls", skipped, "cancelled_approvals", len(cancelApprovals))})
+	if err := pend.flush(ctx, store.Commit{CancelApprovals: cancelApprovals}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextCancelled}, nil
@@ -48,20 +50,20 @@ func (s *step) cancel(ctx context.Context) (Decision, error) {
 
 // exceeded ends the run failed on a limit; why, when not empty, is added
 // to the message (a person stopped a paused run).
-func (s *step) exceeded(ctx context.Context, limit string, value any, why string) (Decision, error) {
+func exceeded(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending, limit string, value any, why string) (Decision, error) {
 	msg := fmt.Sprintf("budget exceeded: %s (%v)%s", limit, value, why)
-	if err := s.cancelChildren(ctx, "their parent ended: "+msg); err != nil {
+	if err := cancelChildren(ctx, e, tr, pl, pend, "their parent ended: "+msg); err != nil {
 		return Decision{}, err
 	}
 	var closeApprovals []string // a finished run asks nobody anything
-	for _, tc := range s.openCalls() {
-		if it, ok := s.items[tc.ID]; ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
+	for _, tc := range tr.openCalls() {
+		if it, ok := pl.get(tc.ID); ok && (it.Status == run.PlanPending || it.Status == run.PlanAwaitingApproval) {
 			if it.Status == run.PlanAwaitingApproval {
 				closeApprovals = append(closeApprovals, approvalID(it))
-				s.h.approvalClosed(ctx, it.Tool)
-				s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
+				e.tel.approvalClosed(ctx, it.Tool)
+				pend.event(run.Event{Type: run.EventApprovalCancelled, PlanItemID: it.ID, Data: jsonObj("approval_id", approvalID(it), "by", limit)})
 			}
-			s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
+			finishItem(pend, tr, it, run.PlanSkipped, tool.Result{Content: "skipped: " + msg}, true)
 		}
 	}
 	data := jsonObj("limit", limit, "value", value)
@@ -69,41 +71,77 @@ func (s *step) exceeded(ctx context.Context, limit string, value any, why string
 		// Why the run failed rather than paused, or who stopped it.
 		data = jsonObj("limit", limit, "value", value, "why", strings.TrimPrefix(why, "; "))
 	}
-	s.addEvent(run.Event{Type: run.EventBudgetExceeded, Data: data})
-	s.addEvent(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
-	s.setStatus(run.StatusFailed)
-	s.pend.patch.Error = &msg
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{CancelApprovals: closeApprovals}); err != nil {
+	pend.event(run.Event{Type: run.EventBudgetExceeded, Data: data})
+	pend.event(run.Event{Type: run.EventRunFailed, Data: jsonObj("error", msg)})
+	pend.setStatus(run.StatusFailed)
+	pend.setError(msg)
+	pend.releaseLease()
+	if err := pend.flush(ctx, store.Commit{CancelApprovals: closeApprovals}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil
 }
 
+// cancelChildren cascades the run's end to the children it waits for;
+// their calls are answered as skipped. A child that ended already is
+// left as it is (CancelRun is a no-op on it).
+func cancelChildren(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending, why string) error {
+	for _, tc := range tr.openCalls() {
+		it, ok := pl.get(tc.ID)
+		if _, del := e.tools.delegating(tc.Name); !ok || !del || it.Status != run.PlanRunning || e.opt.Children == nil {
+			continue
+		}
+		id := run.ChildRunID(e.run.ID, opID(it))
+		if err := e.opt.Children.CancelRun(ctx, id, "parent run "+e.run.ID); err != nil {
+			return &RetryableError{Err: fmt.Errorf("cancel child run %s: %w", id, err)}
+		}
+		finishItem(pend, tr, it, run.PlanSkipped, tool.Result{Content: "skipped: child run " + id + " cancelled because " + why}, true)
+	}
+	return nil
+}
+
+// needsHuman stops the run for a person: op, it's operation, may or may
+// not have happened, and only a person's settle moves the run on.
+func needsHuman(ctx context.Context, pend *pending, it run.PlanItem, op run.Operation, why string) (Decision, bool, error) {
+	pend.event(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("reason", why)})
+	pend.event(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", op.ID, "reason", why)})
+	it.Status = run.PlanNeedsHuman
+	it.Result = recordOf(tool.Result{Content: why}, true)
+	pend.item(it)
+	pend.setStatus(run.StatusNeedsHuman)
+	pend.setError(why)
+	pend.releaseLease()
+	upd := store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why}
+	if err := pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{upd}}); err != nil {
+		return Decision{}, true, err
+	}
+	return Decision{Next: NextNeedsHuman, Error: why}, true, nil
+}
+
 // modelRefused fails the run at once on a model error that retrying cannot
 // fix (a 401, a 400): retrying the step would only repeat it. The
 // run_failed event names the provider, the HTTP status and its request id.
-func (s *step) modelRefused(ctx context.Context, ce *model.CallError) (Decision, error) {
+func modelRefused(ctx context.Context, pend *pending, ce *model.CallError) (Decision, error) {
 	msg := "model call refused: " + ce.Error()
 	data := map[string]any{"error": msg, "kind": model.AttemptClientError, "provider": ce.Provider, "attempts": len(ce.Attempts)}
 	var se *model.StatusError
 	if errors.As(ce, &se) {
 		data["status"], data["request_id"] = se.Status, se.RequestID
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: mustJSON(map[string]any{"error": ce.Error(), "kind": model.AttemptClientError,
+	pend.event(run.Event{Type: run.EventModelCallFailed, Data: mustJSON(map[string]any{"error": ce.Error(), "kind": model.AttemptClientError,
 		"status": data["status"], "retried": false})})
-	s.addEvent(run.Event{Type: run.EventRunFailed, Data: mustJSON(data)})
-	s.setStatus(run.StatusFailed)
-	s.pend.patch.Error = &msg
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	pend.event(run.Event{Type: run.EventRunFailed, Data: mustJSON(data)})
+	pend.setStatus(run.StatusFailed)
+	pend.setError(msg)
+	pend.releaseLease()
+	if err := pend.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, err
 	}
 	return Decision{Next: NextFailed, Error: msg}, nil
 }
 
-// fail ends the Step on an error before the loop could start.
-func (s *step) fail(_ context.Context, err error) (Decision, error) {
+// failed ends the Step on an error before the loop could start.
+func failed(err error) (Decision, error) {
 	var fe *FencedError
 	if errors.As(err, &fe) {
 		return Decision{}, err
@@ -112,18 +150,18 @@ func (s *step) fail(_ context.Context, err error) (Decision, error) {
 }
 
 // finish releases the lease when the Step returns without having done so.
-func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, error) {
+func finish(ctx context.Context, e *env, pend *pending, d Decision, err error) (Decision, error) {
 	var fe *FencedError
 	if errors.As(err, &fe) {
-		s.log.Warn("step fenced: another worker owns the run; stopping without further writes")
+		e.log.Warn("step fenced: another worker owns the run; stopping without further writes")
 		return Decision{}, err
 	}
-	if s.token < 0 {
+	if pend.token < 0 {
 		return d, err
 	}
-	if !s.pend.empty() {
-		s.pend.patch.ReleaseLease = true
-		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+	if !pend.empty() {
+		pend.releaseLease()
+		if ferr := pend.flush(ctx, store.Commit{}); ferr != nil {
 			if errors.As(ferr, &fe) {
 				return Decision{}, ferr
 			}
@@ -133,86 +171,8 @@ func (s *step) finish(ctx context.Context, d Decision, err error) (Decision, err
 		}
 		return d, err
 	}
-	if rerr := s.h.opt.Store.ReleaseLease(ctx, s.run.ID, s.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
-		s.log.Warn("lease not released; it will expire", "err", rerr)
+	if rerr := e.opt.Store.ReleaseLease(ctx, e.run.ID, pend.token); rerr != nil && !errors.Is(rerr, store.ErrFenced) {
+		e.log.Warn("lease not released; it will expire", "err", rerr)
 	}
 	return d, err
-}
-
-func coalesce(msgs []model.Message) []model.Message {
-	out := make([]model.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if m.Role == model.RoleTool && len(out) > 0 && out[len(out)-1].Role == model.RoleTool {
-			last := &out[len(out)-1]
-			last.ToolResults = append(append([]model.ToolResult(nil), last.ToolResults...), m.ToolResults...)
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func specs(r *tool.Registry) []model.ToolSpec {
-	var out []model.ToolSpec
-	for _, n := range r.Names() {
-		t, _ := r.Get(n)
-		info := t.Info()
-		out = append(out, model.ToolSpec{Name: info.Name, Description: info.Description, Schema: info.Schema})
-	}
-	return out
-}
-
-func jsonObj(kv ...any) json.RawMessage {
-	m := make(map[string]any, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[fmt.Sprint(kv[i])] = kv[i+1]
-	}
-	return mustJSON(m)
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
-	}
-	return b
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-// invalidArgs is what a plan item stores of arguments it refused: the text
-// the model sent, under "invalid_json" when it is not JSON and
-// "invalid_args" when no args hash can bind it.
-func invalidArgs(raw json.RawMessage) json.RawMessage {
-	key := "invalid_args"
-	if !json.Valid(raw) {
-		key = "invalid_json"
-	}
-	return mustJSON(map[string]string{key: string(raw)})
-}
-
-// CorruptRecordError: a stored record cannot be read back. The Step stops
-// rather than answer the model with an empty result that never happened.
-type CorruptRecordError struct {
-	RunID, PlanItemID string
-	Err               error
-}
-
-func (e *CorruptRecordError) Error() string {
-	return fmt.Sprintf("run %s: plan item %s: the stored result is corrupt: %v", e.RunID, e.PlanItemID, e.Err)
-}
-func (e *CorruptRecordError) Unwrap() error { return e.Err }
-
-// decodeRecorded reads a finished item's recorded result.
-func decodeRecorded(it run.PlanItem) (recorded, error) {
-	var rec recorded
-	if err := json.Unmarshal(it.Result, &rec); err != nil {
-		return recorded{}, &CorruptRecordError{RunID: it.RunID, PlanItemID: it.ID, Err: err}
-	}
-	return rec, nil
 }

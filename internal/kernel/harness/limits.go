@@ -1,7 +1,8 @@
 package harness
 
 // A run at one of its limits: failed, or paused for a person to raise the
-// limit or stop the run, as the agent's LimitPolicy says.
+// limit or stop the run, as the agent's LimitPolicy says; and the checks
+// that find a call would pass one.
 
 import (
 	"context"
@@ -12,22 +13,6 @@ import (
 	"github.com/keelrun/keel/internal/kernel/store"
 	"github.com/keelrun/keel/internal/kernel/tool"
 )
-
-// LimitPolicy is what a run does when it would pass one of its limits
-// (steps, tool calls, tokens, spend). The deadline is not one of them: a
-// run past its deadline always fails.
-type LimitPolicy struct {
-	// Pause: instead of failing, the run asks a person. It commits an
-	// approval of the tool RaiseLimitTool whose args name the limit and
-	// the raise asked for (a notification in the same commit, like every
-	// approval), and waits holding no process. Approved, the limit is
-	// raised by that amount (a budget_raised event) and the run goes on;
-	// denied or cancelled, the run fails as it would have.
-	Pause bool
-	// RaiseBy is the raise a pause asks for, per limit; a zero field asks
-	// for the limit's current size again. Its Deadline is ignored.
-	RaiseBy run.Limits
-}
 
 // RaiseLimitTool is the tool name of the approvals a paused run asks:
 // approving one raises the limit its args name by their raise_by.
@@ -63,47 +48,47 @@ func limitField(l *run.Limits, limit string) *int64 {
 // under a pausing policy, asks a person for a raise; an answered request
 // raises the limit (the Step ends with continue, and the next Step works
 // under the new limit) or fails the run.
-func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, error) {
-	lims := s.run.Limits
-	cur := limitField(&lims, limit)
-	if !s.agent.OnLimit.Pause || cur == nil || *cur <= 0 {
-		return s.exceeded(ctx, limit, value, "")
+func atLimit(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending, limit string, value any) (Decision, error) {
+	lims := e.run.Limits
+	now := limitField(&lims, limit)
+	if !e.agent.OnLimit.Pause || now == nil || *now <= 0 {
+		return exceeded(ctx, e, tr, pl, pend, limit, value, "")
 	}
-	if why, err := shareOfParent(ctx, s.h.opt.Store, s.run, limit); err != nil || why != "" {
+	if why, err := shareOfParent(ctx, e.opt.Store, e.run, limit); err != nil || why != "" {
 		if err != nil {
 			return Decision{}, err
 		}
-		return s.exceeded(ctx, limit, value, why)
+		return exceeded(ctx, e, tr, pl, pend, limit, value, why)
 	}
-	pol := s.agent.OnLimit.RaiseBy
+	pol := e.agent.OnLimit.RaiseBy
 	by := *limitField(&pol, limit)
 	if by <= 0 {
-		by = *cur
+		by = *now
 	}
-	args := RaiseArgs{Limit: limit, Now: *cur, RaiseBy: by, After: *cur + by}
-	apID := fmt.Sprintf("apr_limit_%s_%d", limit, *cur) // one request per limit and size
-	ap, err := s.h.opt.Store.GetApproval(ctx, s.run.ID, apID)
+	args := RaiseArgs{Limit: limit, Now: *now, RaiseBy: by, After: *now + by}
+	apID := fmt.Sprintf("apr_limit_%s_%d", limit, *now) // one request per limit and size
+	ap, err := e.opt.Store.GetApproval(ctx, e.run.ID, apID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if d, stop, err := s.cancelBeforeAsking(ctx); stop || err != nil {
+		if d, stop, err := cancelBeforeAsking(ctx, e, tr, pl, pend); stop || err != nil {
 			return d, err
 		}
-		return s.askRaise(ctx, apID, args)
+		return askRaise(ctx, e, cur, pend, apID, args)
 	case err != nil:
 		return Decision{}, &RetryableError{Err: err}
 	}
 	switch ap.Status {
 	case run.ApprovalPending:
-		s.setStatus(run.StatusAwaitingApproval)
-		s.pend.patch.ReleaseLease = true
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		pend.setStatus(run.StatusAwaitingApproval)
+		pend.releaseLease()
+		if err := pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, err
 		}
-		return s.approvalDecision(apID), nil
+		return approvalDecision(e, apID), nil
 	case run.ApprovalApproved:
-		return s.raise(ctx, ap, args)
+		return raise(ctx, e, pend, ap, args)
 	default: // denied or cancelled: a person stopped the run
-		s.approvalDecided(ctx, ap)
+		e.tel.approvalDecided(ctx, ap)
 		by := ap.DecidedBy
 		if by == "" {
 			by = "a person"
@@ -114,8 +99,55 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 			// the run's error, so events and explain tell why.
 			why += ": " + ap.Reason
 		}
-		return s.exceeded(ctx, limit, value, why)
+		return exceeded(ctx, e, tr, pl, pend, limit, value, why)
 	}
+}
+
+// askRaise commits the request for a raise: the approval (and so its
+// notification), a budget_paused event, the run awaiting approval.
+func askRaise(ctx context.Context, e *env, cur *cursor, pend *pending, apID string, args RaiseArgs) (Decision, error) {
+	raw := mustJSON(args)
+	hash, err := run.ArgsHash(raw)
+	if err != nil {
+		return Decision{}, fmt.Errorf("raise request args: %w", err)
+	}
+	ap := run.Approval{ID: apID, RunID: e.run.ID, SessionID: e.run.SessionID, Tool: RaiseLimitTool, Mode: run.ModeMutating,
+		Args: raw, ArgsHash: hash, Status: run.ApprovalPending, CreatedAt: e.opt.Clock()}
+	pend.setStatus(run.StatusAwaitingApproval)
+	pend.event(run.Event{Type: run.EventBudgetPaused, Data: mustJSON(map[string]any{
+		"limit": args.Limit, "limit_now": args.Now, "raise_by": args.RaiseBy, "approval_id": apID, "budget": cur.budget})})
+	pend.event(run.Event{Type: run.EventApprovalRequested, Data: mustJSON(map[string]any{
+		"approval_id": apID, "tool": RaiseLimitTool, "mode": ap.Mode, "args_hash": hash, "args": raw})})
+	pend.releaseLease()
+	if err := pend.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
+		return Decision{}, err
+	}
+	e.tel.approvalRequested(ctx, ap)
+	e.opt.Faults.Hit(FaultAwaitApproval)
+	return approvalDecision(e, apID), nil
+}
+
+// raise applies an approved raise in one commit with its budget_raised
+// event, then ends the Step: the next one runs under the new limit.
+func raise(ctx context.Context, e *env, pend *pending, ap run.Approval, args RaiseArgs) (Decision, error) {
+	e.tel.approvalDecided(ctx, ap)
+	var delta run.Limits
+	*limitField(&delta, args.Limit) = args.RaiseBy
+	pend.raiseLimits(delta)
+	pend.setStatus(run.StatusRunning)
+	pend.event(run.Event{Type: run.EventBudgetRaised, Data: mustJSON(map[string]any{
+		"limit": args.Limit, "by": args.RaiseBy, "from": args.Now, "to": args.After,
+		"approval_id": ap.ID, "approved_by": ap.DecidedBy, "reason": ap.Reason})})
+	pend.releaseLease()
+	if err := pend.flush(ctx, store.Commit{}); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Next: NextContinue}, nil
+}
+
+// parentReader reads a child run's parent.
+type parentReader interface {
+	GetRun(ctx context.Context, id string) (run.Run, error)
 }
 
 // shareOfParent says why a child run may not ask for a raise of limit:
@@ -127,11 +159,6 @@ func (s *step) atLimit(ctx context.Context, limit string, value any) (Decision, 
 // a person raises the parent's limit if more is wanted. "" when the run
 // is not a child, or its parent does not bound this limit (the share was
 // then only a default, and a raise takes nothing from the parent).
-// parentReader reads a child run's parent.
-type parentReader interface {
-	GetRun(ctx context.Context, id string) (run.Run, error)
-}
-
 func shareOfParent(ctx context.Context, runs parentReader, r run.Run, limit string) (string, error) {
 	if r.Caller.RunID == "" || limit == "max_steps" {
 		return "", nil
@@ -148,58 +175,14 @@ func shareOfParent(ctx context.Context, runs parentReader, r run.Run, limit stri
 		"a raise would pass the parent's limit, so none is asked (raise run %s's limit instead)", r.ID, p.ID, limit, p.ID), nil
 }
 
-// askRaise commits the request for a raise: the approval (and so its
-// notification), a budget_paused event, the run awaiting approval.
-func (s *step) askRaise(ctx context.Context, apID string, args RaiseArgs) (Decision, error) {
-	raw := mustJSON(args)
-	hash, err := run.ArgsHash(raw)
-	if err != nil {
-		return Decision{}, fmt.Errorf("raise request args: %w", err)
-	}
-	ap := run.Approval{ID: apID, RunID: s.run.ID, SessionID: s.run.SessionID, Tool: RaiseLimitTool, Mode: run.ModeMutating,
-		Args: raw, ArgsHash: hash, Status: run.ApprovalPending, CreatedAt: s.h.opt.Clock()}
-	s.setStatus(run.StatusAwaitingApproval)
-	s.addEvent(run.Event{Type: run.EventBudgetPaused, Data: mustJSON(map[string]any{
-		"limit": args.Limit, "limit_now": args.Now, "raise_by": args.RaiseBy, "approval_id": apID, "budget": s.run.Budget})})
-	s.addEvent(run.Event{Type: run.EventApprovalRequested, Data: mustJSON(map[string]any{
-		"approval_id": apID, "tool": RaiseLimitTool, "mode": ap.Mode, "args_hash": hash, "args": raw})})
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{NewApprovals: []run.Approval{ap}}); err != nil {
-		return Decision{}, err
-	}
-	s.approvalRequested(ctx, ap)
-	s.h.opt.Faults.Hit(FaultAwaitApproval)
-	return s.approvalDecision(apID), nil
-}
-
-// raise applies an approved raise in one commit with its budget_raised
-// event, then ends the Step: the next one runs under the new limit.
-func (s *step) raise(ctx context.Context, ap run.Approval, args RaiseArgs) (Decision, error) {
-	s.approvalDecided(ctx, ap)
-	var delta run.Limits
-	*limitField(&delta, args.Limit) = args.RaiseBy
-	s.pend.patch.RaiseLimits = delta
-	s.setStatus(run.StatusRunning)
-	s.addEvent(run.Event{Type: run.EventBudgetRaised, Data: mustJSON(map[string]any{
-		"limit": args.Limit, "by": args.RaiseBy, "from": args.Now, "to": args.After,
-		"approval_id": ap.ID, "approved_by": ap.DecidedBy, "reason": ap.Reason})})
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, store.Commit{}); err != nil {
-		return Decision{}, err
-	}
-	*limitField(&s.run.Limits, args.Limit) += args.RaiseBy
-	return Decision{Next: NextContinue}, nil
-}
-
 // callOver names the limit one more call of t would pass (tool calls, or
 // spend when the tool has a price), with the limit's value; "" when none.
-func (s *step) callOver(t tool.Tool) (string, int64) {
-	lim, b := s.run.Limits, s.run.Budget
-	if lim.MaxToolCalls > 0 && b.ToolCallsUsed+b.ToolCallsReserved+s.pend.used.ToolCalls+1 > lim.MaxToolCalls {
+func callOver(e *env, cur *cursor, pend *pending, t tool.Tool) (string, int64) {
+	lim, u := e.run.Limits, cur.inUse(pend.used())
+	if lim.MaxToolCalls > 0 && u.ToolCalls+1 > lim.MaxToolCalls {
 		return "max_tool_calls", lim.MaxToolCalls
 	}
-	if p := price(t); p > 0 && lim.MaxSpendMicroUSD > 0 &&
-		b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+s.pend.used.SpendMicroUSD+p > lim.MaxSpendMicroUSD {
+	if p := price(t); p > 0 && lim.MaxSpendMicroUSD > 0 && u.SpendMicroUSD+p > lim.MaxSpendMicroUSD {
 		return "max_spend", lim.MaxSpendMicroUSD
 	}
 	return "", 0

@@ -5,128 +5,97 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/kernel/artifact"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
-// load rebuilds the transcript from the checkpoint chain and the plan
-// items, or takes them from the cache when nothing was written since this
-// worker's last Step of the run.
-func (s *step) load(ctx context.Context) error {
-	s.status = s.run.Status
-	if !s.fromCache() {
-		if err := s.loadStore(ctx); err != nil {
-			return err
-		}
-	}
-	if len(s.msgs) == 0 {
-		s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: s.run.Request})
-		s.addEvent(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
-	}
-	s.view.budget = windowChars(s.agent)
-	// A transcript read back whole keeps only its window, like a warm one.
-	s.trimTranscript(false)
-	if s.status == run.StatusCreated || s.status == run.StatusPlanned {
-		s.setStatus(run.StatusRunning)
-	}
-	return nil
-}
-
-func (s *step) loadStore(ctx context.Context) error {
-	msgs, cp, err := s.chain(ctx, s.run.ID, s.run.CheckpointID, 0)
+// readRun rebuilds what a Step starts from out of the store: the
+// transcript from the checkpoint chain (following forks), the cursor at
+// its last checkpoint, and the plan items, the run's own and those of the
+// runs it forked from. The cursor is returned as far as it was read even
+// when reading failed after the chain (the Step's span names its
+// checkpoint).
+func readRun(ctx context.Context, e *env) (transcript, plan, cursor, error) {
+	r := e.run
+	msgs, cp, records, err := chain(ctx, e, r.ID, r.CheckpointID, 0)
 	if err != nil {
-		return err
+		return transcript{}, plan{}, startCursor(r), err
 	}
-	if s.run.ParentRunID != "" && s.run.CheckpointID == "" {
-		msgs, cp, err = s.chain(ctx, s.run.ParentRunID, s.run.ForkCheckpointID, 1)
+	if r.ParentRunID != "" && r.CheckpointID == "" {
+		msgs, cp, _, err = chain(ctx, e, r.ParentRunID, r.ForkCheckpointID, 1)
 		if err != nil {
-			return err
+			return transcript{}, plan{}, startCursor(r), err
 		}
 		cp.Seq = 0
 	}
-	s.msgs, s.committed, s.cpID, s.cpSeq, s.wsVersion = msgs, len(msgs), cp.ID, cp.Seq, cp.WorkspaceVersion
-	if s.cpID == "" && s.run.ParentRunID != "" {
-		s.cpID = s.run.ForkCheckpointID
+	if cp.ID == "" && r.ParentRunID != "" {
+		cp.ID = r.ForkCheckpointID
 	}
-	items, err := s.h.opt.Store.ListPlanItems(ctx, s.run.ID)
+	tr, cur := transcript{msgs: msgs, red: e.red}, cursorAt(r, cp, len(msgs), records)
+	items, err := e.opt.Store.ListPlanItems(ctx, r.ID)
 	if err != nil {
-		return err
+		return tr, plan{}, cur, err
 	}
-	s.items = map[string]run.PlanItem{}
-	for _, it := range items {
-		s.items[it.CallID] = it
-		if it.Order >= s.nextOrder {
-			s.nextOrder = it.Order + 1
-		}
-	}
-	s.inherited = map[string]run.PlanItem{}
-	for parent, depth := s.run.ParentRunID, 0; parent != "" && depth < 32; depth++ {
-		pitems, err := s.h.opt.Store.ListPlanItems(ctx, parent)
+	var inherited []run.PlanItem // nearest fork first
+	for parent, depth := r.ParentRunID, 0; parent != "" && depth < 32; depth++ {
+		pitems, err := e.opt.Store.ListPlanItems(ctx, parent)
 		if err != nil {
-			return err
+			return tr, plan{}, cur, err
 		}
-		for _, it := range pitems {
-			if _, ok := s.inherited[it.CallID]; !ok {
-				s.inherited[it.CallID] = it
-			}
-		}
-		pr, err := s.h.opt.Store.GetRun(ctx, parent)
+		inherited = append(inherited, pitems...)
+		pr, err := e.opt.Store.GetRun(ctx, parent)
 		if err != nil {
-			return err
+			return tr, plan{}, cur, err
 		}
 		parent = pr.ParentRunID
 	}
-	return nil
+	return tr, newPlan(items, inherited), cur, nil
 }
 
 // chain returns the transcript up to checkpoint upTo of runID (all of it
-// when upTo is empty), following forks to their parents.
-func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]model.Message, run.Checkpoint, error) {
+// when upTo is empty), following forks to their parents, with its last
+// checkpoint and, for the Step's own run, the last agent version its
+// checkpoints name.
+func chain(ctx context.Context, e *env, runID, upTo string, depth int) (msgs []model.Message, last run.Checkpoint, records string, err error) {
 	if depth > 32 {
-		return nil, run.Checkpoint{}, errors.New("fork chain deeper than 32")
+		return nil, run.Checkpoint{}, "", errors.New("fork chain deeper than 32")
 	}
-	r := s.run
-	if runID != s.run.ID {
-		var err error
-		if r, err = s.h.opt.Store.GetRun(ctx, runID); err != nil {
-			return nil, run.Checkpoint{}, err
+	r := e.run
+	if runID != e.run.ID {
+		if r, err = e.opt.Store.GetRun(ctx, runID); err != nil {
+			return nil, run.Checkpoint{}, "", err
 		}
 	}
-	var msgs []model.Message
-	var last run.Checkpoint
 	if r.ParentRunID != "" {
-		var err error
-		if msgs, last, err = s.chain(ctx, r.ParentRunID, r.ForkCheckpointID, depth+1); err != nil {
-			return nil, run.Checkpoint{}, err
+		if msgs, last, _, err = chain(ctx, e, r.ParentRunID, r.ForkCheckpointID, depth+1); err != nil {
+			return nil, run.Checkpoint{}, "", err
 		}
 	}
-	if upTo == "" && runID == s.run.ID && s.run.CheckpointID == "" {
-		return msgs, last, nil
+	if upTo == "" && runID == e.run.ID && e.run.CheckpointID == "" {
+		return msgs, last, "", nil
 	}
 	var after int64
 	for {
-		page, err := s.h.opt.Store.ListCheckpoints(ctx, runID, after, 1000)
+		page, err := e.opt.Store.ListCheckpoints(ctx, runID, after, 1000)
 		if err != nil {
-			return nil, run.Checkpoint{}, err
+			return nil, run.Checkpoint{}, "", err
 		}
 		for _, cp := range page {
-			st, err := s.state(ctx, cp)
+			st, err := readState(ctx, e.opt.Artifacts, cp)
 			if err != nil {
-				return nil, run.Checkpoint{}, err
+				return nil, run.Checkpoint{}, "", err
 			}
 			msgs = append(msgs, st.Messages...)
 			last = cp
-			if st.AgentVersion != "" && runID == s.run.ID {
-				s.recVersion = st.AgentVersion
+			if st.AgentVersion != "" && runID == e.run.ID {
+				records = st.AgentVersion
 			}
 			if cp.ID == upTo {
-				return msgs, last, nil
+				return msgs, last, records, nil
 			}
 		}
 		if len(page) < 1000 {
@@ -135,39 +104,7 @@ func (s *step) chain(ctx context.Context, runID, upTo string, depth int) ([]mode
 		after = page[len(page)-1].Seq
 	}
 	if upTo != "" {
-		return nil, run.Checkpoint{}, fmt.Errorf("checkpoint %s of run %s: %w", upTo, runID, store.ErrNotFound)
+		return nil, run.Checkpoint{}, "", fmt.Errorf("checkpoint %s of run %s: %w", upTo, runID, store.ErrNotFound)
 	}
-	return msgs, last, nil
-}
-
-func (s *step) state(ctx context.Context, cp run.Checkpoint) (checkpointState, error) {
-	return readState(ctx, s.h.opt.Artifacts, cp)
-}
-
-// readState decodes a checkpoint's state, inline or from the artifact
-// store (verified against its hash).
-func readState(ctx context.Context, arts artifact.Store, cp run.Checkpoint) (checkpointState, error) {
-	data := cp.State
-	if cp.StateRef != "" {
-		if arts == nil {
-			return checkpointState{}, fmt.Errorf("checkpoint %s is in the artifact store, which is not configured", cp.ID)
-		}
-		k, err := artifact.ParsePath(cp.StateRef)
-		if err != nil {
-			return checkpointState{}, err
-		}
-		b, info, err := arts.Get(ctx, k)
-		if err != nil {
-			return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, err)
-		}
-		if cp.StateHash != "" && info.SHA256 != cp.StateHash {
-			return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, artifact.ErrCorrupt)
-		}
-		data = b
-	}
-	var st checkpointState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return checkpointState{}, fmt.Errorf("checkpoint %s state: %w", cp.ID, err)
-	}
-	return st, nil
+	return msgs, last, records, nil
 }

@@ -1,13 +1,12 @@
 package harness
 
 // The model call of an iteration: its budget checks, the call, what a
-// failure means, the plan items of its answer, and the end of a turn.
+// failure means, the answer recorded, and the end of a turn.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/model"
@@ -18,52 +17,54 @@ import (
 
 // callModel makes one model call and turns its answer into plan items, or
 // ends the turn. stop is true when the Step must return d.
-func (s *step) callModel(ctx context.Context) (d Decision, stop bool, err error) {
-	lim := s.run.Limits
-	if lim.MaxSteps > 0 && s.run.StepCount+s.pend.steps >= lim.MaxSteps {
-		d, err := s.atLimit(ctx, "max_steps", lim.MaxSteps)
+func callModel(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending) (d Decision, stop bool, err error) {
+	lim := e.run.Limits
+	if lim.MaxSteps > 0 && cur.steps+pend.steps() >= lim.MaxSteps {
+		d, err := atLimit(ctx, e, tr, pl, cur, pend, "max_steps", lim.MaxSteps)
 		return d, true, err
 	}
-	req := s.modelRequest()
-	estimate := s.view.estimate(req.System, req.MaxTokens)
-	if d, stop, err := s.spendExceeded(ctx, estimate); stop {
+	msgs, omitted, omittedAsst := tr.request()
+	req := model.Request{RunID: e.run.ID, System: e.agent.System, Messages: msgs, Tools: specs(e.agent.Tools), MaxTokens: e.agent.MaxTokens,
+		Omitted: omitted, OmittedAssistant: omittedAsst}
+	estimate := tr.estimate(req.System, req.MaxTokens)
+	if d, stop, err := spendExceeded(ctx, e, tr, pl, cur, pend, estimate); stop {
 		return d, stop, err
 	}
 	// model_call_started is written only when the call fails: a completed
 	// call's started event would land in the same commit as its
 	// model_call_completed, which carries the duration instead.
-	startedAt := s.h.opt.Clock()
-	cctx, csp := s.startChat(ctx, req)
-	resp, err := s.agent.Model.Generate(cctx, req)
-	s.endChat(cctx, csp, resp, err)
+	startedAt := e.opt.Clock()
+	cctx, csp := e.tel.startChat(ctx, req)
+	resp, err := e.agent.Model.Generate(cctx, req)
+	e.tel.endChat(cctx, csp, resp, err)
 	if err != nil {
-		s.addEvent(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
-		return s.modelFailed(ctx, err)
+		pend.event(run.Event{Type: run.EventModelCallStarted, Time: startedAt, Data: jsonObj("messages", len(req.Messages), "estimated_tokens", estimate, "omitted_messages", req.Omitted)})
+		return modelFailed(ctx, pend, err)
 	}
 	var renamed []renamedCall
-	resp.ToolCalls, renamed = uniqueCallIDs(resp.ToolCalls, s.msgs)
+	resp.ToolCalls, renamed = uniqueCallIDs(resp.ToolCalls, tr.messages())
 	if len(renamed) > 0 {
-		s.log.Warn("model answer with duplicate tool-call ids: renamed", "run_id", s.run.ID, "renamed", len(renamed))
+		e.log.Warn("model answer with duplicate tool-call ids: renamed", "run_id", e.run.ID, "renamed", len(renamed))
 	}
-	s.modelAnswered(req, resp, startedAt, renamed)
+	modelAnswered(e, tr, pend, req, resp, startedAt, renamed)
 	if len(resp.ToolCalls) == 0 {
-		return s.endTurn(ctx, resp.Text)
+		return endTurn(ctx, e, tr, cur, pend, resp.Text)
 	}
-	s.setStatus(run.StatusRunning)
-	s.planCalls(ctx, resp.ToolCalls)
+	pend.setStatus(run.StatusRunning)
+	planCalls(ctx, e, tr, pl, pend, resp.ToolCalls)
 	return Decision{}, false, nil
 }
 
 // spendExceeded ends the run when the call would take it past its token
 // limit (by the request's estimate) or it is at its spend limit.
-func (s *step) spendExceeded(ctx context.Context, estimate int64) (Decision, bool, error) {
-	lim, b := s.run.Limits, s.run.Budget
-	if lim.MaxTokens > 0 && b.TokensUsed+b.TokensReserved+s.pend.used.Tokens+estimate > lim.MaxTokens {
-		d, err := s.atLimit(ctx, "max_tokens", lim.MaxTokens)
+func spendExceeded(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending, estimate int64) (Decision, bool, error) {
+	lim, u := e.run.Limits, cur.inUse(pend.used())
+	if lim.MaxTokens > 0 && u.Tokens+estimate > lim.MaxTokens {
+		d, err := atLimit(ctx, e, tr, pl, cur, pend, "max_tokens", lim.MaxTokens)
 		return d, true, err
 	}
-	if lim.MaxSpendMicroUSD > 0 && b.SpendUsedMicroUSD+b.SpendReservedMicroUSD+s.pend.used.SpendMicroUSD >= lim.MaxSpendMicroUSD {
-		d, err := s.atLimit(ctx, "max_spend", lim.MaxSpendMicroUSD)
+	if lim.MaxSpendMicroUSD > 0 && u.SpendMicroUSD >= lim.MaxSpendMicroUSD {
+		d, err := atLimit(ctx, e, tr, pl, cur, pend, "max_spend", lim.MaxSpendMicroUSD)
 		return d, true, err
 	}
 	return Decision{}, false, nil
@@ -72,16 +73,16 @@ func (s *step) spendExceeded(ctx context.Context, estimate int64) (Decision, boo
 // modelFailed decides what a failed model call means: a durable wait on a
 // rate limit, the run failed on a refusal retrying cannot fix, or a
 // retryable Step.
-func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, error) {
+func modelFailed(ctx context.Context, pend *pending, err error) (Decision, bool, error) {
 	var rl *model.RateLimitedError
 	if errors.As(err, &rl) {
-		s.recordAttempts(rl.Attempts)
+		recordAttempts(pend, rl.Attempts)
 		wait := int64(rl.RetryAfter.Seconds() + 0.999)
 		if wait < 1 {
 			wait = 1
 		}
-		s.addEvent(run.Event{Type: run.EventRateLimited, Data: jsonObj("retry_after_seconds", wait, "durable_wait", true)})
-		if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+		pend.event(run.Event{Type: run.EventRateLimited, Data: jsonObj("retry_after_seconds", wait, "durable_wait", true)})
+		if ferr := pend.flush(ctx, store.Commit{}); ferr != nil {
 			return Decision{}, true, ferr
 		}
 		return Decision{Next: NextWait, WaitSeconds: wait}, true, nil
@@ -91,11 +92,11 @@ func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, erro
 	}
 	var ce *model.CallError
 	if errors.As(err, &ce) && ce.Permanent() {
-		d, err := s.modelRefused(ctx, ce)
+		d, err := modelRefused(ctx, pend, ce)
 		return d, true, err
 	}
-	s.addEvent(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
-	if ferr := s.flush(ctx, store.Commit{}); ferr != nil {
+	pend.event(run.Event{Type: run.EventModelCallFailed, Data: jsonObj("error", err.Error())})
+	if ferr := pend.flush(ctx, store.Commit{}); ferr != nil {
 		return Decision{}, true, ferr
 	}
 	return Decision{}, true, &RetryableError{Err: fmt.Errorf("model call: %w", err)}
@@ -104,131 +105,61 @@ func (s *step) modelFailed(ctx context.Context, err error) (Decision, bool, erro
 // modelAnswered records the answer: its usage, its event (with what the
 // model said, for `keel record`, and the tool-call ids the harness made
 // unique), and the assistant message.
-func (s *step) modelAnswered(req model.Request, resp model.Response, startedAt time.Time, renamed []renamedCall) {
-	s.recordAttempts(resp.Attempts)
-	s.pend.steps++
-	s.pend.used.Tokens += resp.Usage.Total()
-	s.pend.used.SpendMicroUSD += resp.CostMicroUSD
-	s.addEvent(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
+func modelAnswered(e *env, tr *transcript, pend *pending, req model.Request, resp model.Response, startedAt time.Time, renamed []renamedCall) {
+	recordAttempts(pend, resp.Attempts)
+	pend.step()
+	pend.use(store.Amounts{Tokens: resp.Usage.Total(), SpendMicroUSD: resp.CostMicroUSD})
+	pend.event(run.Event{Type: run.EventModelCallCompleted, Data: mustJSON(callCompleted{
 		Usage: resp.Usage, StopReason: resp.StopReason, ResponseID: resp.ResponseID, Model: resp.Model,
 		CostMicroUSD: resp.CostMicroUSD, ToolCalls: len(resp.ToolCalls), RetriedAttempts: len(resp.Attempts), OmittedMessages: req.Omitted,
-		DurationUS: micros(s.h.opt.Clock().Sub(startedAt)), RenamedCallIDs: renamed,
+		DurationUS: micros(e.opt.Clock().Sub(startedAt)), RenamedCallIDs: renamed,
 		// What the model answered, so that `keel record` can replay the
 		// run's decisions: the text and each call's name and arguments
 		// (arguments never hold secrets: they are shown to the model and
 		// stored on the plan item already).
-		Answer: answerJSON(resp, s.view.refs(s.msgs))})})
-	s.msgs = append(s.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		Answer: answerJSON(resp, tr.refs())})})
+	tr.add(model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 }
 
-// planCalls turns the answer's tool calls into pending plan items; a call
-// with invalid arguments is answered at once and never dispatched.
-func (s *step) planCalls(ctx context.Context, calls []model.ToolCall) {
-	for _, tc := range calls {
-		it := run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
-		s.nextOrder++
-		t, verr := s.agent.Tools.Validate(tc.Name, tc.Args)
-		if verr == nil {
-			t, verr = s.judgeCall(ctx, t)
-		}
-		hash, herr := run.ArgsHash(tc.Args)
-		if verr == nil && herr != nil {
-			// Arguments the hash cannot bind exactly (a number beyond a
-			// double) are refused like invalid ones: an approval of them could
-			// cover another action.
-			verr = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, herr)
-		}
-		it.ArgsHash = hash
-		if verr != nil {
-			// Never dispatched: the model is told what was wrong.
-			it.Mode = run.ModeSafeReadonly
-			if herr != nil {
-				it.Args, it.ArgsHash = invalidArgs(tc.Args), ""
-			}
-			s.addEvent(run.Event{Type: run.EventToolFailed, PlanItemID: it.ID, Data: jsonObj("tool", tc.Name, "error", verr.Error(), "dispatched", false)})
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: verr.Error()}, true)
-			continue
-		}
-		it.Mode = t.Info().Mode
-		s.putItem(it)
-	}
-}
-
-func (s *step) recordAttempts(as []model.Attempt) {
+// recordAttempts records the attempts the model client retried below the
+// call, each as the event of its kind.
+func recordAttempts(pend *pending, as []model.Attempt) {
 	for _, a := range as {
 		typ := run.EventModelCallFailed
 		if a.Kind == "rate_limited" {
 			typ = run.EventRateLimited
 		}
-		s.addEvent(run.Event{Type: typ, Data: mustJSON(map[string]any{"kind": a.Kind, "status": a.Status,
+		pend.event(run.Event{Type: typ, Data: mustJSON(map[string]any{"kind": a.Kind, "status": a.Status,
 			"retry_after_seconds": a.RetryAfter.Seconds(), "error": a.Error, "retried": true})})
 	}
 }
 
 // endTurn handles a model answer without tool calls: the next queued input
 // starts a new turn, or the run completes.
-func (s *step) endTurn(ctx context.Context, text string) (Decision, bool, error) {
-	s.addEvent(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("output_chars", len(text))})
-	if s.run.InputPolicy == run.InputQueue || s.run.InputPolicy == run.InputInterrupt {
-		if started, err := s.takeInputs(ctx); err != nil || started {
+func endTurn(ctx context.Context, e *env, tr *transcript, cur *cursor, pend *pending, text string) (Decision, bool, error) {
+	pend.event(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("output_chars", len(text))})
+	if e.run.InputPolicy == run.InputQueue || e.run.InputPolicy == run.InputInterrupt {
+		if started, err := takeInputs(ctx, e, tr, pend); err != nil || started {
 			return Decision{}, false, err
 		}
 	}
-	out := text
-	s.setStatus(run.StatusCompleted)
-	s.pend.patch.Output = &out
-	s.pend.patch.ReleaseLease = true
-	s.addEvent(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", s.run.StepCount+s.pend.steps)})
-	if err := s.flush(ctx, store.Commit{}); err != nil {
+	pend.setStatus(run.StatusCompleted)
+	pend.setOutput(text)
+	pend.releaseLease()
+	pend.event(run.Event{Type: run.EventRunCompleted, Data: jsonObj("steps", cur.steps+pend.steps())})
+	if err := pend.flush(ctx, store.Commit{}); err != nil {
 		return Decision{}, true, err
 	}
 	return Decision{Next: NextDone}, true, nil
 }
 
-// inputCommitReserve is what the commit that consumes a batch of inputs
-// writes besides the pending records and the inputs: the run row, the
-// checkpoint, checkpoint_written and turn_started, plus a margin.
-const inputCommitReserve = 8
-
-// takeInputs starts a new turn from queued input, if any. It takes the
-// oldest inputs in a bounded batch — as many as the commit that consumes
-// them can hold under store.MaxItemsPerCommit, and at most store.MaxText
-// bytes of text (the first input always) — so that any number of queued
-// inputs never makes a commit the store refuses; the rest start the
-// following turns, in order.
-func (s *step) takeInputs(ctx context.Context) (bool, error) {
-	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
-	if err != nil {
-		return false, &RetryableError{Err: err}
+// specs are the tools a model is offered.
+func specs(r *tool.Registry) []model.ToolSpec {
+	var out []model.ToolSpec
+	for _, n := range r.Names() {
+		t, _ := r.Get(n)
+		info := t.Info()
+		out = append(out, model.ToolSpec{Name: info.Name, Description: info.Description, Schema: info.Schema})
 	}
-	if len(inputs) == 0 {
-		return false, nil
-	}
-	room := s.inputRoom()
-	if room < 1 {
-		// The pending records leave no room: commit them first.
-		if err := s.flush(ctx, store.Commit{}); err != nil {
-			return false, err
-		}
-		room = s.inputRoom()
-	}
-	var texts, ids []string
-	size := 0
-	for _, in := range inputs {
-		if len(ids) >= room || (len(ids) > 0 && size+len(in.Text) > store.MaxText) {
-			break
-		}
-		size += len(in.Text)
-		texts = append(texts, in.Text)
-		ids = append(ids, in.ID)
-	}
-	s.pend.consume = append(s.pend.consume, ids...)
-	s.msgs = append(s.msgs, model.Message{Role: model.RoleUser, Text: strings.Join(texts, "\n\n")})
-	s.addEvent(run.Event{Type: run.EventTurnStarted, Data: mustJSON(map[string]any{"inputs": ids})})
-	return true, nil
-}
-
-// inputRoom is how many inputs the next commit can still consume.
-func (s *step) inputRoom() int {
-	return store.MaxItemsPerCommit - inputCommitReserve - len(s.pend.events) - len(s.pend.itemIDs) - len(s.pend.consume)
+	return out
 }

@@ -39,59 +39,59 @@ func (e *PanicError) Error() string { return run.ToolPanicked(e.Tool, e.Value) }
 
 // recoverTool, deferred directly around a call into a tool, turns its
 // panic into a *PanicError in *errp, logged with its stack.
-func (s *step) recoverTool(name, call, planItem string, errp *error) {
+func recoverTool(e *env, name, call, planItem string, errp *error) {
 	v := recover()
 	if v == nil {
 		return
 	}
-	*errp = s.toolPanicked(name, call, planItem, v)
+	*errp = toolPanicked(e, name, call, planItem, v)
 }
 
 // toolPanicked logs a recovered panic as one line carrying the stack.
-func (s *step) toolPanicked(name, call, planItem string, v any) *PanicError {
+func toolPanicked(e *env, name, call, planItem string, v any) *PanicError {
 	pe := &PanicError{Tool: name, Call: call, Value: v, Stack: debug.Stack()}
-	s.log.Error("tool panicked", "tool", name, "call", call, "plan_item", planItem,
-		"panic", s.redact(fmt.Sprint(v)), "stack", string(pe.Stack))
+	e.log.Error("tool panicked", "tool", name, "call", call, "plan_item", planItem,
+		"panic", e.red.redact(fmt.Sprint(v)), "stack", string(pe.Stack))
 	return pe
 }
 
 // runTool is t.Run with its panic recovered.
-func (s *step) runTool(ctx context.Context, t tool.Tool, name string, c tool.Call) (res tool.Result, err error) {
-	defer s.recoverTool(name, "run", c.PlanItemID, &err)
+func runTool(ctx context.Context, e *env, t tool.Tool, name string, c tool.Call) (res tool.Result, err error) {
+	defer recoverTool(e, name, "run", c.PlanItemID, &err)
 	return t.Run(ctx, c)
 }
 
 // guardEffect wraps an effect so that a panic in any of its calls is
 // recovered (see PanicError).
-func (s *step) guardEffect(t tool.Effectful) tool.Effectful {
+func guardEffect(e *env, t tool.Effectful) tool.Effectful {
 	if t == nil {
 		return nil
 	}
 	if g, ok := t.(guardedEffect); ok {
 		return g
 	}
-	return guardedEffect{Effectful: t, s: s}
+	return guardedEffect{Effectful: t, e: e}
 }
 
 type guardedEffect struct {
 	tool.Effectful
-	s *step
+	e *env
 }
 
 var _ tool.Effectful = guardedEffect{}
 
 func (g guardedEffect) Intent(ctx context.Context, c tool.Call) (in tool.Intent, err error) {
-	defer g.s.recoverTool(g.Info().Name, "intent", c.PlanItemID, &err)
+	defer recoverTool(g.e, g.Info().Name, "intent", c.PlanItemID, &err)
 	return g.Effectful.Intent(ctx, c)
 }
 
 func (g guardedEffect) Dispatch(ctx context.Context, op run.Operation) (out ops.Outcome, err error) {
-	defer g.s.recoverTool(g.Info().Name, "dispatch", op.PlanItemID, &err)
+	defer recoverTool(g.e, g.Info().Name, "dispatch", op.PlanItemID, &err)
 	return g.Effectful.Dispatch(ctx, op)
 }
 
 func (g guardedEffect) Lookup(ctx context.Context, op run.Operation) (out ops.Outcome, found bool, err error) {
-	defer g.s.recoverTool(g.Info().Name, "lookup", op.PlanItemID, &err)
+	defer recoverTool(g.e, g.Info().Name, "lookup", op.PlanItemID, &err)
 	return g.Effectful.Lookup(ctx, op)
 }
 
@@ -100,7 +100,7 @@ func (g guardedEffect) Lookup(ctx context.Context, op run.Operation) (out ops.Ou
 func (g guardedEffect) Describe(op run.Operation) (res tool.Result) {
 	defer func() {
 		if v := recover(); v != nil {
-			pe := g.s.toolPanicked(g.Info().Name, "describe", op.PlanItemID, v)
+			pe := toolPanicked(g.e, g.Info().Name, "describe", op.PlanItemID, v)
 			res = tool.Result{Content: fmt.Sprintf("operation %s succeeded at %s (external id %q); describing it failed: %v",
 				op.ID, op.Destination, op.ExternalID, pe)}
 		}

@@ -1,19 +1,15 @@
 package harness
 
-// What the next commit of a Step writes: the events, plan items, usage
-// and run patch it collects, and the tool answers the transcript gets.
+// What the next commit of a Step writes, gathered as the Step goes: the
+// events, plan items, usage and run patch. commit.go writes it.
 
 import (
-	"encoding/json"
-
-	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
-	"github.com/keelrun/keel/internal/kernel/tool"
 )
 
-// pending is what the next commit will write.
-type pending struct {
+// records is what the next commit writes besides the checkpoint.
+type records struct {
 	events   []run.Event
 	items    map[string]run.PlanItem // by id
 	itemIDs  []string
@@ -24,9 +20,31 @@ type pending struct {
 	patch    store.RunPatch
 }
 
-func (p *pending) empty() bool {
-	return len(p.events) == 0 && len(p.items) == 0 && p.steps == 0 && len(p.consume) == 0 &&
-		p.patch == (store.RunPatch{}) && p.used == (store.Amounts{}) && p.released == (store.Amounts{})
+func (r *records) empty() bool {
+	return len(r.events) == 0 && len(r.items) == 0 && r.steps == 0 && len(r.consume) == 0 &&
+		r.patch == (store.RunPatch{}) && r.used == (store.Amounts{}) && r.released == (store.Amounts{})
+}
+
+// pending is the Step's next commit: what it will write, and the one way
+// anything of the Step is written (commit.go). Rule 2 of the package,
+// one commit per iteration, holds because nothing else calls
+// Store.Commit. The transcript's messages past the cursor are its
+// checkpoint; every item it records is the plan's from then on; the
+// cursor moves when it is written.
+type pending struct {
+	e   *env
+	tr  *transcript // read: its messages past the cursor are the next checkpoint
+	pl  *plan       // each recorded item is put here
+	cur *cursor     // moved by each commit
+	ws  *runWorkspace
+
+	token  int64      // the lease the commit is written under; -1 once a commit released it
+	status run.Status // the run's status as the next commit leaves it
+	// fresh holds the run's signals as the last commit left them, when the
+	// store reports them (signalCommitter): the next iteration uses them
+	// instead of reading its own.
+	fresh *store.RunSignals
+	rec   records
 }
 
 // closing reports the event types that end a turn or a run.
@@ -38,65 +56,81 @@ func closing(t run.EventType) bool {
 	return false
 }
 
-func (s *step) addEvent(e run.Event) {
+func (p *pending) empty() bool { return p.rec.empty() }
+
+// drop forgets what is not written: the run ends over the last commit.
+func (p *pending) drop() { p.rec = records{} }
+
+func (p *pending) event(e run.Event) {
 	if e.Time.IsZero() {
-		e.Time = s.h.opt.Clock()
+		e.Time = p.e.opt.Clock()
 	}
-	e.Data = s.redactBytes(e.Data)
-	s.pend.events = append(s.pend.events, e)
+	e.Data = p.e.red.bytes(e.Data)
+	p.rec.events = append(p.rec.events, e)
 }
 
-func (s *step) putItem(it run.PlanItem) {
-	it.UpdatedAt = s.h.opt.Clock()
-	it.Result = s.redactBytes(it.Result)
-	if s.pend.items == nil {
-		s.pend.items = map[string]run.PlanItem{}
+// item records it, and makes it its call's item in the plan.
+func (p *pending) item(it run.PlanItem) {
+	it.UpdatedAt = p.e.opt.Clock()
+	it.Result = p.e.red.bytes(it.Result)
+	if p.rec.items == nil {
+		p.rec.items = map[string]run.PlanItem{}
 	}
-	if _, ok := s.pend.items[it.ID]; !ok {
-		s.pend.itemIDs = append(s.pend.itemIDs, it.ID)
+	if _, ok := p.rec.items[it.ID]; !ok {
+		p.rec.itemIDs = append(p.rec.itemIDs, it.ID)
 	}
-	s.pend.items[it.ID] = it
-	s.items[it.CallID] = it
+	p.rec.items[it.ID] = it
+	p.pl.put(it)
 }
 
-func (s *step) setStatus(st run.Status) {
-	if s.status == st {
+func (p *pending) setStatus(st run.Status) {
+	if p.status == st {
 		return
 	}
-	s.status = st
-	s.pend.patch.Status = st
+	p.status = st
+	p.rec.patch.Status = st
 }
 
-func (s *step) answer(callID string, res tool.Result, isErr bool) {
-	res = s.redactResult(res)
-	s.msgs = append(s.msgs, model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: callID, Content: res.Content, IsError: isErr}}})
+// releaseLease: the commit ends the Step's lease (the run waits, or ended).
+func (p *pending) releaseLease() { p.rec.patch.ReleaseLease = true }
+
+// setError is the run's error as the commit leaves it.
+func (p *pending) setError(msg string) { p.rec.patch.Error = &msg }
+
+// setOutput is the run's output as the commit leaves it.
+func (p *pending) setOutput(out string) { p.rec.patch.Output = &out }
+
+// raiseLimits raises the run's limits by delta.
+func (p *pending) raiseLimits(delta run.Limits) { p.rec.patch.RaiseLimits = delta }
+
+// use adds to what the run used.
+func (p *pending) use(a store.Amounts) {
+	p.rec.used.Tokens += a.Tokens
+	p.rec.used.SpendMicroUSD += a.SpendMicroUSD
+	p.rec.used.ToolCalls += a.ToolCalls
 }
 
-// recorded is the tool result a plan item holds.
-type recorded struct {
-	Content string          `json:"content"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	IsError bool            `json:"is_error,omitempty"`
+// release gives back what the store reserved for a call.
+func (p *pending) release(a store.Amounts) {
+	p.rec.released.Tokens += a.Tokens
+	p.rec.released.SpendMicroUSD += a.SpendMicroUSD
+	p.rec.released.ToolCalls += a.ToolCalls
 }
 
-func recordOf(res tool.Result, isErr bool) json.RawMessage {
-	b, _ := json.Marshal(recorded{Content: res.Content, Data: res.Data, IsError: isErr})
-	return b
-}
+// step counts a model call.
+func (p *pending) step() { p.rec.steps++ }
 
-func (s *step) finishItem(it run.PlanItem, st run.PlanStatus, res tool.Result, isErr bool) {
-	it.Status = st
-	it.Result = recordOf(res, isErr)
-	s.putItem(it)
-	s.answer(it.CallID, res, isErr)
-}
+// consume marks queued inputs taken.
+func (p *pending) consume(ids []string) { p.rec.consume = append(p.rec.consume, ids...) }
 
-// itemByID is the run's plan item with id.
-func (s *step) itemByID(id string) (run.PlanItem, bool) {
-	for _, x := range s.items {
-		if x.ID == id {
-			return x, true
-		}
-	}
-	return run.PlanItem{}, false
+// used is what the commit adds to the run's use.
+func (p *pending) used() store.Amounts { return p.rec.used }
+
+// steps is how many model calls the commit counts.
+func (p *pending) steps() int64 { return p.rec.steps }
+
+// room is how many more records (events, items, inputs) the commit can
+// hold with reserve kept for what it writes besides them.
+func (p *pending) room(reserve int) int {
+	return store.MaxItemsPerCommit - reserve - len(p.rec.events) - len(p.rec.itemIDs) - len(p.rec.consume)
 }

@@ -43,43 +43,47 @@ func secretsOf(reg *tool.Registry) []string {
 	return out
 }
 
-// redact removes every declared secret from s. A tool's error or result
+// redactor replaces the secrets the agent's tools declare (secretsOf)
+// wherever the harness would record or show them.
+type redactor []string
+
+// redact removes every declared secret from str. A tool's error or result
 // that carries its credential (an url.Error with a token in the query, a
 // provider's echo of a key) is recorded and shown to the model without it.
-func (s *step) redact(str string) string {
-	for _, sec := range s.secrets {
+func (r redactor) redact(str string) string {
+	for _, sec := range r {
 		str = strings.ReplaceAll(str, sec, redacted)
 	}
 	return str
 }
 
-func (s *step) redactBytes(b []byte) []byte {
-	if len(s.secrets) == 0 || len(b) == 0 {
+func (r redactor) bytes(b []byte) []byte {
+	if len(r) == 0 || len(b) == 0 {
 		return b
 	}
-	return []byte(s.redact(string(b)))
+	return []byte(r.redact(string(b)))
 }
 
-func (s *step) redactResult(res tool.Result) tool.Result {
-	res.Content = s.redact(res.Content)
-	res.Data = s.redactBytes(res.Data)
+func (r redactor) result(res tool.Result) tool.Result {
+	res.Content = r.redact(res.Content)
+	res.Data = r.bytes(res.Data)
 	return res
 }
 
-// redactCommit removes secrets from what a commit records beyond events and
-// plan items (which addEvent and putItem already cleaned).
-func (s *step) redactCommit(c *store.Commit) {
-	if len(s.secrets) == 0 {
+// commit removes secrets from what a commit records beyond events and
+// plan items (which the pending commit cleaned as they came).
+func (r redactor) commit(c *store.Commit) {
+	if len(r) == 0 {
 		return
 	}
 	for i := range c.OperationUpdates {
-		c.OperationUpdates[i].Error = s.redact(c.OperationUpdates[i].Error)
-		c.OperationUpdates[i].Result = s.redactBytes(c.OperationUpdates[i].Result)
+		c.OperationUpdates[i].Error = r.redact(c.OperationUpdates[i].Error)
+		c.OperationUpdates[i].Result = r.bytes(c.OperationUpdates[i].Result)
 	}
 	if c.Run != nil {
 		for _, p := range []*string{c.Run.Error, c.Run.Output} {
 			if p != nil {
-				*p = s.redact(*p)
+				*p = r.redact(*p)
 			}
 		}
 	}

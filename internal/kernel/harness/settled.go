@@ -22,25 +22,25 @@ import (
 // reconciles it like any other (a destination that promises nothing hands
 // it to a person again). Then it is dispatched with its own id as the
 // idempotency key and unchanged arguments, and its outcome recorded.
-func (s *step) attemptAgain(ctx context.Context, it run.PlanItem, t tool.Effectful, op run.Operation) (Decision, bool, error) {
+func attemptAgain(ctx context.Context, e *env, tr *transcript, pend *pending, it run.PlanItem, t tool.Effectful, op run.Operation) (Decision, bool, error) {
 	if op.IdempotencyKey != op.ID || run.VerifyArgsHash(op.Args, op.ArgsHash) != nil {
-		return s.needsHuman(ctx, it, op, fmt.Sprintf("operation %s cannot be dispatched again as recorded: its key or arguments are not the ones of its intent", op.ID))
+		return needsHuman(ctx, pend, it, op, fmt.Sprintf("operation %s cannot be dispatched again as recorded: its key or arguments are not the ones of its intent", op.ID))
 	}
 	op.Attempts++
 	it.Status = run.PlanRunning
-	s.putItem(it)
-	s.addEvent(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
-	s.addEvent(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
+	pend.item(it)
+	pend.event(run.Event{Type: run.EventToolStarted, PlanItemID: it.ID, OperationID: op.ID, Data: jsonObj("tool", it.Tool)})
+	pend.event(run.Event{Type: run.EventOpIntent, PlanItemID: it.ID, OperationID: op.ID, Data: mustJSON(map[string]any{
 		"destination": op.Destination, "contract": t.Contract().String(), "args_hash": op.ArgsHash, "artifact_hash": op.ArtifactHash,
 		"attempt": op.Attempts, "why": op.Error})})
-	s.h.opt.Faults.Hit(FaultBeforeIntent)
+	e.opt.Faults.Hit(FaultBeforeIntent)
 	again := store.OperationUpdate{ID: op.ID, Status: run.OpPending, AttemptsDelta: 1}
-	if err := s.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{again}}); err != nil {
+	if err := pend.flush(ctx, store.Commit{OperationUpdates: []store.OperationUpdate{again}}); err != nil {
 		return Decision{}, true, err
 	}
-	s.h.opt.Faults.Hit(FaultAfterIntent)
+	e.opt.Faults.Hit(FaultAfterIntent)
 	op.Error = ""
-	return s.dispatchOp(ctx, it, t, op)
+	return dispatchOp(ctx, e, tr, pend, it, t, op)
 }
 
 // answerSettled finishes the plan items left needs_human whose operations
@@ -50,17 +50,12 @@ func (s *step) attemptAgain(ctx context.Context, it run.PlanItem, t tool.Effectf
 // not happen. An item whose operation is still needs_human stops the Step:
 // only a person moves that on. (One settled as not happened is pending,
 // and reconcileAll has dispatched it again before this.)
-func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
-	var waiting []run.PlanItem
-	for _, it := range s.items {
-		if it.Status == run.PlanNeedsHuman {
-			waiting = append(waiting, it)
-		}
-	}
+func answerSettled(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending) (Decision, bool, error) {
+	waiting := pl.waiting()
 	if len(waiting) == 0 {
 		return Decision{}, false, nil
 	}
-	all, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, false)
+	all, err := e.opt.Store.ListOperations(ctx, e.run.ID, false)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
@@ -76,15 +71,15 @@ func (s *step) answerSettled(ctx context.Context) (Decision, bool, error) {
 		switch op.Status {
 		case run.OpSucceeded:
 			res := tool.Result{Content: fmt.Sprintf("done: a person confirmed that operation %s took effect (external id %q)", op.ID, op.ExternalID)}
-			if t, ok := s.toolFor(ctx, op.Tool); ok {
+			if t, ok := e.tools.get(ctx, op.Tool); ok {
 				if eff, ok := t.(tool.Effectful); ok {
-					res = s.guardEffect(eff).Describe(op)
+					res = guardEffect(e, eff).Describe(op)
 					res.Content += " (a person confirmed this outcome)"
 				}
 			}
-			s.finishItem(it, run.PlanCompleted, res, false)
+			finishItem(pend, tr, it, run.PlanCompleted, res, false)
 		case run.OpFailed:
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: fmt.Sprintf(
+			finishItem(pend, tr, it, run.PlanFailed, tool.Result{Content: fmt.Sprintf(
 				"not done: operation %s %s. Calling the tool again is a new operation.", op.ID, op.Error)}, true)
 		case run.OpNeedsHuman:
 			return Decision{Next: NextNeedsHuman, Error: op.Error}, true, nil

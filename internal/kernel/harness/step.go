@@ -2,145 +2,116 @@ package harness
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
-	"github.com/keelrun/keel/internal/kernel/agentver"
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/kernel/store"
 )
 
-// step is the state of one Step call. It is thrown away when the Step
-// returns: the next Step rebuilds it from the store.
+// step is the state of one Step call: the run's identity and what the
+// Step reads (env), and the four values a feature works on — the
+// transcript, the plan, the cursor and the pending commit — which is all
+// it changes. It is thrown away when the Step returns: the next Step
+// rebuilds it from the store.
 type step struct {
-	h        *Harness
-	agent    Agent
-	run      run.Run
-	token    int64
+	env
+	cache    *runCache
 	deadline time.Time
-	log      *slog.Logger
-	secrets  []string // declared by the agent's tools: never recorded
 
-	msgs      []model.Message // the transcript: its first message and the tail the context window needs (transcript.go)
-	committed int             // msgs[:committed] are durable
-	view      transcriptView  // of msgs, for model calls
-	cpID      string
-	cpSeq     int64
-	wsVersion string                  // the workspace version of the last checkpoint
-	ws        Workspace               // the run's workspace, once a tool of this Step needed it
-	wsInUse   bool                    // a tool has ws and may change it until toolsDone
-	items     map[string]run.PlanItem // by model call id, this run
-	inherited map[string]run.PlanItem // by model call id, runs this one forked from
-	nextOrder int64
-	status    run.Status
-
+	tr   transcript
+	pl   plan
+	cur  cursor
 	pend pending
-	// recVersion is the agent version that wrote the run's records, as
-	// its checkpoints say (version.go); versionSaid: this Step's first
-	// checkpoint names the version running it.
-	recVersion  string
-	versionSaid bool
-	// fromDef is the definition the run moved from in this Step: its
-	// pending operations are reconciled under its contracts.
-	fromDef *agentver.Definition
-	// fresh holds the run's signals as the last commit left them, when the
-	// store reports them (signalCommitter): the next iteration uses them
-	// instead of reading its own.
-	fresh *store.RunSignals
-	// judged are the Step's judgements of its tool.Judged tools (judged.go).
-	judged judgedTools
+	ws   runWorkspace
 }
 
-type checkpointState struct {
-	Messages []model.Message `json:"messages"`
-	// AgentVersion is the version of the Step that wrote the checkpoint,
-	// on the first checkpoint of each Step only (it costs bytes per step).
-	AgentVersion string `json:"agent_version,omitempty"`
+// newStep is the step of run r, leased for a Step by agent until
+// deadline, before the run is read.
+func newStep(opt *Options, cache *runCache, agent Agent, r run.Run, deadline time.Time) *step {
+	s := &step{env: newEnv(opt, agent, r), cache: cache, deadline: deadline, cur: startCursor(r),
+		ws: runWorkspace{open: agent.Workspace, runID: r.ID, faults: opt.Faults}}
+	s.tr.red = s.red
+	s.pend = pending{e: &s.env, tr: &s.tr, pl: &s.pl, cur: &s.cur, ws: &s.ws, token: r.Lease.Token, status: r.Status}
+	return s
 }
 
 // loop runs iterations until a decision.
 func (s *step) loop(ctx context.Context) (Decision, error) {
-	if d, stop, err := s.checkVersion(ctx); err != nil || stop {
+	d, stop, from, err := checkVersion(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend)
+	if err != nil || stop {
 		return d, err
 	}
-	if d, stop, err := s.reconcileAll(ctx); err != nil || stop {
+	if d, stop, err := reconcileAll(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend, &s.ws, from); err != nil || stop {
 		return d, err
 	}
 	for {
 		// One cheap read per iteration sees a cancel request or a lost
 		// lease; budget reservations need no refresh, since only this
 		// step's own concurrent calls reserve while it holds the lease.
-		sig, err := s.signals(ctx)
+		sig, err := s.pend.signals(ctx)
 		if err != nil {
 			return Decision{}, &RetryableError{Err: err}
 		}
-		if sig.LeaseToken != s.token {
+		if sig.LeaseToken != s.pend.token {
 			return Decision{}, &FencedError{RunID: s.run.ID}
 		}
-		s.run.CancelRequested = sig.CancelRequested
-		if s.run.CancelRequested {
-			return s.cancel(ctx)
+		if sig.CancelRequested {
+			return cancel(ctx, &s.env, &s.tr, &s.pl, &s.pend)
 		}
-		if stopped, err := s.parentStopped(ctx); err != nil || stopped {
+		if stopped, err := parentStopped(ctx, &s.env); err != nil || stopped {
 			if err != nil {
 				return Decision{}, err
 			}
-			s.run.CancelRequested = true
-			return s.cancel(ctx)
+			return cancel(ctx, &s.env, &s.tr, &s.pl, &s.pend)
 		}
-		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.h.opt.Clock().Before(dl) {
-			return s.exceeded(ctx, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
+		if dl := s.run.Limits.Deadline; !dl.IsZero() && !s.opt.Clock().Before(dl) {
+			return exceeded(ctx, &s.env, &s.tr, &s.pl, &s.pend, "deadline", dl.Format("2006-01-02T15:04:05Z07:00"), "")
 		}
-		if len(s.openCalls()) == 0 {
-			d, stop, err := s.callModel(ctx)
+		if len(s.tr.openCalls()) == 0 {
+			d, stop, err := callModel(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend)
 			if err != nil || stop {
 				return d, err
 			}
 		}
-		if open := s.openCalls(); len(open) > 0 {
-			d, stop, err := s.runCalls(ctx, open)
+		if open := s.tr.openCalls(); len(open) > 0 {
+			d, stop, err := runCalls(ctx, &s.env, &s.tr, &s.pl, &s.cur, &s.pend, &s.ws, open)
 			if err != nil || stop {
 				return d, err
 			}
 		}
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+		if err := s.pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, err
 		}
-		s.trimTranscript(false)
-		if !s.h.opt.Clock().Before(s.deadline) {
+		s.tr.trim(s.cur.msgs, false)
+		if !s.opt.Clock().Before(s.deadline) {
 			return Decision{Next: NextContinue}, nil
 		}
 	}
 }
 
-// openCalls returns the tool calls of the last assistant message that have
-// no result in the transcript yet, in order.
-func (s *step) openCalls() []model.ToolCall {
-	last := -1
-	for i := len(s.msgs) - 1; i >= 0; i-- {
-		if s.msgs[i].Role == model.RoleAssistant {
-			last = i
-			break
+// load rebuilds the run's transcript, plan and cursor from the store, or
+// takes them from the cache when nothing was written since this worker's
+// last Step of the run.
+func (s *step) load(ctx context.Context) error {
+	tr, pl, cur, ok := s.cache.resume(&s.env)
+	if !ok {
+		var err error
+		if tr, pl, cur, err = readRun(ctx, &s.env); err != nil {
+			s.cur = cur // as far as it was read: the Step's span names its checkpoint
+			return err
 		}
 	}
-	if last < 0 {
-		return nil
+	s.tr, s.pl, s.cur = tr, pl, cur
+	if s.tr.size() == 0 {
+		s.tr.add(model.Message{Role: model.RoleUser, Text: s.run.Request})
+		s.pend.event(run.Event{Type: run.EventTurnStarted, Data: jsonObj("request_chars", len(s.run.Request))})
 	}
-	answered := map[string]bool{}
-	for _, m := range s.msgs[last+1:] {
-		if m.Role == model.RoleUser {
-			return nil
-		}
-		for _, tr := range m.ToolResults {
-			answered[tr.CallID] = true
-		}
+	s.tr.setWindow(windowChars(s.agent))
+	// A transcript read back whole keeps only its window, like a warm one.
+	s.tr.trim(s.cur.msgs, false)
+	if s.pend.status == run.StatusCreated || s.pend.status == run.StatusPlanned {
+		s.pend.setStatus(run.StatusRunning)
 	}
-	var open []model.ToolCall
-	for _, tc := range s.msgs[last].ToolCalls {
-		if !answered[tc.ID] {
-			open = append(open, tc)
-		}
-	}
-	return open
+	return nil
 }

@@ -17,7 +17,7 @@ import (
 // without calling into anything: a nil interface would panic if it did).
 func TestTelemetryOffCostsNothing(t *testing.T) {
 	h := &Harness{}
-	s := &step{h: h}
+	s := &tracer{}
 	ctx := context.Background()
 	r := run.Run{ID: "run_1", Agent: "a"}
 	it := run.PlanItem{ID: "pi_1", Tool: "t", CallID: "c1"}
@@ -25,7 +25,7 @@ func TestTelemetryOffCostsNothing(t *testing.T) {
 	ap := run.Approval{ID: "apr_1", RunID: "run_1", Tool: "t"}
 	fail := errors.New("boom")
 	allocs := testing.AllocsPerRun(100, func() {
-		sctx, sp := h.startStep(ctx, r, time.Time{})
+		sctx, sp := startStep(ctx, &h.opt, r, time.Time{})
 		cctx, csp := s.startChat(sctx, model.Request{})
 		s.endChat(cctx, csp, model.Response{}, nil)
 		tctx, tsp := s.startTool(sctx, it, false)
@@ -35,12 +35,12 @@ func TestTelemetryOffCostsNothing(t *testing.T) {
 		s.endDispatch(dctx, dsp, nil)
 		rctx, rsp := s.startOp(ectx, op, true)
 		s.endReconcile(rctx, rsp, ops.Found, nil)
-		s.endEffect(ectx, esp, it.CallID, nil)
+		s.endEffect(ectx, esp, it, nil)
 		s.approvalRequested(sctx, ap)
 		s.approvalDecided(sctx, ap)
-		h.approvalClosed(sctx, "t")
-		h.runEnded(sctx, r, Decision{Next: NextNeedsHuman})
-		h.endStep(sctx, sp, r, s, Decision{Next: NextDone}, nil)
+		s.approvalClosed(sctx, "t")
+		runEnded(sctx, nil, r, Decision{Next: NextNeedsHuman})
+		endStep(sctx, nil, sp, r, "", nil, Decision{Next: NextDone}, nil)
 	})
 	if allocs != 0 {
 		t.Fatalf("a Step's telemetry with Options.Telemetry nil allocates %.0f times, want 0", allocs)

@@ -4,7 +4,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/keelrun/keel/internal/kernel/model"
 	"github.com/keelrun/keel/internal/kernel/run"
@@ -13,45 +12,45 @@ import (
 )
 
 // runCalls works through the open tool calls in order.
-func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, bool, error) {
+func runCalls(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending, ws *runWorkspace, open []model.ToolCall) (Decision, bool, error) {
 	for i := 0; i < len(open); i++ {
-		it, answered, err := s.itemFor(ctx, open[i])
+		it, answered, err := itemFor(ctx, e, tr, pl, pend, open[i])
 		if err != nil {
 			return Decision{}, true, err
 		}
 		if answered {
 			continue
 		}
-		t, _ := s.toolFor(ctx, it.Tool)
+		t, _ := e.tools.get(ctx, it.Tool)
 		if t == nil {
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
+			finishItem(pend, tr, it, run.PlanFailed, tool.Result{Content: "unknown tool " + it.Tool}, true)
 			continue
 		}
-		allowed, d, stop, err := s.permit(ctx, it, t)
+		allowed, d, stop, err := permit(ctx, e, tr, pl, pend, it, t)
 		if err != nil || stop {
 			return d, stop, err
 		}
 		if !allowed {
 			continue
 		}
-		if d, stop, err := s.beforeCall(ctx, it, t); err != nil || stop {
+		if d, stop, err := beforeCall(ctx, e, tr, pl, pend, it, t); err != nil || stop {
 			return d, stop, err
 		}
 		if dt, ok := t.(tool.Delegating); ok {
 			if it.Status == run.PlanPending {
-				if d, stop, err := s.startChild(ctx, it, dt); err != nil || stop {
+				if d, stop, err := startChild(ctx, e, tr, pl, cur, pend, it, dt); err != nil || stop {
 					return d, stop, err
 				}
 			}
 			continue // answered by awaitChildren
 		}
-		n, d, stop, err := s.call(ctx, open[i:], it, t)
+		n, d, stop, err := call(ctx, e, tr, pl, cur, pend, ws, open[i:], it, t)
 		if err != nil || stop {
 			return d, stop, err
 		}
 		i += n - 1
-		if s.run.InputPolicy == run.InputInterrupt && i < len(open)-1 {
-			started, err := s.interrupt(ctx, open[i+1:])
+		if e.run.InputPolicy == run.InputInterrupt && i < len(open)-1 {
+			started, err := interrupt(ctx, e, tr, pl, pend, open[i+1:])
 			if err != nil {
 				return Decision{}, true, err
 			}
@@ -60,75 +59,27 @@ func (s *step) runCalls(ctx context.Context, open []model.ToolCall) (Decision, b
 			}
 		}
 	}
-	return s.awaitChildren(ctx)
-}
-
-// itemFor is the plan item of an open call: the run's own, or a new one
-// for a call the model made before this run forked or that has none yet.
-// answered: the call got its answer here (a result recorded earlier, or
-// arguments refused) and runs nothing.
-func (s *step) itemFor(ctx context.Context, tc model.ToolCall) (it run.PlanItem, answered bool, err error) {
-	it, ok := s.items[tc.ID]
-	if !ok {
-		if p, ok := s.inherited[tc.ID]; ok && len(p.Result) > 0 {
-			// A fork: reuse the recorded result, never repeat the effect.
-			rec, err := decodeRecorded(p)
-			if err != nil {
-				return run.PlanItem{}, true, err
-			}
-			s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
-			return run.PlanItem{}, true, nil
-		}
-		it = run.PlanItem{ID: run.NewID("item"), RunID: s.run.ID, Order: s.nextOrder, Tool: tc.Name, Args: tc.Args, CallID: tc.ID, Status: run.PlanPending}
-		s.nextOrder++
-		t, err := s.agent.Tools.Validate(tc.Name, tc.Args)
-		if err == nil {
-			t, err = s.judgeCall(ctx, t)
-		}
-		if err == nil {
-			if it.ArgsHash, err = run.ArgsHash(tc.Args); err != nil {
-				err = fmt.Errorf("%w for %s: %v", tool.ErrInvalidArgs, tc.Name, err)
-			}
-		}
-		if err != nil {
-			it.Mode = run.ModeSafeReadonly
-			it.Args = invalidArgs(tc.Args)
-			s.finishItem(it, run.PlanFailed, tool.Result{Content: err.Error()}, true)
-			return run.PlanItem{}, true, nil
-		}
-		it.Mode = t.Info().Mode
-	}
-	switch it.Status {
-	case run.PlanCompleted, run.PlanFailed, run.PlanDenied, run.PlanSkipped, run.PlanNeedsHuman:
-		rec, err := decodeRecorded(it)
-		if err != nil {
-			return run.PlanItem{}, true, err
-		}
-		s.answer(tc.ID, tool.Result{Content: rec.Content, Data: rec.Data}, rec.IsError)
-		return run.PlanItem{}, true, nil
-	}
-	return it, false, nil
+	return awaitChildren(ctx, e, tr, pl, pend)
 }
 
 // beforeCall stops the Step before a permitted call: a long tool on a
 // bounded worker spills to the long-running task, and a cancel that
 // arrived during the model call or between the calls of one answer ends
 // the run (cancellation stops new calls).
-func (s *step) beforeCall(ctx context.Context, it run.PlanItem, t tool.Tool) (Decision, bool, error) {
-	if t.Info().Long && s.h.opt.CanSpill {
-		s.addEvent(run.Event{Type: run.EventRunSpilled, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
-		if err := s.flush(ctx, store.Commit{}); err != nil {
+func beforeCall(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending, it run.PlanItem, t tool.Tool) (Decision, bool, error) {
+	if t.Info().Long && e.opt.CanSpill {
+		pend.event(run.Event{Type: run.EventRunSpilled, PlanItemID: it.ID, Data: jsonObj("tool", it.Tool)})
+		if err := pend.flush(ctx, store.Commit{}); err != nil {
 			return Decision{}, true, err
 		}
 		return Decision{Next: NextSpill}, true, nil
 	}
-	sig, err := s.h.opt.Store.RunSignals(ctx, s.run.ID)
+	sig, err := e.opt.Store.RunSignals(ctx, e.run.ID)
 	if err != nil {
 		return Decision{}, true, &RetryableError{Err: err}
 	}
 	if sig.CancelRequested {
-		s.run.CancelRequested = true
-		d, err := s.cancel(ctx)
+		d, err := cancel(ctx, e, tr, pl, pend)
 		return d, true, err
 	}
 	return Decision{}, false, nil
@@ -137,39 +88,40 @@ func (s *step) beforeCall(ctx context.Context, it run.PlanItem, t tool.Tool) (De
 // call runs the call of it, the first of open: an effect alone under the
 // operation protocol, a read-only tool together with the read-only calls
 // that follow it. n is how many of open it answered.
-func (s *step) call(ctx context.Context, open []model.ToolCall, it run.PlanItem, t tool.Tool) (n int, d Decision, stop bool, err error) {
-	if ctx, err = s.toolContext(ctx); err != nil {
+func call(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending, ws *runWorkspace, open []model.ToolCall, it run.PlanItem, t tool.Tool) (n int, d Decision, stop bool, err error) {
+	if ctx, err = ws.bind(ctx, cur.workspace); err != nil {
 		return 0, Decision{}, true, err
 	}
-	defer s.toolsDone()
+	defer ws.done()
 	if eff, ok := t.(tool.Effectful); ok {
-		tctx, tsp := s.startTool(ctx, it, true)
-		d, stop, err := s.runEffect(tctx, it, s.guardEffect(eff))
-		s.endEffect(tctx, tsp, it.CallID, err)
+		tctx, tsp := e.tel.startTool(ctx, it, true)
+		d, stop, err := runEffect(tctx, e, tr, pl, cur, pend, it, guardEffect(e, eff))
+		after, _ := pl.get(it.CallID)
+		e.tel.endEffect(tctx, tsp, after, err)
 		return 1, d, stop, err
 	}
 	group := []run.PlanItem{it}
 	// Under the interrupt policy calls run one by one, so new input can
 	// stop the turn between them.
-	for j := 1; j < len(open) && s.run.InputPolicy != run.InputInterrupt; j++ {
-		nx, ok := s.items[open[j].ID]
+	for j := 1; j < len(open) && e.run.InputPolicy != run.InputInterrupt; j++ {
+		nx, ok := pl.get(open[j].ID)
 		if !ok || nx.Status != run.PlanPending || nx.Mode != run.ModeSafeReadonly {
 			break
 		}
-		nt, _ := s.toolFor(ctx, nx.Tool)
+		nt, _ := e.tools.get(ctx, nx.Tool)
 		_, del := nt.(tool.Delegating)
-		if _, eff := nt.(tool.Effectful); eff || del || nt == nil || (nt.Info().Long && s.h.opt.CanSpill) {
+		if _, eff := nt.(tool.Effectful); eff || del || nt == nil || (nt.Info().Long && e.opt.CanSpill) {
 			break
 		}
 		group = append(group, nx)
 	}
-	d, stop, err = s.runReadonly(ctx, group)
+	d, stop, err = runReadonly(ctx, e, tr, pl, cur, pend, group)
 	return len(group), d, stop, err
 }
 
 // interrupt ends the current turn after a tool when input is waiting.
-func (s *step) interrupt(ctx context.Context, rest []model.ToolCall) (bool, error) {
-	inputs, err := s.h.opt.Store.ListInputs(ctx, s.run.ID, true)
+func interrupt(ctx context.Context, e *env, tr *transcript, pl *plan, pend *pending, rest []model.ToolCall) (bool, error) {
+	inputs, err := e.opt.Store.ListInputs(ctx, e.run.ID, true)
 	if err != nil {
 		return false, &RetryableError{Err: err}
 	}
@@ -177,12 +129,12 @@ func (s *step) interrupt(ctx context.Context, rest []model.ToolCall) (bool, erro
 		return false, nil
 	}
 	for _, tc := range rest {
-		it, ok := s.items[tc.ID]
+		it, ok := pl.get(tc.ID)
 		if !ok {
 			continue
 		}
-		s.finishItem(it, run.PlanSkipped, tool.Result{Content: "skipped: the user sent new input"}, true)
+		finishItem(pend, tr, it, run.PlanSkipped, tool.Result{Content: "skipped: the user sent new input"}, true)
 	}
-	s.addEvent(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("interrupted", true)})
-	return s.takeInputs(ctx)
+	pend.event(run.Event{Type: run.EventTurnCompleted, Data: jsonObj("interrupted", true)})
+	return takeInputs(ctx, e, tr, pend)
 }

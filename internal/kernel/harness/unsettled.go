@@ -22,10 +22,10 @@ import (
 // its pending operations marked needs_human with msg as the reason, and
 // the error names them. The store refuses the failed status in that case
 // anyway (store.ErrUnsettled); this decides before asking it.
-func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c store.Commit) (Decision, error) {
-	unsettled, err := h.unsettled(ctx, r.ID)
+func endFailed(ctx context.Context, opt *Options, r run.Run, msg, by string, c store.Commit) (Decision, error) {
+	unsettled, err := unsettledOps(ctx, opt.Store, r.ID)
 	if err != nil {
-		_ = h.opt.Store.ReleaseLease(ctx, r.ID, r.Lease.Token)
+		_ = opt.Store.ReleaseLease(ctx, r.ID, r.Lease.Token)
 		return Decision{}, &RetryableError{Err: err}
 	}
 	c.RunID, c.Token = r.ID, r.Lease.Token
@@ -36,14 +36,14 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 	if len(unsettled) == 0 {
 		c.Run = &store.RunPatch{Status: run.StatusFailed, Error: &msg, ReleaseLease: true}
 		c.Events = append(c.Events, run.Event{Type: run.EventRunFailed, Data: failed})
-		if _, err := h.opt.Store.Commit(ctx, c); err != nil {
+		if _, err := leased(opt, r).send(ctx, c); err != nil {
 			return Decision{}, mapStoreErr(r.ID, err)
 		}
 		return Decision{Next: NextFailed, Error: msg}, nil
 	}
-	items, err := h.opt.Store.ListPlanItems(ctx, r.ID)
+	items, err := opt.Store.ListPlanItems(ctx, r.ID)
 	if err != nil {
-		_ = h.opt.Store.ReleaseLease(ctx, r.ID, r.Lease.Token)
+		_ = opt.Store.ReleaseLease(ctx, r.ID, r.Lease.Token)
 		return Decision{}, &RetryableError{Err: err}
 	}
 	var ids []string
@@ -63,7 +63,7 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 		for _, it := range items {
 			if it.ID == op.PlanItemID {
 				it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
-				it.UpdatedAt = h.opt.Clock()
+				it.UpdatedAt = opt.Clock()
 				c.PlanItems = append(c.PlanItems, it)
 			}
 		}
@@ -72,15 +72,15 @@ func (h *Harness) endFailed(ctx context.Context, r run.Run, msg, by string, c st
 	c.Run = &store.RunPatch{Status: run.StatusNeedsHuman, Error: &reason, ReleaseLease: true}
 	c.Events = append(c.Events, run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("operation_id", unsettled[0].ID, "reason", reason, "by", by)})
 	enqueueNotifications(&c)
-	if _, err := h.opt.Store.Commit(ctx, c); err != nil {
+	if _, err := leased(opt, r).send(ctx, c); err != nil {
 		return Decision{}, mapStoreErr(r.ID, err)
 	}
 	return Decision{Next: NextNeedsHuman, Error: reason}, nil
 }
 
-// unsettled lists the run's operations that are pending or needs_human.
-func (h *Harness) unsettled(ctx context.Context, runID string) ([]run.Operation, error) {
-	all, err := h.opt.Store.ListOperations(ctx, runID, false)
+// unsettledOps lists the run's operations that are pending or needs_human.
+func unsettledOps(ctx context.Context, st Store, runID string) ([]run.Operation, error) {
+	all, err := st.ListOperations(ctx, runID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +97,10 @@ func (h *Harness) unsettled(ctx context.Context, runID string) ([]run.Operation,
 // lease: wait until it runs out, then step again. A live worker renews
 // nothing (a lease covers one Step), so after that wait either the run
 // moved on or the holder died and the lease is free.
-func (h *Harness) busy(ctx context.Context, runID string, budget time.Duration) Decision {
-	wait := h.opt.LeaseTTL + budget
-	if r, err := h.opt.Store.GetRun(ctx, runID); err == nil && !r.Lease.Expiry.IsZero() {
-		wait = r.Lease.Expiry.Sub(h.opt.Clock())
+func busy(ctx context.Context, opt *Options, runID string, budget time.Duration) Decision {
+	wait := opt.LeaseTTL + budget
+	if r, err := opt.Store.GetRun(ctx, runID); err == nil && !r.Lease.Expiry.IsZero() {
+		wait = r.Lease.Expiry.Sub(opt.Clock())
 	}
 	secs := int64(wait/time.Second) + 1
 	return Decision{Next: NextWait, WaitSeconds: max(secs, 1), Busy: true,

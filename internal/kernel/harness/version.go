@@ -31,35 +31,29 @@ const (
 	EventAgentUpgradeBlocked run.EventType = "agent_upgrade_blocked"
 )
 
-// recordsVersion is the version that wrote the run's records: the last
-// checkpoint that names one, else the version the run was created under.
-func (s *step) recordsVersion() string {
-	if s.recVersion != "" {
-		return s.recVersion
-	}
-	return s.run.AgentVersion
-}
-
 // checkVersion runs first in a Step, before any pending operation is
 // reconciled: an operation is reconciled under the contract of the
 // version that recorded it, so a contract that changed stops the run here.
-func (s *step) checkVersion(ctx context.Context) (Decision, bool, error) {
-	if s.status == run.StatusNeedsHuman {
-		return Decision{}, false, nil
+// from is the definition the run moved from, when it moved: its pending
+// operations are reconciled under its contracts (recordedContract).
+func checkVersion(ctx context.Context, e *env, tr *transcript, pl *plan, cur *cursor, pend *pending) (d Decision, stop bool, from *agentver.Definition, err error) {
+	if pend.status == run.StatusNeedsHuman {
+		return Decision{}, false, nil, nil
 	}
-	v, old, err := VersionVerdict(ctx, s.h.opt.Artifacts, s.agent, s.recordsVersion(), func(from agentver.Definition) (agentver.Open, error) {
-		return OpenRecords(ctx, s.h.opt.Store, s.run, from, s.items, s.openCalls())
+	v, old, err := VersionVerdict(ctx, e.opt.Artifacts, e.agent, cur.recordsVersion(e.run.AgentVersion), func(from agentver.Definition) (agentver.Open, error) {
+		return OpenRecords(ctx, e.opt.Store, e.run, from, pl.items, tr.openCalls())
 	})
 	switch {
 	case err != nil:
-		return Decision{}, true, &RetryableError{Err: err}
+		return Decision{}, true, nil, &RetryableError{Err: err}
 	case v.Action == agentver.Stop:
-		return s.versionStop(ctx, v)
+		d, stop, err := versionStop(ctx, e, pl, pend, v)
+		return d, stop, nil, err
 	case v.Action == agentver.Move:
-		s.addEvent(run.Event{Type: EventAgentUpgraded, Data: jsonObj("from", v.From, "to", v.To, "changes", v.Changes)})
-		s.recVersion, s.fromDef = v.To, old
+		pend.event(run.Event{Type: EventAgentUpgraded, Data: jsonObj("from", v.From, "to", v.To, "changes", v.Changes)})
+		return Decision{}, false, old, nil
 	}
-	return Decision{}, false, nil
+	return Decision{}, false, nil, nil
 }
 
 // VersionVerdict decides, as a Step does, what becomes of a run whose
@@ -135,51 +129,6 @@ func DecideVersion(a Agent, from string, def DefinitionSource, open func(from ag
 // stopped ("agent version FROM → TO: problems"): a person resolves it
 // (store.Resolver), there being nothing to settle.
 const UpgradeBlockedPrefix = "agent version "
-
-// versionStop puts the run in needs_human with the verdict's problems as
-// its error: its pending approvals are cancelled (an approval given for
-// the old arguments is never applied under the new code) and its pending
-// operations marked needs_human (a person reconciles them under the old
-// contract), in one commit.
-func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, bool, error) {
-	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
-	var c store.Commit
-	s.addEvent(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
-	aps, err := s.h.opt.Store.ListApprovals(ctx, s.run.ID)
-	if err != nil {
-		return Decision{}, true, &RetryableError{Err: err}
-	}
-	for _, ap := range aps {
-		if ap.Status == run.ApprovalPending {
-			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
-			s.addEvent(run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
-		}
-	}
-	ops, err := s.h.opt.Store.ListOperations(ctx, s.run.ID, true)
-	if err != nil {
-		return Decision{}, true, &RetryableError{Err: err}
-	}
-	for _, op := range ops {
-		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
-		s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
-		// As for any needs_human operation: its plan item says so, and a
-		// person's settle (happened, not happened, give up) moves it on.
-		for _, it := range s.items {
-			if it.ID == op.PlanItemID {
-				it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
-				s.putItem(it)
-			}
-		}
-	}
-	s.addEvent(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("reason", why, "by", "agent_version")})
-	s.setStatus(run.StatusNeedsHuman)
-	s.pend.patch.Error = &why
-	s.pend.patch.ReleaseLease = true
-	if err := s.flush(ctx, c); err != nil {
-		return Decision{}, true, err
-	}
-	return Decision{Next: NextNeedsHuman, Error: why}, true, nil
-}
 
 // RecordReader is what [OpenRecords] reads.
 type RecordReader interface {
@@ -283,21 +232,6 @@ func leaseData(owner string, token int64, version string) json.RawMessage {
 	return jsonObj("owner", owner, "token", token, "agent_version", version)
 }
 
-// recordedContract is the effect as the version that recorded op's
-// intent promised it: a pending operation is reconciled under that
-// contract, never under a newer one (Check made sure the new code still
-// keeps it).
-func (s *step) recordedContract(op run.Operation, eff tool.Effectful) tool.Effectful {
-	if s.fromDef == nil {
-		return eff
-	}
-	old, ok := s.fromDef.Tool(op.Tool)
-	if !ok || !old.Effect {
-		return eff
-	}
-	return contractAs{Effectful: eff, c: agentver.ParseContract(old.Contract)}
-}
-
 type contractAs struct {
 	tool.Effectful
 	c ops.Contract
@@ -337,4 +271,62 @@ func RecordsVersion(ctx context.Context, cr CheckpointReader, arts artifact.Stor
 		}
 		after = page[len(page)-1].Seq
 	}
+}
+
+// versionStop puts the run in needs_human with the verdict's problems as
+// its error: its pending approvals are cancelled (an approval given for
+// the old arguments is never applied under the new code) and its pending
+// operations marked needs_human (a person reconciles them under the old
+// contract), in one commit.
+func versionStop(ctx context.Context, e *env, pl *plan, pend *pending, v agentver.Verdict) (Decision, bool, error) {
+	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
+	var c store.Commit
+	pend.event(run.Event{Type: EventAgentUpgradeBlocked, Data: jsonObj("from", v.From, "to", v.To, "problems", v.Problems, "changes", v.Changes)})
+	aps, err := e.opt.Store.ListApprovals(ctx, e.run.ID)
+	if err != nil {
+		return Decision{}, true, &RetryableError{Err: err}
+	}
+	for _, ap := range aps {
+		if ap.Status == run.ApprovalPending {
+			c.CancelApprovals = append(c.CancelApprovals, ap.ID)
+			pend.event(run.Event{Type: run.EventApprovalCancelled, PlanItemID: ap.PlanItemID, Data: jsonObj("approval_id", ap.ID, "by", "agent_version")})
+		}
+	}
+	ops, err := e.opt.Store.ListOperations(ctx, e.run.ID, true)
+	if err != nil {
+		return Decision{}, true, &RetryableError{Err: err}
+	}
+	for _, op := range ops {
+		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
+		pend.event(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
+		// As for any needs_human operation: its plan item says so, and a
+		// person's settle (happened, not happened, give up) moves it on.
+		if it, ok := pl.byID(op.PlanItemID); ok {
+			it.Status, it.Result = run.PlanNeedsHuman, recordOf(tool.Result{Content: why}, true)
+			pend.item(it)
+		}
+	}
+	pend.event(run.Event{Type: run.EventRunNeedsHuman, Data: jsonObj("reason", why, "by", "agent_version")})
+	pend.setStatus(run.StatusNeedsHuman)
+	pend.setError(why)
+	pend.releaseLease()
+	if err := pend.flush(ctx, c); err != nil {
+		return Decision{}, true, err
+	}
+	return Decision{Next: NextNeedsHuman, Error: why}, true, nil
+}
+
+// recordedContract is the effect as the version that recorded op's
+// intent promised it: a pending operation is reconciled under that
+// contract, never under a newer one (Check made sure the new code still
+// keeps it).
+func recordedContract(from *agentver.Definition, op run.Operation, eff tool.Effectful) tool.Effectful {
+	if from == nil {
+		return eff
+	}
+	old, ok := from.Tool(op.Tool)
+	if !ok || !old.Effect {
+		return eff
+	}
+	return contractAs{Effectful: eff, c: agentver.ParseContract(old.Contract)}
 }

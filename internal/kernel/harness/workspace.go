@@ -13,25 +13,6 @@ import (
 	"github.com/keelrun/keel/internal/kernel/workspace"
 )
 
-// Workspaces opens a run's workspace on this worker as of version (empty: a
-// run that never had files). internal/runspace implements it.
-type Workspaces func(ctx context.Context, runID, version string) (Workspace, error)
-
-// Workspace is a run's tree on this worker.
-type Workspace interface {
-	// Touch is called before a tool may change the tree.
-	Touch() error
-	// Touched reports whether a tool may have changed it since it was
-	// opened or snapshotted.
-	Touched() bool
-	// Snapshot stores the tree and returns its version. An error wrapping
-	// workspace.ErrTooLarge, ErrPathEscapes or ErrUnsupported is the tree's
-	// fault and ends the run; any other is retried.
-	Snapshot(ctx context.Context) (string, error)
-	// Bind returns ctx carrying the tree for the tool's code.
-	Bind(ctx context.Context) context.Context
-}
-
 // WorkspaceError is a tree that cannot be versioned: the run ends failed
 // with it, since retrying stores the same tree.
 type WorkspaceError struct{ Err error }
@@ -39,54 +20,63 @@ type WorkspaceError struct{ Err error }
 func (e *WorkspaceError) Error() string { return "workspace: " + e.Err.Error() }
 func (e *WorkspaceError) Unwrap() error { return e.Err }
 
-// toolContext returns ctx carrying the run's workspace, opened on first
-// use in this Step and touched: the tool about to run may change it. The
-// tree stays in use until toolsDone: a commit between this call and the
-// tool's code (the read-only group's reservation flush, an effect's
-// intent) snapshots the tree as it is then, and the tree must stay touched
-// so the checkpoint after the tool snapshots it again.
-func (s *step) toolContext(ctx context.Context) (context.Context, error) {
-	if s.agent.Workspace == nil {
+// runWorkspace is the run's workspace on this worker during a Step:
+// opened on first use, and in use from bind until done.
+type runWorkspace struct {
+	open   Workspaces // nil: the agent's tools have none
+	runID  string
+	faults FaultPoints
+	tree   Workspace // once a tool of this Step needed it
+	inUse  bool      // a tool has the tree and may change it until done
+}
+
+// bind returns ctx carrying the run's workspace, opened as of version (the
+// cursor's) on first use in this Step, and touched: the tool about to run
+// may change it. The tree stays in use until done: a commit between this
+// call and the tool's code (the read-only group's reservation flush, an
+// effect's intent) snapshots the tree as it is then, and the tree must
+// stay touched so the checkpoint after the tool snapshots it again.
+func (w *runWorkspace) bind(ctx context.Context, version string) (context.Context, error) {
+	if w.open == nil {
 		return ctx, nil
 	}
-	if s.ws == nil {
-		ws, err := s.agent.Workspace(ctx, s.run.ID, s.wsVersion)
+	if w.tree == nil {
+		ws, err := w.open(ctx, w.runID, version)
 		if err != nil {
 			if treeFault(err) {
 				return nil, &WorkspaceError{Err: err}
 			}
 			return nil, &RetryableError{Err: fmt.Errorf("open workspace: %w", err)}
 		}
-		s.ws = ws
+		w.tree = ws
 	}
-	if err := s.ws.Touch(); err != nil {
+	if err := w.tree.Touch(); err != nil {
 		return nil, &RetryableError{Err: err}
 	}
-	s.wsInUse = true
-	return s.ws.Bind(ctx), nil
+	w.inUse = true
+	return w.tree.Bind(ctx), nil
 }
 
-// toolsDone ends the use toolContext began: the tools given the tree have
-// returned.
-func (s *step) toolsDone() { s.wsInUse = false }
+// done ends the use bind began: the tools given the tree have returned.
+func (w *runWorkspace) done() { w.inUse = false }
 
-// workspaceVersion is the version the next checkpoint names: a new one
-// when a tool may have changed the tree since the last, else the last.
-func (s *step) workspaceVersion(ctx context.Context) (string, error) {
-	if s.ws == nil || !s.ws.Touched() {
-		return s.wsVersion, nil
+// version is the version the next checkpoint names: a new one when a tool
+// may have changed the tree since the last checkpoint, else last.
+func (w *runWorkspace) version(ctx context.Context, last string) (string, error) {
+	if w.tree == nil || !w.tree.Touched() {
+		return last, nil
 	}
-	v, err := s.ws.Snapshot(ctx)
+	v, err := w.tree.Snapshot(ctx)
 	if err != nil {
 		if treeFault(err) {
 			return "", &WorkspaceError{Err: err}
 		}
 		return "", &RetryableError{Err: fmt.Errorf("snapshot workspace: %w", err)}
 	}
-	s.h.opt.Faults.Hit(FaultInWorkspaceSnapshot)
-	if s.wsInUse {
+	w.faults.Hit(FaultInWorkspaceSnapshot)
+	if w.inUse {
 		// A tool holding the tree has not run yet or not returned.
-		if err := s.ws.Touch(); err != nil {
+		if err := w.tree.Touch(); err != nil {
 			return "", &RetryableError{Err: err}
 		}
 	}
