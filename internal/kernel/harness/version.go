@@ -230,7 +230,10 @@ func OpenRecords(ctx context.Context, rr RecordReader, r run.Run, from agentver.
 		}
 	}
 	for _, ap := range aps {
-		if covered[ap.PlanItemID] {
+		// A raise (RaiseLimitTool) is Keel's own request, not a call of
+		// the agent's: no version defines it, and the Step that wakes
+		// applies it (or has: it stays approved) under any version.
+		if covered[ap.PlanItemID] || ap.Tool == RaiseLimitTool {
 			continue
 		}
 		it, known := byID[ap.PlanItemID]
