@@ -140,7 +140,8 @@ const UpgradeBlockedPrefix = "agent version "
 // its error: its pending approvals are cancelled (an approval given for
 // the old arguments is never applied under the new code) and its pending
 // operations marked needs_human (a person reconciles them under the old
-// contract), in one commit.
+// contract; one a person settled as not happened is left pending, for the
+// old build's next attempt), in one commit.
 func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, bool, error) {
 	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
 	var c store.Commit
@@ -160,6 +161,13 @@ func (s *step) versionStop(ctx context.Context, v agentver.Verdict) (Decision, b
 		return Decision{}, true, &RetryableError{Err: err}
 	}
 	for _, op := range ops {
+		if it, ok := s.itemByID(op.PlanItemID); ok && it.Status == run.PlanNeedsHuman {
+			// A person established it did not happen
+			// (store.SettleNotHappened): its outcome is known, and it
+			// waits for its next attempt, which this version must not
+			// make (resolve with the old build), not for a settle.
+			continue
+		}
 		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
 		s.addEvent(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
 		// As for any needs_human operation: its plan item says so, and a
