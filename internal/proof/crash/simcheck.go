@@ -126,7 +126,7 @@ func (s *sim) checkRun(ctx context.Context, r *simRun) {
 	for _, msg := range v.Violations {
 		s.safetyFail(r, "%s", msg)
 	}
-	s.checkParent(ctx, r)
+	s.checkParent(r)
 	r.ended = true
 }
 

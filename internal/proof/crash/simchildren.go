@@ -5,9 +5,10 @@ package crash
 // records and its children's. The children are runs of the world like
 // any other — their approvals, operations and waits are checked and
 // played — adopted as their parent starts them; a sub-agent call starts
-// one child at most (no effect twice); a parent that completed has no
-// child still going; and a parent waiting on a child moves when the child
-// does: its next move is the child's.
+// one child at most (no effect twice); a parent that completed answered
+// every call from its child's end (or stop for a person); and a parent
+// waiting on a child moves when the child does: its next move is the
+// child's.
 
 import (
 	"context"
@@ -121,21 +122,23 @@ func (w *simWorld) childMove(ctx context.Context, r *simRun) (mv nextMove, ok bo
 	return nextMove{}, false, nil
 }
 
-// checkParent: a parent that completed has no child still going (its
-// sub-agent calls were answered when their children ended or stopped for
-// a person).
-func (s *sim) checkParent(ctx context.Context, p *simRun) {
-	w := s.w
+// checkParent: a parent that completed answered each of its sub-agent
+// calls from its child's end, or its stop for a person (child_ended):
+// none of its children was still going unseen. (A child stopped for a
+// person may go on after its parent completed, when a person moves it.)
+func (s *sim) checkParent(p *simRun) {
 	if p.status != run.StatusCompleted {
 		return
 	}
-	for _, c := range w.runs {
-		if c.parent != p.id || c.ended {
-			continue
+	answered := map[string]bool{}
+	for _, e := range p.events {
+		if e.Type == run.EventChildEnded {
+			answered[e.OperationID] = true
 		}
-		got, err := w.n.c.GetRun(ctx, c.id)
-		if err == nil && !ended(got.Status) && got.Status != run.StatusNeedsHuman && !got.CancelRequested {
-			s.safetyFail(p, "ENDED BEFORE ITS CHILD: the run completed while its child %s (call %s) is %s", c.id, c.callerOp, got.Status)
+	}
+	for _, c := range s.w.runs {
+		if c.parent == p.id && !answered[c.callerOp] {
+			s.safetyFail(p, "ENDED BEFORE ITS CHILD: the run completed and its log answers no call %s from its child %s (%s)", c.callerOp, c.id, c.status)
 		}
 	}
 }
