@@ -281,10 +281,13 @@ SOAK_FLAGS = $(if $(KILL_MS),-kill-ms $(KILL_MS)) $(if $(CONTRACT),-contract $(C
 # sim: the simulator (issue 40): seeded random interleavings of every
 # channel (create with and without keys, decide via the API, a one-time
 # link and MCP, raise and stop, settle, cancel, input under each policy,
-# fork, restarts) over a pool of runs, with SIGKILLs of keel dev at random
-# moments, racing decisions and at fault points; safety after every step,
-# liveness (each waiting run's named next command, executed, is accepted
-# and moves the run) at every quiesce. ACTIONS steps and KILLS kills at
+# fork, restarts, restarts on another build of the agent — compatible or
+# not, then keel resolve --old-version|--deny — and runs whose sub-agent
+# calls start child runs) over a pool of runs, with SIGKILLs of keel dev
+# at random moments, racing decisions and at fault points; safety after
+# every step, liveness (each waiting run's named next command, executed,
+# is accepted and moves the run; a parent's is its child's) at every
+# quiesce. ACTIONS steps and KILLS kills at
 # least (defaults: the long run, 20000 and 1000); SEED (0: the clock);
 # STORE=dynamo runs it on moto (every request serialized) with LEASE
 # short (default there) or default; on sqlite LEASE defaults to keel dev's

@@ -17,13 +17,14 @@ import (
 )
 
 // main reads the research agent's own configuration (RESEARCH_*) and hands
-// the agent to keel.Main; a bad variable exits 2 before anything starts.
+// its agents to keel.Main (the research agent; research_lead too with
+// RESEARCH_SUBAGENT=on); a bad variable exits 2 before anything starts.
 func main() {
 	c, err := fixture.ConfigFromEnviron(os.Environ())
 	if err == nil {
-		var a keel.Agent
-		if a, err = fixture.New(c); err == nil {
-			keel.Main(a)
+		var as []keel.Agent
+		if as, err = fixture.Agents(c); err == nil {
+			keel.Main(as...)
 		}
 	}
 	fmt.Fprintln(os.Stderr, "keel:", err)

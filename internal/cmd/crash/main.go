@@ -71,7 +71,7 @@ func parseFlags() (options, bool) {
 	flag.IntVar(&o.actions, "actions", 2000, "sim: the budget of steps")
 	flag.IntVar(&o.kills, "kills", 100, "sim: the budget of keel dev SIGKILLs (steps are drawn until both budgets are spent)")
 	flag.IntVar(&o.episode, "episode", 150, "sim: steps played in one world (one destination contract, one data directory) before it is checked and replaced")
-	flag.IntVar(&o.pool, "pool", 6, "sim: live runs a world keeps at most")
+	flag.IntVar(&o.pool, "pool", 6, "sim: live runs a world keeps at most (those it creates or forks; child runs of sub-agent calls are not counted)")
 	flag.StringVar(&o.replay, "replay", "", "sim: play this script (written by a failing simulation) instead of drawing one")
 	flag.BoolVar(&o.verbose, "v", false, "sim: print every step and what it did")
 	flag.StringVar(&o.only, "only", "", "matrix: only rows whose name matches this regexp")

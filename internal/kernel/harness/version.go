@@ -179,7 +179,10 @@ func OpenRecords(ctx context.Context, rr RecordReader, r run.Run, from agentver.
 		}
 	}
 	for _, ap := range aps {
-		if covered[ap.PlanItemID] {
+		// A raise (RaiseLimitTool) is Keel's own request, not a call of
+		// the agent's: no version defines it, and the Step that wakes
+		// applies it (or has: it stays approved) under any version.
+		if covered[ap.PlanItemID] || ap.Tool == RaiseLimitTool {
 			continue
 		}
 		it, known := byID[ap.PlanItemID]
@@ -277,7 +280,8 @@ func RecordsVersion(ctx context.Context, cr CheckpointReader, arts artifact.Stor
 // its error: its pending approvals are cancelled (an approval given for
 // the old arguments is never applied under the new code) and its pending
 // operations marked needs_human (a person reconciles them under the old
-// contract), in one commit.
+// contract; one a person settled as not happened is left pending, for the
+// old build's next attempt), in one commit.
 func versionStop(ctx context.Context, e *env, pl *plan, pend *pending, v agentver.Verdict) (Decision, bool, error) {
 	why := fmt.Sprintf(UpgradeBlockedPrefix+"%s → %s: %s", agentver.Short(v.From), agentver.Short(v.To), v.Reason())
 	var c store.Commit
@@ -297,6 +301,13 @@ func versionStop(ctx context.Context, e *env, pl *plan, pend *pending, v agentve
 		return Decision{}, true, &RetryableError{Err: err}
 	}
 	for _, op := range ops {
+		if it, ok := pl.byID(op.PlanItemID); ok && it.Status == run.PlanNeedsHuman {
+			// A person established it did not happen
+			// (store.SettleNotHappened): its outcome is known, and it
+			// waits for its next attempt, which this version must not
+			// make (resolve with the old build), not for a settle.
+			continue
+		}
 		c.OperationUpdates = append(c.OperationUpdates, store.OperationUpdate{ID: op.ID, Status: run.OpNeedsHuman, Error: why})
 		pend.event(run.Event{Type: run.EventOpNeedsHuman, PlanItemID: op.PlanItemID, OperationID: op.ID, Data: jsonObj("reason", why)})
 		// As for any needs_human operation: its plan item says so, and a

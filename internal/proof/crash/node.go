@@ -39,6 +39,9 @@ type node struct {
 	starts int
 	// wsRoots are the incarnations' workspace roots, removed by close.
 	wsRoots []string
+	// build is added to the environment of the next incarnations: the
+	// simulator's build of the agent program (RESEARCH_VARIANT).
+	build []string
 }
 
 func newNode(cfg Config, sc *Scenario, dir string) *node {
@@ -96,7 +99,8 @@ func (n *node) keelEnv() []string {
 	if n.cfg.Lease == "short" {
 		env = append(env, "KEEL_STEP_BUDGET="+shortStepBudget.String(), "KEEL_LEASE_TTL="+shortLeaseTTL.String())
 	}
-	return append(env, n.sc.Env...)
+	env = append(env, n.sc.Env...)
+	return append(env, n.build...)
 }
 
 // startKeel starts the next incarnation of keel dev and waits until it

@@ -26,11 +26,11 @@ var runtimeActors = map[string]bool{"": true, "runtime": true, "keel": true, "fi
 
 // personDecision reports whether e records a person's decision about a
 // run that waits for one: a cancel asked by someone other than the
-// runtime, or the settling of an operation. No settle event exists yet
-// (issue 29's settle command will add one); any "*_settled" event by a
-// person is taken as one, so the check does not flag the run it resumes.
+// runtime, the settling of an operation (any "*_settled" event by a
+// person), or the resolution of a run the version check stopped
+// (run_resolved: keel resolve --old-version or --deny).
 func personDecision(e api.Event) bool {
-	if e.Type != run.EventCancelRequested && !strings.HasSuffix(string(e.Type), "_settled") {
+	if e.Type != run.EventCancelRequested && e.Type != run.EventRunResolved && !strings.HasSuffix(string(e.Type), "_settled") {
 		return false
 	}
 	by, _ := eventData(e.Data)["by"].(string)

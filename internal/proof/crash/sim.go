@@ -37,7 +37,9 @@ type SimOptions struct {
 	// world is checked from its records and a new one begins (default
 	// 150).
 	Episode int
-	// Pool is how many live runs a world keeps at most (default 6).
+	// Pool is how many live runs the simulator creates or forks a world
+	// keeps at most (default 6; the child runs of sub-agent calls are not
+	// counted).
 	Pool int
 	// Contracts are the destination's promises the worlds rotate
 	// through (default lookup, idempotent, none).
@@ -104,6 +106,7 @@ func (s SimStep) String() string {
 const (
 	stepWorld    = "world"    // a new world (Arg: the contract); the previous one is checked
 	stepCreate   = "create"   // Arg: key new|none|repeat; Arg2: input policy, "+tight" for small limits
+	stepLead     = "lead"     // create a research_lead run (its sub-agent calls start two child runs); Arg, Arg2 as create
 	stepDecide   = "decide"   // Arg: channel api|link|mcp; Arg2: approve|deny
 	stepLimit    = "limit"    // Arg: raise|stop, through POST /v1/runs/{id}/limits
 	stepSettle   = "settle"   // Arg: channel api|mcp; Arg2: truth|give_up
@@ -113,6 +116,7 @@ const (
 	stepWait     = "wait"     // let the runs go on for Wait
 	stepKill     = "kill"     // SIGKILL keel dev now, start it again
 	stepRestart  = "restart"  // stop keel dev (SIGTERM), start it again
+	stepUpgrade  = "upgrade"  // stop keel dev (Arg2: kill|term), start it on another build (Arg: compatible|incompatible)
 	stepFault    = "fault"    // SIGKILL keel dev, start it armed at Arg (point:nth)
 	stepQuiesce  = "quiesce"  // liveness: wait for quiet, then play every run's next move
 	stepFinalize = "finalize" // end of the simulation: the last world is checked
@@ -120,13 +124,17 @@ const (
 
 // simPoints are the fault points a simulation arms, with how many hits
 // of each one keel dev lifetime may reach with several runs at once:
-// the harness's, and the decision path's before_wake (a decision
-// through any channel is durable, the waiting run not yet woken), which
-// a fault step arms two times in five.
+// the harness's (the sub-agent calls' among them: a child created, its
+// parent's record of it not; a child ended, its parent not told; a
+// parent that read its children's ends, their answers not recorded), and
+// the decision path's before_wake (a decision through any channel is
+// durable, the waiting run not yet woken), which a fault step arms two
+// times in five.
 var simPoints = map[string]int{
 	"before_wake":    3,
 	"await_approval": 4, "after_decision": 4, "before_intent": 3, "after_intent": 3,
 	"after_dispatch": 3, "after_result": 3, "in_step_commit": 30, "lease_handover": 6, "in_model_stream": 12,
+	"child_start": 2, "child_finish": 2, "parent_resume": 1,
 }
 
 // drawSteps draws the script of a simulation from its seed: a world
@@ -146,8 +154,8 @@ func drawSteps(o SimOptions) []SimStep {
 		w    int
 	}
 	kinds := []weighted{
-		{stepCreate, 12}, {stepDecide, 18}, {stepLimit, 4}, {stepSettle, 6}, {stepCancel, 3}, {stepInput, 4},
-		{stepFork, 3}, {stepWait, 18}, {stepKill, 4}, {stepRestart, 2}, {stepFault, 4}, {stepQuiesce, 3},
+		{stepCreate, 12}, {stepLead, 3}, {stepDecide, 18}, {stepLimit, 4}, {stepSettle, 6}, {stepCancel, 3}, {stepInput, 4},
+		{stepFork, 3}, {stepWait, 18}, {stepKill, 4}, {stepRestart, 2}, {stepUpgrade, 3}, {stepFault, 4}, {stepQuiesce, 3},
 	}
 	total := 0
 	for _, k := range kinds {
@@ -171,11 +179,13 @@ func drawSteps(o SimOptions) []SimStep {
 		}
 		s := SimStep{Kind: kind, Pick: rng.IntN(1 << 16)}
 		drawArgs(rng, &s, points)
-		// Kills the budget can count on: fault points may not be reached.
-		if kind == stepKill || kind == stepFault || s.Kill > 0 {
+		if s.kills() {
 			kills++
 		}
 		steps = append(steps, s)
+	}
+	for _, k := range kinds {
+		steps = ensureKind(rng, steps, k.kind, points)
 	}
 	steps = append(steps, SimStep{Kind: stepFinalize})
 	for i := range steps {
@@ -184,11 +194,40 @@ func drawSteps(o SimOptions) []SimStep {
 	return steps
 }
 
+// kills reports whether the step kills keel dev, a kill the budget can
+// count on (a fault point may not be reached).
+func (s SimStep) kills() bool {
+	return s.Kind == stepKill || s.Kind == stepFault || s.Kill > 0 || (s.Kind == stepUpgrade && s.Arg2 == "kill")
+}
+
+// ensureKind makes a short simulation play every kind of step too: when
+// none of kind was drawn, it replaces a wait early in the script (between
+// its first twentieth, so runs exist, and its first fifth), drawn from
+// rng.
+func ensureKind(rng *rand.Rand, steps []SimStep, kind string, points []string) []SimStep {
+	if kind == stepWait || slices.ContainsFunc(steps, func(s SimStep) bool { return s.Kind == kind }) {
+		return steps
+	}
+	var waits []int
+	for i := len(steps) / 20; i < max(len(steps)/5, 1) && i < len(steps); i++ {
+		if steps[i].Kind == stepWait {
+			waits = append(waits, i)
+		}
+	}
+	s := SimStep{Kind: kind, Pick: rng.IntN(1 << 16)}
+	drawArgs(rng, &s, points)
+	if len(waits) == 0 {
+		return append(steps, s)
+	}
+	steps[waits[rng.IntN(len(waits))]] = s
+	return steps
+}
+
 // drawArgs draws the arguments of step s of its kind, and whether a kill
 // races its request, in the order the script's seed fixes.
 func drawArgs(rng *rand.Rand, s *SimStep, points []string) {
 	switch s.Kind {
-	case stepCreate:
+	case stepCreate, stepLead:
 		s.Arg = []string{"new", "new", "none", "repeat"}[rng.IntN(4)]
 		s.Arg2 = []string{"queue", "reject", "interrupt", "rollback"}[rng.IntN(4)]
 		if rng.IntN(3) == 0 {
@@ -213,6 +252,9 @@ func drawArgs(rng *rand.Rand, s *SimStep, points []string) {
 		}
 	case stepFork:
 		s.Arg = fmt.Sprint(rng.IntN(64))
+	case stepUpgrade:
+		s.Arg = []string{"compatible", "incompatible"}[rng.IntN(2)]
+		s.Arg2 = []string{"kill", "term"}[rng.IntN(2)]
 	case stepWait:
 		s.Wait = time.Duration(10+rng.IntN(290)) * time.Millisecond
 	case stepFault:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,17 +29,27 @@ func TestSimScript(t *testing.T) {
 		if st.Kind == stepWorld {
 			worlds++
 		}
-		if st.Kind == stepKill || st.Kind == stepFault || st.Kill > 0 {
+		if st.kills() {
 			kills++
 		}
 	}
 	if steps := len(a) - worlds - 1; steps < opt.Actions || kills < opt.Kills {
 		t.Errorf("%d steps and %d kills drawn, want at least %d and %d", steps, kills, opt.Actions, opt.Kills)
 	}
-	for _, k := range []string{stepCreate, stepDecide, stepLimit, stepSettle, stepCancel, stepInput, stepFork, stepWait,
-		stepKill, stepRestart, stepFault, stepQuiesce} {
+	all := []string{stepCreate, stepLead, stepDecide, stepLimit, stepSettle, stepCancel, stepInput, stepFork, stepWait,
+		stepKill, stepRestart, stepUpgrade, stepFault, stepQuiesce}
+	for _, k := range all {
 		if kinds[k] == 0 {
 			t.Errorf("500 steps drew no %s", k)
+		}
+	}
+	// A short simulation plays every kind too.
+	for seed := range uint64(20) {
+		short := drawSteps(SimOptions{Seed: seed, Actions: 40, Episode: 40, Pool: 4, Contracts: []string{"lookup"}})
+		for _, k := range all {
+			if !slices.ContainsFunc(short, func(st SimStep) bool { return st.Kind == k }) {
+				t.Errorf("seed %d: 40 steps drew no %s", seed, k)
+			}
 		}
 	}
 	if a[0].Kind != stepWorld || a[len(a)-1].Kind != stepFinalize {
@@ -82,6 +93,16 @@ func reportSim(t *testing.T, sum SimSummary) {
 	}
 }
 
+// playedNew: a drawn simulation played a restart on another build and a
+// run whose sub-agent calls started children (drawSteps puts one of each
+// kind in every script).
+func playedNew(t *testing.T, sum SimSummary) {
+	t.Helper()
+	if sum.Deploys == 0 || sum.Moves["lead"] == 0 {
+		t.Errorf("keel dev started on another build %d times, %d research_lead runs created: want both", sum.Deploys, sum.Moves["lead"])
+	}
+}
+
 // TestSimulator plays a short simulation on SQLite, and on the DynamoDB
 // store where python3 has moto (every request serialized), with short
 // leases there. `make sim` plays the long one.
@@ -100,7 +121,9 @@ func TestSimulator(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		reportSim(t, Sim(ctx, cfg, SimOptions{Seed: seed, Actions: 400, Kills: 40, Episode: 100}))
+		sum := Sim(ctx, cfg, SimOptions{Seed: seed, Actions: 400, Kills: 40, Episode: 100})
+		reportSim(t, sum)
+		playedNew(t, sum)
 	})
 	t.Run("dynamo", func(t *testing.T) {
 		t.Parallel()
@@ -117,19 +140,32 @@ func TestSimulator(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		reportSim(t, Sim(ctx, cfg, SimOptions{Seed: seed, Actions: 60, Kills: 6, Episode: 60, Pool: 4}))
+		sum := Sim(ctx, cfg, SimOptions{Seed: seed, Actions: 60, Kills: 6, Episode: 60, Pool: 4})
+		reportSim(t, sum)
+		playedNew(t, sum)
 	})
 }
 
 // TestSimRegressions replays the scripts of testdata/sim, each the
-// smallest form of a bug the simulator found (issue 40), through the API,
-// a raise and a one-time link: the decision is stored, keel dev is killed
-// before it wakes the run (fault point before_wake), and — for the raise
-// and the link — the person retries the same channel. Before the
-// decision path was one transition with a sweeper that wakes, each run
-// stayed awaiting_approval forever with its approval decided (STUCK), and
-// a link spent before its decision answered "used already" to the retry
-// while the approval stayed pending (DECISION LOST).
+// smallest form of a bug the simulator found (issue 40). Three decide
+// through the API, a raise and a one-time link: the decision is stored,
+// keel dev is killed before it wakes the run (fault point before_wake),
+// and — for the raise and the link — the person retries the same
+// channel. Before the decision path was one transition with a sweeper
+// that wakes, each run stayed awaiting_approval forever with its approval
+// decided (STUCK), and a link spent before its decision answered "used
+// already" to the retry while the approval stayed pending (DECISION
+// LOST). raised-then-deployed raises a paused run's limit, then keel dev
+// restarts on a compatible build (its instructions only changed) and the
+// publish is approved: the version check counted the applied raise as an
+// open approval of a tool the new version lacks, and stopped the run for
+// a person (STOPPED WITHOUT CAUSE), deny refused.
+// not-happened-then-deployed kills keel dev after a publish's intent
+// (contract none: a person must settle it), and the person settles it as
+// not happened under a build whose publish_report schema changed: the
+// version check handed the operation back as needs_human (its outcome
+// unknown, no attempt since), the person settled it again, and so on
+// forever (op_needs_human before its op_intent; NOT ENDED).
 func TestSimRegressions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays real keel dev processes; -short skips it")
@@ -160,11 +196,25 @@ func TestSimRegressions(t *testing.T) {
 			}
 			sum := Sim(ctx, cfg, SimOptions{Replay: steps})
 			reportSim(t, sum)
-			// The script's point is a decision whose answer a kill at a
-			// fault point took: if none was lost, the point was never
-			// reached and the script proves nothing.
-			if len(sum.Lost) == 0 {
-				t.Errorf("no answer was lost: the script's fault point was never reached")
+			// The script's point is a kill at a fault point (keel dev
+			// died there: a kill past the script's own), or a build
+			// other than the run's: if keel dev never died at its
+			// point, or never ran another build, the script proves
+			// nothing.
+			own, upgrades := 0, 0
+			for _, st := range steps {
+				if st.kills() {
+					own++
+				}
+				if st.Kind == stepUpgrade {
+					upgrades++
+				}
+			}
+			if slices.ContainsFunc(steps, func(st SimStep) bool { return st.Kind == stepFault }) && sum.Kills <= own {
+				t.Errorf("%d kills, the script's own %d: its fault point was never reached", sum.Kills, own)
+			}
+			if upgrades > 0 && sum.Deploys == 0 {
+				t.Errorf("keel dev never ran another build")
 			}
 		})
 	}

@@ -15,14 +15,24 @@ import (
 	"github.com/keelrun/keel/internal/kernel/run"
 )
 
-func (s *sim) create(ctx context.Context, st SimStep) string {
+// create creates a run of agent: the research agent, or research_lead
+// (whose sub-agent calls start child runs).
+func (s *sim) create(ctx context.Context, st SimStep, agent string) string {
 	w := s.w
-	if len(w.live()) >= s.opt.Pool {
+	if w.pooled() >= s.opt.Pool && (agent != LeadAgent || w.leads() > 0) {
+		// One lead run is made past a full pool: every world may call
+		// sub-agents.
 		return "pool full"
 	}
 	policy, tight := strings.CutSuffix(st.Arg2, "+tight")
-	req := api.CreateRunRequest{Agent: s.cfg.agent(), Input: s.cfg.input(), InputPolicy: run.InputPolicy(policy)}
-	if tight {
+	req := api.CreateRunRequest{Agent: agent, Input: s.cfg.input(), InputPolicy: run.InputPolicy(policy)}
+	switch {
+	case tight && agent == LeadAgent:
+		// Its two children get two tool calls each, their share of
+		// what it has left: each fails at its share (a child asks no
+		// raise of its parent's budget).
+		req.Limits = &api.LimitsRequest{MaxToolCalls: 6}
+	case tight:
 		// The research run makes four tool calls: it pauses at two.
 		req.Limits = &api.LimitsRequest{MaxToolCalls: 2}
 	}
@@ -31,9 +41,12 @@ func (s *sim) create(ctx context.Context, st SimStep) string {
 	case "new":
 		key = fmt.Sprintf("sim-%d-%d", s.worlds, st.N)
 	case "repeat":
+		// A key of a run of the same agent: a lead step makes a lead.
 		keys := make([]string, 0, len(w.keys))
-		for k := range w.keys {
-			keys = append(keys, k)
+		for k, r := range w.keys {
+			if r.req.Agent == agent {
+				keys = append(keys, k)
+			}
 		}
 		slices.Sort(keys)
 		if len(keys) == 0 {
@@ -43,9 +56,12 @@ func (s *sim) create(ctx context.Context, st SimStep) string {
 			req = w.keys[key].req
 		}
 	}
-	r, _, err := w.n.c.CreateRun(ctx, req, key)
+	r, created, err := w.n.c.CreateRun(ctx, req, key)
 	a := w.apiAnswer(err)
-	s.count("create", a)
+	s.count(map[bool]string{false: "create", true: "lead"}[agent == LeadAgent], a)
+	if created {
+		w.learn(r.Agent, r.AgentVersion)
+	}
 	if !a.ok {
 		return "create: " + a.String()
 	}
@@ -76,7 +92,7 @@ func (w *simWorld) adopt(id string, req api.CreateRunRequest) *simRun {
 
 func (s *sim) fork(ctx context.Context, st SimStep) string {
 	w := s.w
-	if len(w.live()) >= s.opt.Pool || len(w.runs) == 0 {
+	if w.pooled() >= s.opt.Pool || len(w.runs) == 0 {
 		return "pool full or no run"
 	}
 	from := w.runs[pick(st, len(w.runs))]

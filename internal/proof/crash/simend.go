@@ -11,8 +11,9 @@ import (
 
 // finalRounds bounds the rounds of next moves a world's end plays to
 // bring every run to its end (a research run needs at most a raise, an
-// approval and a settle or two).
-const finalRounds = 8
+// approval and a settle or two, and a resolve or two after a deploy; a
+// parent waits for its children's).
+const finalRounds = 12
 
 // endWorld brings every run of the world to its end by playing next
 // moves, then stops keel dev and holds each run's records — read from
@@ -33,8 +34,15 @@ func (s *sim) endWorld(ctx context.Context) error {
 	}
 	s.sum.Kills += w.kills
 	s.sum.Runs += len(w.runs)
+	s.sum.Deploys += w.deploys
+	for _, r := range w.runs {
+		if r.parent != "" {
+			s.sum.Children++
+		}
+	}
 	s.sum.Publications += len(pubs)
-	fmt.Fprintf(s.log, "world %d ended: %d runs, %d publications, %d kills, %d keel dev starts\n", s.worlds, len(w.runs), len(pubs), w.kills, w.restarts)
+	fmt.Fprintf(s.log, "world %d ended: %d runs, %d publications, %d kills, %d keel dev starts (%d on another build)\n",
+		s.worlds, len(w.runs), len(pubs), w.kills, w.restarts, w.deploys)
 	w.close()
 	if !w.failed && !s.cfg.Keep {
 		_ = os.RemoveAll(w.n.dir)
@@ -117,6 +125,7 @@ func (s *sim) checkWorld(ctx context.Context, w *simWorld) ([]Publication, error
 		var v Verdict
 		checkLog(*ev, &v)
 		checkTruth(*ev, pubs, &v)
+		checkCalls(w, *ev, &v)
 		for _, msg := range v.Violations {
 			s.safetyFail(r, "at the world's end: %s", msg)
 		}
@@ -132,7 +141,8 @@ func (s *sim) checkWorld(ctx context.Context, w *simWorld) ([]Publication, error
 // checkTruth holds a run's operations to the destination's log: a
 // succeeded operation's publication is there under its id (and Keel
 // records its id), a failed one's is not, and a run that ended left none
-// pending.
+// pending (a sub-agent call's operation too: checkCalls holds the
+// others to the children).
 func checkTruth(ev Evidence, pubs []Publication, v *Verdict) {
 	byOp := map[string][]Publication{}
 	for _, p := range pubs {
@@ -140,18 +150,19 @@ func checkTruth(ev Evidence, pubs []Publication, v *Verdict) {
 	}
 	for _, op := range ev.Ops {
 		at := byOp[op.ID]
-		switch op.Status {
-		case run.OpSucceeded:
+		switch {
+		case subAgentOp(op) && op.Status != run.OpPending:
+		case op.Status == run.OpSucceeded:
 			if len(at) == 0 {
 				v.fail("operation %s is succeeded but the destination has no publication for it", op.ID)
 			} else if op.ExternalID != at[0].ID {
 				v.fail("operation %s records external id %s, the destination's publication is %s", op.ID, op.ExternalID, at[0].ID)
 			}
-		case run.OpFailed:
+		case op.Status == run.OpFailed:
 			if len(at) != 0 {
 				v.fail("operation %s is failed but the destination holds %d publications for it", op.ID, len(at))
 			}
-		case run.OpPending:
+		case op.Status == run.OpPending:
 			if ended(ev.Run.Status) {
 				v.fail("operation %s left pending by a %s run", op.ID, ev.Run.Status)
 			}

@@ -17,6 +17,9 @@ type SimSummary struct {
 	Kills  int // SIGKILLs of keel dev: the suite's, fault points', racing ones
 	Worlds int
 	Runs   int
+	// Children are the runs among Runs that sub-agent calls started;
+	// Deploys the starts of keel dev on another build.
+	Children, Deploys int
 	// Moves counts the accepted requests by kind (decide/api, settle/mcp…);
 	// Refused the refused ones, Lost those whose answer was lost.
 	Moves, Refused, Lost map[string]int
@@ -146,13 +149,17 @@ func (s *sim) act(ctx context.Context, st SimStep) (string, error) {
 	case stepRestart:
 		w.n.keel.stop()
 		return "restarted keel dev", w.start(ctx, "")
+	case stepUpgrade:
+		return s.upgrade(ctx, st)
 	case stepFault:
 		w.kill()
 		return "killed keel dev; the next is armed at " + st.Arg, w.start(ctx, st.Arg)
 	case stepQuiesce:
 		return s.quiesce(ctx, false)
 	case stepCreate:
-		return s.create(cctx, st), nil
+		return s.create(cctx, st, s.cfg.agent()), nil
+	case stepLead:
+		return s.create(cctx, st, LeadAgent), nil
 	case stepFork:
 		return s.fork(cctx, st), nil
 	}

@@ -51,6 +51,7 @@ func PrintSim(w io.Writer, s SimSummary) {
 	fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n", s.Store, s.Lease, s.Steps, s.Kills, s.Worlds, s.Runs, s.Publications,
 		len(s.Safety), len(s.Liveness), s.Wall.Round(time.Second), s.Seed)
 	tw.Flush()
+	fmt.Fprintf(w, "runs: %d, %d of them children of sub-agent calls; keel dev started on another build %d times\n", s.Runs, s.Children, s.Deploys)
 	for _, m := range []struct {
 		name string
 		c    map[string]int

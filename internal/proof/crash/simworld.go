@@ -37,6 +37,13 @@ type simWorld struct {
 	// failed: a violation was found in this world; its directory (and
 	// table) is kept.
 	failed bool
+	// build is the build of the agent program keel dev runs now;
+	// versions the build each agent version was seen under (agent and
+	// version → build); deploys counts the starts on another build, and
+	// resolves the resolutions played (they alternate their decision).
+	build             simBuild
+	versions          map[string]simBuild
+	deploys, resolves int
 }
 
 func (w *simWorld) keep() { w.failed = true }
@@ -51,8 +58,16 @@ type simRun struct {
 	// unsure are approvals a decision was sent for whose answer was lost
 	// (keel dev killed under it), by channel.
 	unsure map[string]string
-	status run.Status
-	events []api.Event
+	// parent is the run whose sub-agent call started this one (its
+	// caller), callerOp that call's operation.
+	parent, callerOp string
+	// resolves counts the resolutions keel accepted with a 2xx: each
+	// must leave a run_resolved event.
+	resolves int
+	// blocksSeen: the events checkBlocks has read.
+	blocksSeen int
+	status     run.Status
+	events     []api.Event
 	// logDone: the API called the log complete at the last read.
 	logDone bool
 	// lastSeq moves when the run does; movedAt is when it last did.
@@ -123,6 +138,8 @@ func (s *sim) newWorld(ctx context.Context, contract string) (*simWorld, error) 
 	sc := &Scenario{Name: "sim", Contract: contract, Env: []string{
 		"KEEL_NOTIFY_WEBHOOK_URL=" + hookURL, "KEEL_NOTIFY_WEBHOOK_SECRET=" + simHookSecret,
 		"KEEL_MCP=decisions", "RESEARCH_ON_LIMIT=pause",
+		// research_lead: runs whose sub-agent calls start child runs.
+		"RESEARCH_SUBAGENT=on",
 		// Links reach the inbox within a step or two: on DynamoDB the
 		// worker only polls (2s by default, from each start), and keel
 		// dev restarts every few steps.
@@ -139,7 +156,8 @@ func (s *sim) newWorld(ctx context.Context, contract string) (*simWorld, error) 
 		// few sweeps rather than keel dev's 5 minutes.
 		sc.Env = append(sc.Env, "KEEL_SWEEP_INTERVAL="+shortSweepInterval.String(), "KEEL_SWEEP_MIN_AGE="+shortSweepMinAge.String())
 	}
-	w := &simWorld{n: newNode(s.cfg, sc, dir), hook: hook, links: box, keys: map[string]*simRun{}, dups: map[string]bool{}}
+	w := &simWorld{n: newNode(s.cfg, sc, dir), hook: hook, links: box, keys: map[string]*simRun{}, dups: map[string]bool{},
+		versions: map[string]simBuild{}}
 	if err := w.n.startPub(ctx); err != nil {
 		w.close()
 		return nil, err
