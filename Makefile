@@ -5,12 +5,16 @@ BIN := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build build-app fmt lint vet staticcheck test test-race test-go bench tools
+.PHONY: all build build-app fmt lint vet staticcheck check test test-race test-go test-bins bench tools
 
 all: build
 
+# build: every package compiles and every program links, into bin/all/
+# (not discarded, as a plain go build ./... does), so that the next build
+# links again only the programs whose code changed.
 build:
-	$(GO) build ./...
+	@mkdir -p $(BIN)/all
+	$(GO) build -o $(BIN)/all/ ./...
 
 comma := ,
 # build-app: the one Keel program as every function and the task run it on
@@ -39,8 +43,36 @@ lint: $(BIN)/staticcheck
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
 
-# test: everything CI runs. Long soaks and benchmarks have their own targets.
-test: lint test-asl test-cdk test-go test-examples test-viewer aws-local-e2e
+# check: the fast loop, in a minute or two with a warm build cache: build,
+# lint (gofmt, vet, staticcheck) and go test -short, where every test that
+# builds a program, runs one in a child process (keel dev, kills,
+# emulators) or is slow otherwise skips itself, naming the make target
+# that runs it. Test results are cached: an unchanged package is not run
+# again.
+check: build lint
+	$(GO) test -short ./...
+
+# test: everything CI runs (.ci/run), through scripts/suites.sh: test-bins
+# first, once for every suite, then TEST_SUITES, TEST_JOBS at once
+# (default 2, this machine's cores; TEST_JOBS=1: one after another), the
+# longest first so that the short ones fill in beside them. Each suite's
+# output is printed whole when it ends; a table of each suite's seconds,
+# CPU seconds and result ends the run, also when one failed (then make
+# test fails). Long soaks and benchmarks have their own targets.
+TEST_SUITES := test-go lint aws-local-e2e test-cdk test-viewer test-examples test-asl
+TEST_JOBS ?= 2
+test:
+	@TEST_JOBS=$(TEST_JOBS) bash scripts/suites.sh test-bins -- $(TEST_SUITES)
+
+# test-bins: the stock program and the publication server, built once and
+# shared by the suites: the Go tests that run them find them through
+# TESTBIN_KEEL and TESTBIN_PUBSERVER (internal/testbin, which builds them
+# once per test binary when unset), test-viewer runs the same keel.
+TESTBIN_ENV := TESTBIN_KEEL=$(BIN)/keel TESTBIN_PUBSERVER=$(BIN)/pubserver
+test-bins:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/keel ./cmd/keel
+	$(GO) build -o $(BIN)/pubserver ./internal/cmd/pubserver
 
 # sandbox-deps: the run sandbox (internal/sandbox) isolates commands with
 # Debian's bubblewrap, and relays AllowHosts' proxy into it with socat; its
@@ -59,14 +91,20 @@ sandbox-deps:
 		else echo "sandbox-deps: missing$$missing and apt-get cannot install it here: the sandbox tests will skip"; fi; \
 	fi
 
-# test-go's second line: the deployed builds' telemetry path (otlphttp,
-# -tags keel_lambda) end to end.
-test-go: sandbox-deps
-	$(GO) test -count=1 -timeout 12m ./...
-	$(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/observe/otelkeel/... ./internal/compose
+# test-go: every Go test of the module, GO_TEST_P test binaries at once
+# (go test -p; their slowest packages wait on child processes more than
+# they compute), the slowest packages named first so that go test starts
+# them first, beside the many short ones rather than alone at the end.
+# Its second line: the deployed builds' telemetry path (otlphttp, -tags
+# keel_lambda) end to end.
+GO_TEST_P ?= 3
+SLOW_PKGS := ./internal/proof/crash ./internal/mcptool ./internal/cli ./internal/mcpserve ./bench/lambda ./internal/proof/upgrade .
+test-go: sandbox-deps test-bins
+	$(TESTBIN_ENV) $(GO) test -count=1 -p $(GO_TEST_P) -timeout 12m $(SLOW_PKGS) ./...
+	$(TESTBIN_ENV) $(GO) test -count=1 -tags keel_lambda -run 'TestTelemetryOverTheWire|TestLambdaInvocationFlushes|TestSampler|TestOffCostsNothing' ./internal/observe/otelkeel/... ./internal/compose
 
-test-race:
-	$(GO) test -race -count=1 -timeout 20m ./...
+test-race: test-bins
+	$(TESTBIN_ENV) $(GO) test -race -count=1 -timeout 20m ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
@@ -300,10 +338,7 @@ SEED ?= 0
 SIM_STORE_FLAGS = $(if $(filter dynamo,$(STORE)),-store dynamo -moto $(MOTO_PYTHON),-store $(STORE))
 
 .PHONY: crash soak soak-dynamo crash-bins sim
-crash-bins:
-	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/keel ./cmd/keel
-	$(GO) build -o $(BIN)/pubserver ./internal/cmd/pubserver
+crash-bins: test-bins
 	$(GO) build -o $(BIN)/crash ./internal/cmd/crash
 
 crash: crash-bins
@@ -325,8 +360,8 @@ sim: crash-bins
 # stock program with its publication server, and the triage program with
 # its ticket service.
 .PHONY: crashtest
-crashtest:
-	$(GO) test -count=1 -run 'TestCrashtestResearch$$' ./internal/cli -args -crashtest.all-hits
+crashtest: test-bins
+	$(TESTBIN_ENV) $(GO) test -count=1 -run 'TestCrashtestResearch$$' ./internal/cli -args -crashtest.all-hits
 	cd examples/triage && $(GO) test -count=1 -run 'TestCrashtest$$' . -args -crashtest.all-hits
 
 # test-examples: the examples that are Go modules of their own (they may
@@ -352,7 +387,7 @@ $(VIEWER_PW): $(VIEWER_E2E)/package.json $(VIEWER_E2E)/package-lock.json
 	@touch $@
 
 .PHONY: test-viewer
-test-viewer: $(VIEWER_PW)
+test-viewer: $(VIEWER_PW) test-bins
 	@if [ ! -x $(CHROMIUM) ]; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			echo "test-viewer: installing Debian's chromium"; \
@@ -360,5 +395,4 @@ test-viewer: $(VIEWER_PW)
 				{ echo "test-viewer: apt-get install chromium failed"; exit 1; }; \
 		else echo "test-viewer: SKIPPED: no $(CHROMIUM), and apt-get cannot install it here (no apt-get, or not root)"; exit 0; fi; \
 	fi; \
-	mkdir -p $(BIN) && $(GO) build -o $(BIN)/keel ./cmd/keel && \
 	cd $(VIEWER_E2E) && KEEL_BIN=$(BIN)/keel CHROMIUM=$(CHROMIUM) node --test --test-concurrency=1

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel"
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -38,6 +39,7 @@ func (m *probeModel) Generate(_ context.Context, req keel.ModelRequest) (keel.Mo
 // server reads no file of the worker's and none of its environment.
 // Unsandboxed, the same server reads both.
 func TestMCPStdioServerInTheAgentsSandbox(t *testing.T) {
+	testbin.SkipShort(t, "builds the MCP fixture server and runs it in the sandbox")
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed (Debian: apt-get install -y bubblewrap); isolation tests need it")
 	}

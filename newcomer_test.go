@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // TestNewcomerPath walks the README's ten-minute path as a newcomer would,
@@ -26,9 +28,7 @@ import (
 // the clone, and dev listens on a free port (KEEL_ADDR, which the README
 // names) so that it cannot collide with anything on 8080.
 func TestNewcomerPath(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds two programs and a new module")
-	}
+	testbin.SkipShort(t, "builds two programs and a new module")
 	readme := readFile(t, "README.md")
 	said := func(cmd string) string {
 		t.Helper()

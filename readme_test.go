@@ -133,7 +133,7 @@ func TestManualGoBlocks(t *testing.T) {
 		return
 	}
 	if testing.Short() {
-		t.Skipf("-short: not compiling the %d complete Go files of the manual", len(files))
+		t.Skipf("-short: not compiling the %d complete Go files of the manual (make test-go does)", len(files))
 	}
 	// Inside the module, so the blocks build against this checkout; "_"
 	// keeps the directory out of ./... patterns while it exists (so each

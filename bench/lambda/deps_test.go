@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // deps lists the packages the stock program links for linux/arm64 with
@@ -83,6 +85,7 @@ func goCmd(args ...string) ([]byte, error) {
 // TestLambdaBuildCompiles builds the smallest tag set: the stand-ins of
 // what it leaves out must compile.
 func TestLambdaBuildCompiles(t *testing.T) {
+	testbin.SkipShort(t, "builds the stock program for linux/arm64")
 	cmd := exec.Command("go", "build", "-tags", "lambda.norpc,keel_lambda,keel_no_anthropic,keel_no_openai,keel_no_bedrock",
 		"-o", filepath.Join(t.TempDir(), "bootstrap"), "./cmd/keel")
 	cmd.Dir = "../.."

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/proof/awslocal"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 const (
@@ -110,6 +111,7 @@ func TestRoleBuildsLeaveOut(t *testing.T) {
 // x/net/trace's absence let the linker drop the S3 operations Keel never
 // calls.
 func TestRoleBuildLinks(t *testing.T) {
+	testbin.SkipShort(t, "builds the step role's bootstrap")
 	if imp := deps(t, awslocal.RoleBuildTags("step")); !slices.Contains(imp, "text/template") || !slices.Contains(imp, k+"internal/client") {
 		t.Fatalf("keel_role_step no longer imports the CLI's packages: check the symbols below against another build")
 	}
@@ -161,6 +163,7 @@ func TestRoleBuildLinks(t *testing.T) {
 // is also built whole by TestRoleBuildLinks, and every role's by the CDK
 // app's tests), and two role tags at once, which must not compile.
 func TestRoleBuildsCompile(t *testing.T) {
+	testbin.SkipShort(t, "compiles five packages under two role tags for linux/arm64")
 	pkgs := []string{"./internal/aws/roles", "./internal/backend/model/provider", "./internal/compose", "./internal/cli", "./cmd/keel"}
 	for _, r := range []string{"api", "task"} {
 		if out, err := goCmd(append([]string{"build", "-tags", awslocal.RoleBuildTags(r)}, pkgs...)...); err != nil {

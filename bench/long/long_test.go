@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // A run long enough in Steps to roll over: a Step budget of a nanosecond
@@ -14,9 +15,7 @@ import (
 // the machine's speed; a millisecond let a fast machine fit two. The run completes with
 // every tool call made once, across two executions.
 func TestLongRunRollsOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: 600 Steps through the local state machine")
-	}
+	testbin.SkipShort(t, "600 Steps through the local state machine")
 	res, err := Run(t.Context(), Config{N: 600, StepBudget: time.Nanosecond, Dir: t.TempDir(), Marks: []int{100, 600}, Window: 100})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // TestSmoke runs the driver at N=10 on every system: the Keel and floor
@@ -12,6 +14,7 @@ import (
 // LangGraph.js and Temporal run where `make bench-peers` installed them
 // and are otherwise rows that say why they were skipped.
 func TestSmoke(t *testing.T) {
+	testbin.SkipShort(t, "builds the Keel and floor drivers and runs them as child processes")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

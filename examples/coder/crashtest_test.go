@@ -18,6 +18,9 @@ import (
 // counts ship_release's releases at the destination: every row passes,
 // killed once, shipped once.
 func TestCrashtest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the example's program (make test-go runs it)")
+	}
 	bin := keeltest.Build(t, ".")
 	cmd := exec.Command(bin, "crashtest", "--script", "agent/script.json", "--dir", t.TempDir(), "--json")
 	cmd.Env = append(os.Environ(), "CODER_SHIP="+filepath.Join(t.TempDir(), "shipped"))

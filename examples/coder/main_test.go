@@ -22,6 +22,9 @@ import (
 // last checkpoint, the command must have run again (once, on that tree),
 // and the release must be shipped once, with the approved hash.
 func TestCoderSurvivesKillInSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the example's program (make test-go runs it)")
+	}
 	bin := keeltest.Build(t, ".")
 	for _, fault := range []string{"in_command:1", "in_workspace_snapshot:3", "after_intent:1"} {
 		t.Run(fault, func(t *testing.T) { killAndFinish(t, bin, fault) })

@@ -14,6 +14,9 @@ import (
 // after the note was sent and before Keel recorded it: after the restart
 // the send is looked up, not repeated.
 func TestQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the example's program (make test-go runs it)")
+	}
 	bin := keeltest.Build(t, ".")
 	tmp := t.TempDir() // the outbox lives under TMPDIR
 	p := keeltest.StartProgram(t, bin, "KEEL_MODEL=scripted:script.json", "TMPDIR="+tmp, "KEEL_FAULTPOINT=after_dispatch")

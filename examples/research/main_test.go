@@ -13,6 +13,9 @@ import (
 // after the report was published and before Keel recorded it: after the
 // restart the publication is looked up by operation id, not repeated.
 func TestResearchSurvivesKillAfterDispatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the example's program (make test-go runs it)")
+	}
 	bin := keeltest.Build(t, ".")
 	out := filepath.Join(t.TempDir(), "published")
 	publish := "RESEARCH_PUBLISH=dir:" + out

@@ -18,7 +18,7 @@ import (
 // for its approval.
 func TestSubAgentsSurviveKills(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and kills the example's binary")
+		t.Skip("-short: builds and kills the example's program (make test-go runs it)")
 	}
 	bin := keeltest.Build(t, ".")
 	cases := []struct {
@@ -107,7 +107,7 @@ func publisherOf(t *testing.T, p *keeltest.Program, id string) string {
 // children run cancels them, and the publisher never publishes.
 func TestCancelStopsEveryChild(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the example's binary")
+		t.Skip("-short: builds and runs the example's program (make test-go runs it)")
 	}
 	bin := keeltest.Build(t, ".")
 	tmp := t.TempDir()

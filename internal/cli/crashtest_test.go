@@ -19,42 +19,20 @@ import (
 
 	"github.com/keelrun/keel/internal/kernel/model/scripted"
 	"github.com/keelrun/keel/internal/proof/crash"
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
 var allHits = flag.Bool("crashtest.all-hits", false, "TestCrashtestResearch kills at every hit of every fault point, not only the first")
 
-// Built once for the tests of this file: the stock program (the research
-// agent) and its publication server.
-var (
-	buildOnce         sync.Once
-	keelBin, pubBin   string
-	notesBin          string // testdata/notes: the setups of issue 25
-	buildErr          error
-	researchScript, _ = filepath.Abs("../fixture/script.json")
-)
+// The research agent's recorded script, for the programs testbin builds
+// once for the package's tests: the stock program (the research agent),
+// its publication server and testdata/notes (the setups of issue 25).
+var researchScript, _ = filepath.Abs("../fixture/script.json")
 
-func binaries(t *testing.T) (string, string) {
+func binaries(t *testing.T) (keel, pub string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "keel-crashtest-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		keelBin, pubBin = filepath.Join(dir, "keel"), filepath.Join(dir, "pubserver")
-		notesBin = filepath.Join(dir, "notes")
-		for bin, pkg := range map[string]string{keelBin: "github.com/keelrun/keel/cmd/keel", pubBin: "github.com/keelrun/keel/internal/cmd/pubserver",
-			notesBin: "./testdata/notes"} {
-			if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, pkg).CombinedOutput(); err != nil {
-				buildErr = errors.Join(buildErr, errors.New(string(out)))
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return keelBin, pubBin
+	return testbin.Keel(t), testbin.Pubserver(t)
 }
 
 // pubserver starts the research agent's destination in a process of its
@@ -292,11 +270,11 @@ func (d *notesDest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // keys.
 func notesCrashtest(t *testing.T, promise string, count bool, extra ...string) (string, int) {
 	t.Helper()
-	binaries(t)
+	notes := testbin.Build(t, "./testdata/notes")
 	dest := &notesDest{applied: map[string]int{}}
 	hs := httptest.NewServer(dest)
 	t.Cleanup(hs.Close)
-	cmd := exec.Command(notesBin, append([]string{"crashtest", "--dir", t.TempDir()}, extra...)...)
+	cmd := exec.Command(notes, append([]string{"crashtest", "--dir", t.TempDir()}, extra...)...)
 	cmd.Env = append(os.Environ(), "NOTES_URL="+hs.URL, "NOTES_PROMISE="+promise)
 	if count {
 		cmd.Env = append(cmd.Env, "NOTES_COUNT=1")

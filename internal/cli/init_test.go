@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // keelInit runs `keel init args...` in-process.
@@ -50,6 +52,7 @@ func repoRoot(t *testing.T) string {
 // TestInitBuildsAndPasses generates a module against this checkout and
 // runs what its README tells the user to: go mod tidy, go vet, go test.
 func TestInitBuildsAndPasses(t *testing.T) {
+	testbin.SkipShort(t, "go mod tidy, go vet and go test of a generated module")
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not on PATH")
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // devProc is a `keel dev` process of the test.
@@ -93,9 +95,7 @@ func (p *devProc) serving(t *testing.T, dataDir string) (string, bool) {
 // mount of its directory is refused before it opens the database, and
 // the first goes on serving, its database intact.
 func TestSecondDevThroughLinks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds keel and starts keel dev processes")
-	}
+	testbin.SkipShort(t, "builds keel and starts keel dev processes")
 	bin, _ := binaries(t)
 	dir1 := t.TempDir()
 	first := startDevProc(t, bin, "--data-dir", dir1)

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -16,40 +14,18 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/aws/states"
 	"github.com/keelrun/keel/internal/kernel/run"
+	"github.com/keelrun/keel/internal/testbin"
 )
-
-// taskBinary builds the stock program (cmd/keel: keel.Main with the
-// research agent) once per test binary: the RunOnFargate state runs it as
-// a child process with KEEL_ROLE=task, as ECS would run the image.
-var taskBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "keel-task-*")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "keel-task")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/keelrun/keel/cmd/keel")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{out: string(out), err: err}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return "go build cmd/keel: " + e.err.Error() + "\n" + e.out }
 
 // fargate runs ecs:runTask as the one binary, with the environment the
 // CDK gives the container (KEEL_ROLE=task, KEEL_TABLE, KEEL_BUCKET) plus
 // the AWS settings that point it at the test endpoint; the state machine
 // adds KEEL_RUN_ID and KEEL_TASK_TOKEN as container overrides.
+//
+// The one binary is the stock program (cmd/keel: keel.Main with the
+// research agent), as ECS would run the image; testbin builds it once.
 func fargate(t *testing.T) func(w *world) states.TaskRunner {
-	bin, err := taskBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testbin.Keel(t)
 	return func(w *world) states.TaskRunner {
 		r := &states.ExecTaskRunner{Command: bin, Stdout: testWriter{t}, Stderr: testWriter{t}, Env: []string{
 			"PATH=" + os.Getenv("PATH"),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -50,8 +51,8 @@ func httpSession(t *testing.T, p *keeltest.Program, token string) *mcp.ClientSes
 
 func startMCPAgent(t *testing.T, env ...string) *keeltest.Program {
 	t.Helper()
-	fx := keeltest.Build(t, "../cmd/mcpfixture")
-	bin := keeltest.Build(t, "../mcptool/testdata/mcpagent")
+	fx := testbin.Build(t, "../cmd/mcpfixture")
+	bin := testbin.Build(t, "../mcptool/testdata/mcpagent")
 	return keeltest.StartProgram(t, bin, append([]string{"MCPAGENT_CMD=" + fx,
 		"MCPAGENT_LOG=" + filepath.Join(t.TempDir(), "applied.jsonl")}, env...)...)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -81,8 +82,8 @@ func tools(t *testing.T, cs *mcp.ClientSession) []string {
 // --allow-decisions it is offered no way to approve; with it, it
 // approves, and the run goes on.
 func TestMCPClientFollowsARun(t *testing.T) {
-	fx := keeltest.Build(t, "../cmd/mcpfixture")
-	bin := keeltest.Build(t, "../mcptool/testdata/mcpagent")
+	fx := testbin.Build(t, "../cmd/mcpfixture")
+	bin := testbin.Build(t, "../mcptool/testdata/mcpagent")
 	p := keeltest.StartProgram(t, bin, "MCPAGENT_CMD="+fx, "MCPAGENT_LOG="+filepath.Join(t.TempDir(), "applied.jsonl"))
 	cs := session(t, bin, p)
 	if got, want := strings.Join(tools(t, cs), " "), "explain_run get_run run_events send_input start_run"; got != want {

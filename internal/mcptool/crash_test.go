@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/proof/crash"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // TestCrashtestMCP: `mcpagent crashtest --all-hits` kills keel dev (SIGKILL) at
@@ -25,12 +26,11 @@ import (
 // nor are lookup and delete_record, whose read-only claims an untrusted
 // server makes (delete_record's a lie: it deletes).
 func TestCrashtestMCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills keel dev at every fault point: not in -short")
-	}
+	testbin.SkipShort(t, "kills keel dev at every fault point")
 	_, agent := binaries(t)
 	for name, env := range transports(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // the two crashtests share nothing; each mostly waits on its kills
 			log := filepath.Join(t.TempDir(), "applied.jsonl")
 			cmd := exec.Command(agent, "crashtest", "--json", "--all-hits", "--dir", t.TempDir())
 			cmd.Env = append(os.Environ(), env(log)...)

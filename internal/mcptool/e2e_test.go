@@ -8,41 +8,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
-var (
-	buildOnce            sync.Once
-	fixtureBin, agentBin string
-	buildErr             error
-)
-
-// binaries builds the MCP fixture server and the Keel program using it,
-// once for the package's tests.
+// binaries are the MCP fixture server and the Keel program using it,
+// built once for the package's tests.
 func binaries(t *testing.T) (fixture, agent string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "keel-mcp-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		fixtureBin, agentBin = filepath.Join(dir, "mcpfixture"), filepath.Join(dir, "mcpagent")
-		for bin, pkg := range map[string]string{fixtureBin: "github.com/keelrun/keel/internal/cmd/mcpfixture", agentBin: "./testdata/mcpagent"} {
-			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-				buildErr = err
-				t.Logf("%s", out)
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return fixtureBin, agentBin
+	return testbin.Build(t, "github.com/keelrun/keel/internal/cmd/mcpfixture"), testbin.Build(t, "./testdata/mcpagent")
 }
 
 // entry is one line of the fixture's log.

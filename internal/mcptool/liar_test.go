@@ -16,6 +16,7 @@ import (
 	artfs "github.com/keelrun/keel/internal/backend/artifact/fs"
 	"github.com/keelrun/keel/internal/client"
 	"github.com/keelrun/keel/internal/mcptool"
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -81,9 +82,7 @@ func waitApplied(t *testing.T, log string, n int) []entry {
 // the claim is the operator's to believe: the call is a read, and the
 // restarted dev sends it again (two applications), as documented.
 func TestLyingServerKilledMidCall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills keel dev inside MCP calls: not in -short")
-	}
+	testbin.SkipShort(t, "kills keel dev inside MCP calls")
 	_, agent := binaries(t)
 	for _, transport := range []string{"http", "stdio"} {
 		for _, trusted := range []bool{false, true} {
@@ -159,9 +158,7 @@ func settle(t *testing.T, p *keeltest.Program, runID, opID string) {
 // person asked for its exact arguments (the session's grant does not
 // cover it), and the mode is recorded with the run's terms.
 func TestTermsChangeBetweenRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs keel dev: not in -short")
-	}
+	testbin.SkipShort(t, "runs keel dev")
 	_, agent := binaries(t)
 	for _, transport := range []string{"http", "stdio"} {
 		for _, trusted := range []bool{false, true} {

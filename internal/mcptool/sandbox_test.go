@@ -14,6 +14,7 @@ import (
 	"github.com/keelrun/keel/internal/mcptool"
 	"github.com/keelrun/keel/internal/runspace"
 	"github.com/keelrun/keel/internal/sandbox"
+	"github.com/keelrun/keel/internal/testbin"
 	"github.com/keelrun/keel/keeltest"
 )
 
@@ -24,6 +25,7 @@ import (
 // server; run as a plain child (no Isolate), the same probe reads all
 // three, so the test fails when the isolation is switched off.
 func TestStdioServerInTheSandbox(t *testing.T) {
+	testbin.SkipShort(t, "builds the MCP fixture server and runs it in the sandbox")
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed (Debian: apt-get install -y bubblewrap); isolation tests need it")
 	}

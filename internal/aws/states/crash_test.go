@@ -16,6 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 const crashExecARN = "arn:aws:states:us-east-1:000000000000:execution:keel-run:run-crash"
@@ -46,9 +48,7 @@ func lines(path string) []string {
 // points of run.asl.json (a Lambda step in flight, an approval awaiting its
 // token, a durable wait) and resumes the execution in this process.
 func TestCrashResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts child processes")
-	}
+	testbin.SkipShort(t, "starts child processes")
 	tests := []struct {
 		name  string
 		mode  string

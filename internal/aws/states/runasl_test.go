@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // decision is what the Step function (and the Fargate task) returns.
@@ -406,9 +408,7 @@ func TestRunSpillHeartbeatTimeout(t *testing.T) {
 // rolls over on its own, and each generation's history stays far below
 // the 25,000-event limit.
 func TestRunRolloverAtLoopBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 500 loop iterations")
-	}
+	testbin.SkipShort(t, "runs 500 loop iterations")
 	script := make([]stepReply, 0, 501)
 	for range 500 {
 		script = append(script, reply("continue"))

@@ -3,37 +3,20 @@ package demo_test
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/local/demo"
+	"github.com/keelrun/keel/internal/testbin"
 )
-
-func build(t *testing.T, dir, pkg, name string) string {
-	t.Helper()
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = "../../.."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
 
 // TestDemoEndToEnd drives keel dev as a child process over HTTP through the
 // whole research run, including a SIGKILL after the destination accepted
 // the publication and a restart, and checks there is exactly one
 // publication and a log that explains the recovery.
 func TestDemoEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds binaries and runs child processes")
-	}
-	bin := t.TempDir()
-	keel := build(t, bin, "./cmd/keel", "keel")
-	pub := build(t, bin, "./internal/cmd/pubserver", "pubserver")
+	keel, pub := testbin.Keel(t), testbin.Pubserver(t)
 	for _, spill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in the server", true: "analysis spilled to the task"}[spill], func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,11 +14,21 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/kernel/harness"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
-// build compiles a package of the module into dir.
+// build compiles a package of the module into dir. The stock keel program
+// and the publication server without tags are testbin's, built once per
+// test binary or once per make test.
 func build(t *testing.T, dir, name, pkg string, tags ...string) string {
 	t.Helper()
+	testbin.SkipShort(t, "builds keel and kills keel dev processes")
+	switch {
+	case len(tags) == 0 && pkg == "github.com/keelrun/keel/cmd/keel":
+		return testbin.Keel(t)
+	case len(tags) == 0 && pkg == "github.com/keelrun/keel/internal/cmd/pubserver":
+		return testbin.Pubserver(t)
+	}
 	out := filepath.Join(dir, name)
 	args := []string{"build", "-buildvcs=false", "-o", out}
 	if len(tags) > 0 {
@@ -33,10 +43,9 @@ func build(t *testing.T, dir, name, pkg string, tags ...string) string {
 
 // TestCrashSuite builds keel, the publication server and the deliberately
 // broken keel once, then plays the fault-point matrix, a short soak and the
-// broken build side by side. Under -short the rows that kill the
+// broken build side by side, the matrix with the rows that kill the
 // long-running task child (over two minutes each: the local executor sees
-// a lost task only by its missing heartbeat) are skipped and the soak is
-// smaller.
+// a lost task only by its missing heartbeat). -short skips it.
 func TestCrashSuite(t *testing.T) {
 	bin := t.TempDir()
 	keel := build(t, bin, "keel", "github.com/keelrun/keel/cmd/keel")
@@ -56,7 +65,7 @@ func TestCrashSuite(t *testing.T) {
 
 	t.Run("matrix", func(t *testing.T) {
 		t.Parallel()
-		rows := Matrix(ctx, config(t, keel), MatrixOptions{Task: !testing.Short()})
+		rows := Matrix(ctx, config(t, keel), MatrixOptions{Task: true})
 		var buf bytes.Buffer
 		PrintMatrix(&buf, rows)
 		t.Logf("\n%s", buf.String())
@@ -131,9 +140,6 @@ func TestCrashSuite(t *testing.T) {
 	t.Run("soak", func(t *testing.T) {
 		t.Parallel()
 		n := 20
-		if testing.Short() {
-			n = 6
-		}
 		seed := uint64(time.Now().UnixNano())
 		sum := Soak(ctx, config(t, keel), SoakOptions{N: n, Seed: seed})
 		var buf bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/proof/awslocal"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // TestSettleOnKeelDev plays the settle rows (settle.go) on real keel dev
@@ -18,9 +19,7 @@ import (
 // one publication under the operation's id, also when the new attempt is
 // killed after its dispatch; of two racing settles one wins.
 func TestSettleOnKeelDev(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds keel and kills keel dev processes")
-	}
+	testbin.SkipShort(t, "builds keel and kills keel dev processes")
 	bin := t.TempDir()
 	keel := build(t, bin, "keel", "github.com/keelrun/keel/cmd/keel")
 	pub := build(t, bin, "pubserver", "github.com/keelrun/keel/internal/cmd/pubserver")

@@ -21,6 +21,7 @@ import (
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/notify"
 	"github.com/keelrun/keel/internal/observe/explain"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 const price = 1_000 // testdata/budgetagent's Price
@@ -85,9 +86,7 @@ func (rc *receiver) approval(id string) (notify.Message, bool) {
 // posting "approve" to the link raises the cap by what the pause asked for,
 // and the run completes with all 20 lookups paid, the raise in its log.
 func TestSpendCapPausesAndALinkRaisesIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a program and runs keel dev")
-	}
+	testbin.SkipShort(t, "builds a program and runs keel dev")
 	dir := t.TempDir()
 	bin := buildAgent(t, dir)
 	rc := &receiver{secret: []byte("hook-secret-for-the-test"), got: map[string]notify.Message{}}

@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/internal/api"
 	"github.com/keelrun/keel/internal/kernel/run"
 	"github.com/keelrun/keel/internal/notify"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // TestNotificationSurvivesSIGKILL: keel dev kills itself with SIGKILL at
@@ -21,9 +22,7 @@ import (
 // (the notification's, ntf-APPROVAL), and the receiver keeps exactly one
 // message, whose link then approves once and the run completes.
 func TestNotificationSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a program and kills keel dev")
-	}
+	testbin.SkipShort(t, "builds a program and kills keel dev")
 	dir := t.TempDir()
 	bin := buildAgent(t, dir)
 	rc := &receiver{secret: []byte("hook-secret-for-the-test"), got: map[string]notify.Message{}, failFirst: 1}

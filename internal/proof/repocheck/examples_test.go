@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 const module = "github.com/keelrun/keel/"
@@ -60,9 +62,7 @@ func TestImportViolations(t *testing.T) {
 
 // TestExamplesAreNotLoadBearing holds importViolations on this module.
 func TestExamplesAreNotLoadBearing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("go list of the whole module")
-	}
+	testbin.SkipShort(t, "go list of the whole module")
 	cmd := exec.Command("go", "list", "-e", "-f",
 		`{{.ImportPath}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
 	cmd.Dir = "../../.."

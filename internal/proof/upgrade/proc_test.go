@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/client"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // variants are the builds of testdata/prog the tests use.
@@ -29,9 +30,7 @@ var (
 // removed by TestMain.
 func bins(t *testing.T) map[string]string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds seven binaries of the agent program: not under -short")
-	}
+	testbin.SkipShort(t, "builds seven binaries of the agent program")
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "keel-upgrade-bin-")
 		for _, v := range variants {

@@ -26,6 +26,7 @@ import (
 	"github.com/keelrun/keel/internal/proof/awslocal"
 	"github.com/keelrun/keel/internal/runspace"
 	"github.com/keelrun/keel/internal/sandbox"
+	"github.com/keelrun/keel/internal/testbin"
 )
 
 // The runner's own (fake) credentials: what Lambda gives the runtime.
@@ -78,9 +79,7 @@ func moduleRoot(t *testing.T) string {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("emulators: not in -short")
-	}
+	testbin.SkipShort(t, "starts moto and the Lambda Runtime Interface Emulator")
 	if why := awslocal.MotoAvailable("python3"); why != "" {
 		t.Skip(why)
 	}
