@@ -48,6 +48,7 @@ func TestStartExecutionIdempotency(t *testing.T) {
 	}
 	// Once closed, the name is taken even with the same input (as on AWS).
 	env.waitEntered(first, "W", 1)
+	clock.waitTimer(t, 86400e9) // the state's timer comes after its entry
 	clock.Advance(86400e9)
 	env.waitDone(first)
 	if _, err := start("run-1", `{"a": 1}`); !errors.As(err, &exists) {
